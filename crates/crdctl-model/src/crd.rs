@@ -21,19 +21,19 @@ pub const KIND: &str = "CustomResourceDefinition";
 #[serde(rename_all = "camelCase")]
 pub struct CustomResourceDefinition {
     /// `apiextensions.k8s.io/v1` after normalisation.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub api_version: String,
     /// `CustomResourceDefinition`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub kind: String,
     /// Object metadata.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub metadata: ObjectMeta,
     /// The definition.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub spec: Spec,
     /// Status, present in files exported from a cluster.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub status: Status,
 }
 
@@ -42,10 +42,14 @@ pub struct CustomResourceDefinition {
 #[serde(rename_all = "camelCase")]
 pub struct ObjectMeta {
     /// Must be `<plural>.<group>`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub name: String,
     /// Annotations, such as `api-approved.kubernetes.io`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub annotations: BTreeMap<String, String>,
 }
 
@@ -54,16 +58,16 @@ pub struct ObjectMeta {
 #[serde(rename_all = "camelCase")]
 pub struct Spec {
     /// API group, e.g. `stable.example.com`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub group: String,
     /// Resource and kind names.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub names: Names,
     /// `Namespaced` or `Cluster`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub scope: String,
     /// Versions in the order written.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub versions: Vec<Version>,
     /// How objects convert between versions; absent means `None`.
     #[serde(default)]
@@ -78,22 +82,22 @@ pub struct Spec {
 #[serde(rename_all = "camelCase")]
 pub struct Names {
     /// URL path segment, e.g. `crontabs`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub plural: String,
     /// Lower-case singular name, defaults to the lower-cased kind.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub singular: String,
     /// The kind, e.g. `CronTab`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub kind: String,
     /// The list kind, defaults to `<kind>List`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub list_kind: String,
     /// Short names for kubectl.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub short_names: Vec<String>,
     /// Categories such as `all`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub categories: Vec<String>,
 }
 
@@ -102,16 +106,16 @@ pub struct Names {
 #[serde(rename_all = "camelCase")]
 pub struct Version {
     /// Version name, e.g. `v1beta1`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub name: String,
     /// Whether the API server serves this version.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub served: bool,
     /// Whether objects are persisted in this version.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub storage: bool,
     /// Whether requests to this version get a deprecation warning.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub deprecated: bool,
     /// Overrides the default deprecation warning.
     #[serde(default)]
@@ -123,7 +127,7 @@ pub struct Version {
 #[serde(rename_all = "camelCase")]
 pub struct Conversion {
     /// `None` or `Webhook`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub strategy: String,
     /// Webhook settings, for strategy `Webhook`.
     #[serde(default)]
@@ -138,7 +142,7 @@ pub struct WebhookConversion {
     #[serde(default)]
     pub client_config: Option<WebhookClientConfig>,
     /// ConversionReview versions the webhook accepts, preferred first.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub conversion_review_versions: Vec<String>,
 }
 
@@ -162,10 +166,10 @@ pub struct WebhookClientConfig {
 #[serde(rename_all = "camelCase")]
 pub struct ServiceReference {
     /// Service namespace.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub namespace: String,
     /// Service name.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub name: String,
     /// URL path; the root when absent.
     #[serde(default)]
@@ -180,13 +184,13 @@ pub struct ServiceReference {
 #[serde(rename_all = "camelCase")]
 pub struct Status {
     /// Conditions such as `Established`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub conditions: Vec<Condition>,
     /// Names the server accepted.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub accepted_names: Names,
     /// Every version that objects may still be persisted in.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub stored_versions: Vec<String>,
 }
 
@@ -195,11 +199,20 @@ pub struct Status {
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
     /// Condition type, e.g. `Established`.
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type", default, deserialize_with = "nullable")]
     pub type_: String,
     /// `True`, `False` or `Unknown`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub status: String,
+}
+
+/// Reads `null` as the default value, as Go's JSON decoding does for slices, maps and strings.
+fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 impl CustomResourceDefinition {
@@ -226,11 +239,17 @@ impl CustomResourceDefinition {
 
     /// Whether the condition `type_` is `True`.
     pub fn condition_is_true(&self, type_: &str) -> bool {
-        self.status.conditions.iter().any(|c| c.type_ == type_ && c.status == "True")
+        self.status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == type_ && c.status == "True")
     }
 
     /// The conversion strategy, `None` when unset.
     pub fn conversion_strategy(&self) -> &str {
-        self.spec.conversion.as_ref().map_or("None", |c| c.strategy.as_str())
+        self.spec
+            .conversion
+            .as_ref()
+            .map_or("None", |c| c.strategy.as_str())
     }
 }

@@ -73,37 +73,57 @@ pub fn to_v1(mut doc: Value) -> Normalized {
             normalize_spec(spec, &mut relocations, &mut legacy);
         }
     }
-    Normalized { value: doc, relocations, legacy }
+    Normalized {
+        value: doc,
+        relocations,
+        legacy,
+    }
 }
 
-fn normalize_spec(spec: &mut Map<String, Value>, relocations: &mut Vec<Relocation>, legacy: &mut LegacyLayout) {
+fn normalize_spec(
+    spec: &mut Map<String, Value>,
+    relocations: &mut Vec<Relocation>,
+    legacy: &mut LegacyLayout,
+) {
     spec.entry("scope").or_insert_with(|| json!("Namespaced"));
     if !spec.contains_key("preserveUnknownFields") || spec["preserveUnknownFields"].is_null() {
         spec.insert("preserveUnknownFields".into(), Value::Bool(true));
     }
 
-    legacy.version = spec.remove("version").and_then(|v| v.as_str().map(str::to_owned));
-    let versions_empty = spec.get("versions").and_then(Value::as_array).is_none_or(Vec::is_empty);
+    legacy.version = spec
+        .shift_remove("version")
+        .and_then(|v| v.as_str().map(str::to_owned));
+    let versions_empty = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
     if versions_empty && let Some(version) = &legacy.version {
-        spec.insert("versions".into(), json!([{ "name": version, "served": true, "storage": true }]));
-        relocations.push(Relocation { v1_prefix: "/spec/versions/0".into(), source_prefix: "/spec/version".into() });
+        spec.insert(
+            "versions".into(),
+            json!([{ "name": version, "served": true, "storage": true }]),
+        );
+        relocations.push(Relocation {
+            v1_prefix: "/spec/versions/0".into(),
+            source_prefix: "/spec/version".into(),
+        });
     }
 
-    let mut versions = match spec.remove("versions") {
-        Some(Value::Array(versions)) => versions,
-        Some(other) => {
-            // Not a list: leave it for the typed view to report with its position.
-            spec.insert("versions".into(), other);
-            Vec::new()
-        }
-        None => Vec::new(),
+    // Taken out and put back into the same slot, so keys keep the order the user wrote.
+    // Anything but a list is left for the typed view to report with its position.
+    let mut versions = match spec.get_mut("versions") {
+        Some(Value::Array(versions)) => std::mem::take(versions),
+        _ => Vec::new(),
     };
-    for version in &mut versions {
+    for version in versions.iter_mut() {
         if let Some(columns) = version.get_mut("additionalPrinterColumns") {
             rename_json_path_keys(columns);
         }
     }
-    let per_version = |versions: &[Value], key: &str| versions.iter().any(|v| v.get(key).is_some_and(|x| !is_empty(x)));
+    let per_version = |versions: &[Value], key: &str| {
+        versions
+            .iter()
+            .any(|v| v.get(key).is_some_and(|x| !is_empty(x)))
+    };
     let identical = |versions: &[Value], key: &str| {
         let first = versions.first().and_then(|v| v.get(key));
         first.is_some_and(|f| !is_empty(f)) && versions.iter().all(|v| v.get(key) == first)
@@ -115,9 +135,15 @@ fn normalize_spec(spec: &mut Map<String, Value>, relocations: &mut Vec<Relocatio
     legacy.identical_subresources = identical(&versions, "subresources");
     legacy.identical_columns = identical(&versions, "additionalPrinterColumns");
 
-    let top_level = [("validation", "schema"), ("subresources", "subresources"), ("additionalPrinterColumns", "additionalPrinterColumns")];
+    let top_level = [
+        ("validation", "schema"),
+        ("subresources", "subresources"),
+        ("additionalPrinterColumns", "additionalPrinterColumns"),
+    ];
     for (top_key, version_key) in top_level {
-        let Some(mut shared) = spec.remove(top_key) else { continue };
+        let Some(mut shared) = spec.shift_remove(top_key) else {
+            continue;
+        };
         if is_empty(&shared) {
             continue;
         }
@@ -139,8 +165,8 @@ fn normalize_spec(spec: &mut Map<String, Value>, relocations: &mut Vec<Relocatio
             }
         }
     }
-    if !versions.is_empty() || !spec.contains_key("versions") {
-        spec.insert("versions".into(), Value::Array(versions));
+    if let Some(Value::Array(slot)) = spec.get_mut("versions") {
+        *slot = versions;
     }
 
     if let Some(conversion) = spec.get_mut("conversion").and_then(Value::as_object_mut) {
@@ -149,10 +175,19 @@ fn normalize_spec(spec: &mut Map<String, Value>, relocations: &mut Vec<Relocatio
 }
 
 fn normalize_conversion(conversion: &mut Map<String, Value>, relocations: &mut Vec<Relocation>) {
-    let client_config = conversion.remove("webhookClientConfig").filter(|v| !v.is_null());
-    let mut review_versions = conversion.remove("conversionReviewVersions").filter(|v| !v.is_null());
+    let client_config = conversion
+        .shift_remove("webhookClientConfig")
+        .filter(|v| !v.is_null());
+    let mut review_versions = conversion
+        .shift_remove("conversionReviewVersions")
+        .filter(|v| !v.is_null());
     let is_webhook = conversion.get("strategy").and_then(Value::as_str) == Some("Webhook");
-    if is_webhook && review_versions.as_ref().and_then(Value::as_array).is_none_or(Vec::is_empty) {
+    if is_webhook
+        && review_versions
+            .as_ref()
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+    {
         review_versions = Some(json!(["v1beta1"]));
     }
     if client_config.is_none() && review_versions.is_none() {
@@ -176,11 +211,61 @@ fn normalize_conversion(conversion: &mut Map<String, Value>, relocations: &mut V
     conversion.insert("webhook".into(), Value::Object(webhook));
 }
 
+/// Makes a v1 document acceptable to `kubectl apply` on a current cluster, beyond what the API
+/// server's conversion does, and says what it changed so the user can review it.
+///
+/// A v1 create refuses `preserveUnknownFields: true` (the v1beta1 default) and requires a schema
+/// for every version. Unknown fields are kept at the root of every schema with
+/// `x-kubernetes-preserve-unknown-fields: true`, the replacement the API server's message names.
+pub fn prepare_for_v1_create(doc: &mut Value) -> Vec<String> {
+    let mut changes = Vec::new();
+    let Some(spec) = doc.get_mut("spec").and_then(Value::as_object_mut) else {
+        return changes;
+    };
+    let preserve = spec.get("preserveUnknownFields") == Some(&Value::Bool(true));
+    if preserve {
+        spec.shift_remove("preserveUnknownFields");
+        changes.push("spec.preserveUnknownFields: true is not allowed in apiextensions.k8s.io/v1; every version's schema root now sets x-kubernetes-preserve-unknown-fields: true instead, and unknown fields inside objects with declared properties will be pruned".to_string());
+    }
+    for version in spec
+        .get_mut("versions")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        let name = version
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let Some(version) = version.as_object_mut() else {
+            continue;
+        };
+        let schema = version
+            .get_mut("schema")
+            .and_then(|s| s.get_mut("openAPIV3Schema"))
+            .and_then(Value::as_object_mut);
+        match schema {
+            Some(schema) if preserve => {
+                schema
+                    .entry("x-kubernetes-preserve-unknown-fields")
+                    .or_insert(Value::Bool(true));
+            }
+            Some(_) => {}
+            None => {
+                version.insert("schema".into(), json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}));
+                changes.push(format!("version {name}: apiextensions.k8s.io/v1 requires a schema; added one that accepts any object"));
+            }
+        }
+    }
+    changes
+}
+
 /// v1beta1 printer columns spell `JSONPath`; v1 spells `jsonPath`.
 fn rename_json_path_keys(columns: &mut Value) {
     for column in columns.as_array_mut().into_iter().flatten() {
         if let Some(column) = column.as_object_mut()
-            && let Some(path) = column.remove("JSONPath")
+            && let Some(path) = column.shift_remove("JSONPath")
         {
             column.insert("jsonPath".into(), path);
         }
@@ -256,7 +341,11 @@ mod tests {
             "scope": "Cluster"
         }}));
         let versions = normalized.value["spec"]["versions"].as_array().unwrap();
-        assert!(versions.iter().all(|v| v["schema"] == json!({"openAPIV3Schema": {"type": "object"}})));
+        assert!(
+            versions
+                .iter()
+                .all(|v| v["schema"] == json!({"openAPIV3Schema": {"type": "object"}}))
+        );
         assert_eq!(normalized.value["spec"]["scope"], "Cluster");
         assert_eq!(normalized.value["spec"]["preserveUnknownFields"], false);
     }
@@ -267,7 +356,28 @@ mod tests {
             "strategy": "Webhook", "conversionReviewVersions": ["v1", "v1beta1"],
             "webhookClientConfig": {"service": {"name": "w", "namespace": "n"}}
         }}}));
-        assert_eq!(normalized.value["spec"]["conversion"]["webhook"]["conversionReviewVersions"], json!(["v1", "v1beta1"]));
+        assert_eq!(
+            normalized.value["spec"]["conversion"]["webhook"]["conversionReviewVersions"],
+            json!(["v1", "v1beta1"])
+        );
+    }
+
+    #[test]
+    fn preparing_for_create_replaces_preserve_unknown_fields() {
+        let mut doc = json!({"spec": {"preserveUnknownFields": true, "versions": [
+            {"name": "v1", "schema": {"openAPIV3Schema": {"type": "object"}}},
+            {"name": "v2"}
+        ]}});
+        let changes = prepare_for_v1_create(&mut doc);
+        assert_eq!(changes.len(), 2, "{changes:?}");
+        assert_eq!(
+            doc,
+            json!({"spec": {"versions": [
+                {"name": "v1", "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+                {"name": "v2", "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
+            ]}})
+        );
+        assert!(prepare_for_v1_create(&mut doc).is_empty(), "idempotent");
     }
 
     #[test]

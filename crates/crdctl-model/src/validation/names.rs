@@ -13,12 +13,18 @@ const DNS1123_SUBDOMAIN_ERROR: &str = "a lowercase RFC 1123 subdomain must consi
 pub fn dns1035_label_errors(value: &str) -> Vec<String> {
     let mut errors = Vec::new();
     if value.len() > DNS1035_LABEL_MAX {
-        errors.push(format!("must be no more than {DNS1035_LABEL_MAX} characters"));
+        errors.push(format!(
+            "must be no more than {DNS1035_LABEL_MAX} characters"
+        ));
     }
     let bytes = value.as_bytes();
     let valid = bytes.first().is_some_and(u8::is_ascii_lowercase)
-        && bytes.last().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
+        && bytes
+            .last()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
     if !valid {
         errors.push(DNS1035_LABEL_ERROR.to_string());
     }
@@ -29,13 +35,21 @@ pub fn dns1035_label_errors(value: &str) -> Vec<String> {
 pub fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
     let mut errors = Vec::new();
     if value.len() > DNS1123_SUBDOMAIN_MAX {
-        errors.push(format!("must be no more than {DNS1123_SUBDOMAIN_MAX} characters"));
+        errors.push(format!(
+            "must be no more than {DNS1123_SUBDOMAIN_MAX} characters"
+        ));
     }
     let is_label = |label: &str| {
         let bytes = label.as_bytes();
-        bytes.first().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            && bytes.last().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        bytes
+            .first()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && bytes
+                .last()
+                .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
     };
     if !value.split('.').all(is_label) {
         errors.push(DNS1123_SUBDOMAIN_ERROR.to_string());
@@ -55,7 +69,10 @@ pub(super) fn validate_metadata_name(crd: &Crd) -> Vec<Violation> {
     if name != format!("{}.{}", spec.names.plural, spec.group) {
         reasons.push(r#"must be spec.names.plural+"."+spec.group"#.to_string());
     }
-    reasons.iter().map(|reason| path.invalid(name, reason)).collect()
+    reasons
+        .iter()
+        .map(|reason| path.invalid(name, reason))
+        .collect()
 }
 
 pub(super) fn validate_group_and_scope(spec: &Spec, path: &Path) -> Vec<Violation> {
@@ -80,7 +97,12 @@ pub(super) fn validate_group_and_scope(spec: &Spec, path: &Path) -> Vec<Violatio
 /// Names that `spec` requires (status names may be empty), then the format of each.
 pub(super) fn validate_spec_names(names: &Names, path: &Path) -> Vec<Violation> {
     let mut violations = Vec::new();
-    let required = [("plural", &names.plural), ("singular", &names.singular), ("kind", &names.kind), ("listKind", &names.list_kind)];
+    let required = [
+        ("plural", &names.plural),
+        ("singular", &names.singular),
+        ("kind", &names.kind),
+        ("listKind", &names.list_kind),
+    ];
     for (field, value) in required {
         if value.is_empty() {
             violations.push(path.child(field).required(""));
@@ -97,9 +119,17 @@ pub(super) fn validate_names(names: &Names, path: &Path) -> Vec<Violation> {
         if value.is_empty() {
             return;
         }
-        let errors = dns1035_label_errors(&if lower_case { value.to_lowercase() } else { value.to_string() });
+        let errors = dns1035_label_errors(&if lower_case {
+            value.to_lowercase()
+        } else {
+            value.to_string()
+        });
         if !errors.is_empty() {
-            let prefix = if lower_case { "may have mixed case, but should otherwise match: " } else { "" };
+            let prefix = if lower_case {
+                "may have mixed case, but should otherwise match: "
+            } else {
+                ""
+            };
             violations.push(field.invalid(value, &format!("{prefix}{}", errors.join(","))));
         }
     };
@@ -110,16 +140,27 @@ pub(super) fn validate_names(names: &Names, path: &Path) -> Vec<Violation> {
     for (idx, short_name) in names.short_names.iter().enumerate() {
         let errors = dns1035_label_errors(short_name);
         if !errors.is_empty() {
-            violations.push(path.child("shortNames").index(idx).invalid(short_name, &errors.join(",")));
+            violations.push(
+                path.child("shortNames")
+                    .index(idx)
+                    .invalid(short_name, &errors.join(",")),
+            );
         }
     }
     if !names.kind.is_empty() && names.kind == names.list_kind {
-        violations.push(path.child("listKind").invalid(&names.list_kind, "kind and listKind may not be the same"));
+        violations.push(
+            path.child("listKind")
+                .invalid(&names.list_kind, "kind and listKind may not be the same"),
+        );
     }
     for (idx, category) in names.categories.iter().enumerate() {
         let errors = dns1035_label_errors(category);
         if !errors.is_empty() {
-            violations.push(path.child("categories").index(idx).invalid(category, &errors.join(",")));
+            violations.push(
+                path.child("categories")
+                    .index(idx)
+                    .invalid(category, &errors.join(",")),
+            );
         }
     }
     violations
@@ -136,10 +177,18 @@ pub(super) fn validate_immutable(new: &Spec, old: &Spec, options: Options) -> Ve
     };
     if options.require_immutable_names {
         immutable(spec.child("scope"), &new.scope, &old.scope);
-        immutable(spec.child("names").child("kind"), &new.names.kind, &old.names.kind);
+        immutable(
+            spec.child("names").child("kind"),
+            &new.names.kind,
+            &old.names.kind,
+        );
     }
     immutable(spec.child("group"), &new.group, &old.group);
-    immutable(spec.child("names").child("plural"), &new.names.plural, &old.names.plural);
+    immutable(
+        spec.child("names").child("plural"),
+        &new.names.plural,
+        &old.names.plural,
+    );
     violations
 }
 
@@ -152,43 +201,84 @@ mod tests {
     fn dns_labels() {
         assert!(dns1035_label_errors("v1beta1").is_empty());
         assert_eq!(dns1035_label_errors("1v"), [DNS1035_LABEL_ERROR]);
-        assert_eq!(dns1035_label_errors(&"a".repeat(64)), ["must be no more than 63 characters"]);
+        assert_eq!(
+            dns1035_label_errors(&"a".repeat(64)),
+            ["must be no more than 63 characters"]
+        );
         assert!(dns1123_subdomain_errors("stable.example.com").is_empty());
-        assert_eq!(dns1123_subdomain_errors("Example.com"), [DNS1123_SUBDOMAIN_ERROR]);
+        assert_eq!(
+            dns1123_subdomain_errors("Example.com"),
+            [DNS1123_SUBDOMAIN_ERROR]
+        );
         assert_eq!(dns1123_subdomain_errors("a..b").len(), 1);
     }
 
     #[test]
     fn metadata_name_must_be_plural_dot_group() {
-        let text = patched("  name: crontabs.example.com", "  name: crontab.example.com");
-        assert_eq!(check(&text), [r#"metadata.name: Invalid value: "crontab.example.com": must be spec.names.plural+"."+spec.group"#]);
+        let text = patched(
+            "  name: crontabs.example.com",
+            "  name: crontab.example.com",
+        );
+        assert_eq!(
+            check(&text),
+            [
+                r#"metadata.name: Invalid value: "crontab.example.com": must be spec.names.plural+"."+spec.group"#
+            ]
+        );
         let text = patched("  name: crontabs.example.com", "  name: \"\"");
-        assert_eq!(check(&text), ["metadata.name: Required value: name or generateName is required"]);
+        assert_eq!(
+            check(&text),
+            ["metadata.name: Required value: name or generateName is required"]
+        );
     }
 
     #[test]
     fn group_rules() {
         let text = VALID.replace("example.com", "example");
-        assert_eq!(check(&text), [r#"spec.group: Invalid value: "example": should be a domain with at least one dot"#]);
+        assert_eq!(
+            check(&text),
+            [r#"spec.group: Invalid value: "example": should be a domain with at least one dot"#]
+        );
         let text = VALID.replace("example.com", "Example.com");
         let violations = check(&text);
-        assert!(violations.contains(&format!("spec.group: Invalid value: \"Example.com\": {DNS1123_SUBDOMAIN_ERROR}")), "{violations:?}");
-        let text = VALID.replace("  group: example.com\n", "").replace("crontabs.example.com", "crontabs.");
-        assert_eq!(check(&text), ["metadata.name: Invalid value: \"crontabs.\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')", "spec.group: Required value"]);
+        assert!(
+            violations.contains(&format!(
+                "spec.group: Invalid value: \"Example.com\": {DNS1123_SUBDOMAIN_ERROR}"
+            )),
+            "{violations:?}"
+        );
+        let text = VALID
+            .replace("  group: example.com\n", "")
+            .replace("crontabs.example.com", "crontabs.");
+        assert_eq!(
+            check(&text),
+            [
+                "metadata.name: Invalid value: \"crontabs.\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                "spec.group: Required value"
+            ]
+        );
     }
 
     #[test]
     fn scope_rules() {
-        assert_eq!(check(&patched("  scope: Namespaced\n", "")), ["spec.scope: Required value"]);
+        assert_eq!(
+            check(&patched("  scope: Namespaced\n", "")),
+            ["spec.scope: Required value"]
+        );
         assert_eq!(
             check(&patched("scope: Namespaced", "scope: Global")),
-            [r#"spec.scope: Unsupported value: "Global": supported values: "Cluster", "Namespaced""#]
+            [
+                r#"spec.scope: Unsupported value: "Global": supported values: "Cluster", "Namespaced""#
+            ]
         );
     }
 
     #[test]
     fn names_rules() {
-        let text = patched("    kind: CronTab\n", "    kind: CronTab\n    listKind: CronTab\n    shortNames: [ct, C_T]\n    categories: [all, \"\"]\n");
+        let text = patched(
+            "    kind: CronTab\n",
+            "    kind: CronTab\n    listKind: CronTab\n    shortNames: [ct, C_T]\n    categories: [all, \"\"]\n",
+        );
         assert_eq!(
             check(&text),
             [
@@ -202,13 +292,25 @@ mod tests {
             check(&text),
             [
                 format!("spec.names.singular: Invalid value: \"cron_tab\": {DNS1035_LABEL_ERROR}"),
-                format!("spec.names.kind: Invalid value: \"Cron_Tab\": may have mixed case, but should otherwise match: {DNS1035_LABEL_ERROR}"),
-                format!("spec.names.listKind: Invalid value: \"Cron_TabList\": may have mixed case, but should otherwise match: {DNS1035_LABEL_ERROR}"),
+                format!(
+                    "spec.names.kind: Invalid value: \"Cron_Tab\": may have mixed case, but should otherwise match: {DNS1035_LABEL_ERROR}"
+                ),
+                format!(
+                    "spec.names.listKind: Invalid value: \"Cron_TabList\": may have mixed case, but should otherwise match: {DNS1035_LABEL_ERROR}"
+                ),
             ]
         );
         let text = patched("    kind: CronTab\n", "");
-        assert_eq!(check(&text), ["spec.names.singular: Required value", "spec.names.kind: Required value", "spec.names.listKind: Required value"]);
-        let text = patched("    plural: crontabs\n", "").replace("crontabs.example.com", ".example.com");
+        assert_eq!(
+            check(&text),
+            [
+                "spec.names.singular: Required value",
+                "spec.names.kind: Required value",
+                "spec.names.listKind: Required value"
+            ]
+        );
+        let text =
+            patched("    plural: crontabs\n", "").replace("crontabs.example.com", ".example.com");
         assert!(check(&text).contains(&"spec.names.plural: Required value".to_string()));
     }
 }

@@ -9,17 +9,26 @@ use crate::crd::Version;
 pub(super) fn validate(stored_versions: &[String], versions: &[Version]) -> Vec<Violation> {
     let path = Path::root("status").child("storedVersions");
     if stored_versions.is_empty() {
-        return vec![path.invalid(&Value::Array(Vec::new()), "must have at least one stored version")];
+        return vec![path.invalid(
+            &Value::Array(Vec::new()),
+            "must have at least one stored version",
+        )];
     }
     let mut violations = Vec::new();
     for version in versions.iter().filter(|v| v.storage) {
         if !stored_versions.contains(&version.name) {
-            violations.push(path.invalid(stored_versions, &format!("must have the storage version {}", version.name)));
+            violations.push(path.invalid(
+                stored_versions,
+                &format!("must have the storage version {}", version.name),
+            ));
         }
     }
     for (idx, stored) in stored_versions.iter().enumerate() {
         if !versions.iter().any(|v| &v.name == stored) {
-            violations.push(path.index(idx).invalid(stored, &missing_stored_version_detail(stored)));
+            violations.push(
+                path.index(idx)
+                    .invalid(stored, &missing_stored_version_detail(stored)),
+            );
         }
     }
     violations
@@ -37,7 +46,15 @@ mod tests {
     use super::*;
 
     fn versions(names: &[&str], storage: &str) -> Vec<Version> {
-        names.iter().map(|n| Version { name: n.to_string(), served: true, storage: *n == storage, ..Version::default() }).collect()
+        names
+            .iter()
+            .map(|n| Version {
+                name: n.to_string(),
+                served: true,
+                storage: *n == storage,
+                ..Version::default()
+            })
+            .collect()
     }
 
     fn strings(names: &[&str]) -> Vec<String> {
@@ -46,19 +63,33 @@ mod tests {
 
     #[track_caller]
     fn check(stored: &[&str], names: &[&str], storage: &str) -> Vec<String> {
-        validate(&strings(stored), &versions(names, storage)).iter().map(ToString::to_string).collect()
+        validate(&strings(stored), &versions(names, storage))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     /// Upstream `TestValidateCustomResourceDefinitionStoredVersions`.
     #[test]
     fn upstream_table() {
         assert!(check(&["v1"], &["v1"], "v1").is_empty());
-        assert_eq!(check(&[], &["v1"], "v1"), ["status.storedVersions: Invalid value: []: must have at least one stored version"]);
+        assert_eq!(
+            check(&[], &["v1"], "v1"),
+            ["status.storedVersions: Invalid value: []: must have at least one stored version"]
+        );
         assert!(check(&["v1alpha", "v1"], &["v1alpha", "v1beta1", "v1"], "v1").is_empty());
-        assert_eq!(check(&["v1alpha", "v1beta1", "v1"], &["v1beta1", "v1"], "v1"), [format!("status.storedVersions[0]: Invalid value: \"v1alpha\": {}", missing_stored_version_detail("v1alpha"))]);
+        assert_eq!(
+            check(&["v1alpha", "v1beta1", "v1"], &["v1beta1", "v1"], "v1"),
+            [format!(
+                "status.storedVersions[0]: Invalid value: \"v1alpha\": {}",
+                missing_stored_version_detail("v1alpha")
+            )]
+        );
         assert_eq!(
             check(&["v1alpha", "v1beta1"], &["v1alpha", "v1beta1", "v1"], "v1"),
-            [r#"status.storedVersions: Invalid value: ["v1alpha","v1beta1"]: must have the storage version v1"#]
+            [
+                r#"status.storedVersions: Invalid value: ["v1alpha","v1beta1"]: must have the storage version v1"#
+            ]
         );
     }
 }

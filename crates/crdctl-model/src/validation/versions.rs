@@ -15,7 +15,12 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Vio
     let versions_path = spec_path.child("versions");
     let mut violations = Vec::new();
 
-    let schema_path = |idx: usize| versions_path.index(idx).child("schema").child("openAPIV3Schema");
+    let schema_path = |idx: usize| {
+        versions_path
+            .index(idx)
+            .child("schema")
+            .child("openAPIV3Schema")
+    };
     let pruning = spec.preserve_unknown_fields != Some(true);
     for (idx, version) in spec.versions.iter().enumerate() {
         if crd.schema(idx).is_some() {
@@ -43,19 +48,41 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Vio
 
     if let Some(legacy) = &crd.legacy {
         let exclusive = [
-            (legacy.top_level_schema && legacy.per_version_schema, "validation", "schemas"),
-            (legacy.top_level_subresources && legacy.per_version_subresources, "subresources", "subresources"),
-            (legacy.top_level_columns && legacy.per_version_columns, "additionalPrinterColumns", "additionalPrinterColumns"),
+            (
+                legacy.top_level_schema && legacy.per_version_schema,
+                "validation",
+                "schemas",
+            ),
+            (
+                legacy.top_level_subresources && legacy.per_version_subresources,
+                "subresources",
+                "subresources",
+            ),
+            (
+                legacy.top_level_columns && legacy.per_version_columns,
+                "additionalPrinterColumns",
+                "additionalPrinterColumns",
+            ),
         ];
         for (both, field, what) in exclusive {
             if both {
-                violations.push(spec_path.child(field).forbidden(&format!("top-level and per-version {what} are mutually exclusive")));
+                violations.push(spec_path.child(field).forbidden(&format!(
+                    "top-level and per-version {what} are mutually exclusive"
+                )));
             }
         }
         let identical = [
             (legacy.identical_schemas, "schemas", "validation"),
-            (legacy.identical_subresources, "subresources", "subresources"),
-            (legacy.identical_columns, "additionalPrinterColumns", "additionalPrinterColumns"),
+            (
+                legacy.identical_subresources,
+                "subresources",
+                "subresources",
+            ),
+            (
+                legacy.identical_columns,
+                "additionalPrinterColumns",
+                "additionalPrinterColumns",
+            ),
         ];
         for (all_same, what, top_level) in identical {
             if all_same {
@@ -66,10 +93,16 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Vio
 
     let mut seen = std::collections::HashSet::new();
     if !spec.versions.iter().all(|v| seen.insert(v.name.as_str())) {
-        violations.push(versions_path.invalid(&versions_value(&spec.versions), "must contain unique version names"));
+        violations.push(versions_path.invalid(
+            &versions_value(&spec.versions),
+            "must contain unique version names",
+        ));
     }
     if spec.versions.iter().filter(|v| v.storage).count() != 1 {
-        violations.push(versions_path.invalid(&versions_value(&spec.versions), "must have exactly one version marked as storage version"));
+        violations.push(versions_path.invalid(
+            &versions_value(&spec.versions),
+            "must have exactly one version marked as storage version",
+        ));
     }
 
     if let Some(version) = crd.legacy.as_ref().and_then(|l| l.version.as_ref()) {
@@ -78,7 +111,11 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Vio
         if !errors.is_empty() {
             violations.push(path.invalid(version, &errors.join(",")));
         }
-        if spec.versions.first().is_some_and(|first| &first.name != version) {
+        if spec
+            .versions
+            .first()
+            .is_some_and(|first| &first.name != version)
+        {
             violations.push(path.invalid(version, "must match the first version in spec.versions"));
         }
     }
@@ -92,7 +129,9 @@ fn deprecation_warning_errors(deprecated: bool, warning: &str) -> Vec<String> {
     }
     let mut errors = Vec::new();
     if warning.len() > MAX_DEPRECATION_WARNING_BYTES {
-        errors.push(format!("must be <= {MAX_DEPRECATION_WARNING_BYTES} characters long"));
+        errors.push(format!(
+            "must be <= {MAX_DEPRECATION_WARNING_BYTES} characters long"
+        ));
     }
     if warning.is_empty() {
         errors.push("must not be an empty string".into());
@@ -133,7 +172,9 @@ mod tests {
         let text = patched("  - name: v1beta1\n", "  - name: V1Beta1\n");
         assert_eq!(
             check(&text),
-            ["spec.versions[0].name: Invalid value: \"V1Beta1\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"]
+            [
+                "spec.versions[0].name: Invalid value: \"V1Beta1\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+            ]
         );
     }
 
@@ -142,7 +183,9 @@ mod tests {
         let text = patched("  - name: v1beta1\n", "  - name: v1\n");
         assert_eq!(
             check(&text),
-            [r#"spec.versions: Invalid value: [{"Name":"v1","Served":true,"Storage":false,"Deprecated":false},{"Name":"v1","Served":true,"Storage":true,"Deprecated":false}]: must contain unique version names"#]
+            [
+                r#"spec.versions: Invalid value: [{"Name":"v1","Served":true,"Storage":false,"Deprecated":false},{"Name":"v1","Served":true,"Storage":true,"Deprecated":false}]: must contain unique version names"#
+            ]
         );
     }
 
@@ -181,16 +224,31 @@ mod tests {
 
     #[test]
     fn schemas_are_required_in_v1() {
-        let text = patched("    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n", "    storage: true\n");
-        assert_eq!(check(&text), ["spec.versions[1].schema.openAPIV3Schema: Required value: schemas are required"]);
+        let text = patched(
+            "    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n",
+            "    storage: true\n",
+        );
+        assert_eq!(
+            check(&text),
+            ["spec.versions[1].schema.openAPIV3Schema: Required value: schemas are required"]
+        );
     }
 
     #[test]
     fn v1beta1_needs_schemas_for_served_versions_only_when_pruning() {
         let v1beta1 = "apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata:\n  name: crontabs.example.com\nspec:\n  group: example.com\n  names:\n    plural: crontabs\n    kind: CronTab\n  version: v1\n";
-        assert_eq!(check(v1beta1), Vec::<String>::new(), "preserveUnknownFields defaults to true");
+        assert_eq!(
+            check(v1beta1),
+            Vec::<String>::new(),
+            "preserveUnknownFields defaults to true"
+        );
         let pruning = format!("{v1beta1}  preserveUnknownFields: false\n");
-        assert_eq!(check(&pruning), ["spec.versions[0].schema.openAPIV3Schema: Required value: because otherwise all fields are pruned"]);
+        assert_eq!(
+            check(&pruning),
+            [
+                "spec.versions[0].schema.openAPIV3Schema: Required value: because otherwise all fields are pruned"
+            ]
+        );
     }
 
     #[test]
@@ -210,7 +268,10 @@ mod tests {
     #[test]
     fn v1beta1_version_must_match_the_first_version() {
         let text = "apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata:\n  name: crontabs.example.com\nspec:\n  group: example.com\n  names:\n    plural: crontabs\n    kind: CronTab\n  version: v2\n  versions:\n  - name: v1\n    served: true\n    storage: true\n";
-        assert_eq!(check(text), [r#"spec.version: Invalid value: "v2": must match the first version in spec.versions"#]);
+        assert_eq!(
+            check(text),
+            [r#"spec.version: Invalid value: "v2": must match the first version in spec.versions"#]
+        );
     }
 
     /// Upstream `Test_validateDeprecationWarning`. Its invalid-UTF-8 case cannot be expressed:
@@ -224,18 +285,48 @@ mod tests {
             (true, &"x".repeat(256), &[]),
             (true, &"x".repeat(257), &["must be <= 256 characters long"]),
             (true, "", &["must not be an empty string"]),
-            (true, "Test message\nfoo", &["must only contain printable UTF-8 characters; non-printable character found at index 12"]),
-            (true, "Test message\u{8}", &["must only contain printable UTF-8 characters; non-printable character found at index 12"]),
-            (true, "Test message\u{0}", &["must only contain printable UTF-8 characters; non-printable character found at index 12"]),
+            (
+                true,
+                "Test message\nfoo",
+                &[
+                    "must only contain printable UTF-8 characters; non-printable character found at index 12",
+                ],
+            ),
+            (
+                true,
+                "Test message\u{8}",
+                &[
+                    "must only contain printable UTF-8 characters; non-printable character found at index 12",
+                ],
+            ),
+            (
+                true,
+                "Test message\u{0}",
+                &[
+                    "must only contain printable UTF-8 characters; non-printable character found at index 12",
+                ],
+            ),
         ];
         for &(deprecated, warning, expected) in cases {
-            assert_eq!(deprecation_warning_errors(deprecated, warning), expected, "{warning:?}");
+            assert_eq!(
+                deprecation_warning_errors(deprecated, warning),
+                expected,
+                "{warning:?}"
+            );
         }
     }
 
     #[test]
     fn deprecation_warning_reaches_the_report() {
-        let text = patched("    storage: false\n", "    storage: false\n    deprecationWarning: use v1\n");
-        assert_eq!(check(&text), [r#"spec.versions[0].deprecationWarning: Invalid value: "use v1": can only be set for deprecated versions"#]);
+        let text = patched(
+            "    storage: false\n",
+            "    storage: false\n    deprecationWarning: use v1\n",
+        );
+        assert_eq!(
+            check(&text),
+            [
+                r#"spec.versions[0].deprecationWarning: Invalid value: "use v1": can only be set for deprecated versions"#
+            ]
+        );
     }
 }

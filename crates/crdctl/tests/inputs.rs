@@ -1,0 +1,153 @@
+//! Bad input gets exit 2 and one line naming the file and line, never a panic.
+
+use crate::util::*;
+
+#[track_caller]
+fn rejects(name: &str, content: &[u8], expected_stderr: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(name), content).unwrap();
+    for command in ["validate", "versions", "convert-crd"] {
+        let out = crdctl_in(dir.path(), &[command, name], None);
+        assert_eq!(out.code, 2, "{command} {name}: {out:?}");
+        assert_eq!(out.stdout, "", "{command} {name}");
+        assert_eq!(
+            out.stderr,
+            format!("crdctl: {expected_stderr}\n"),
+            "{command} {name}"
+        );
+    }
+}
+
+const HEADER: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n";
+
+#[test]
+fn invalid_yaml() {
+    rejects(
+        "bad.yaml",
+        format!("{HEADER}metadata:\n  name: [unclosed\n").as_bytes(),
+        "bad.yaml:4:9: unclosed bracket '['",
+    );
+}
+
+#[test]
+fn duplicate_keys() {
+    rejects(
+        "dup.yaml",
+        format!("{HEADER}metadata:\n  name: a\n  name: b\n").as_bytes(),
+        "dup.yaml:5:3: duplicate key \"name\"",
+    );
+}
+
+#[test]
+fn alias_bomb() {
+    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..12 {
+        let items = vec![format!("*a{}", level - 1); 10].join(", ");
+        text.push_str(&format!("a{level}: &a{level} [{items}]\n"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bomb.yaml"), text).unwrap();
+    let out = crdctl_in(dir.path(), &["validate", "bomb.yaml"], None);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.starts_with("crdctl: bomb.yaml:5:"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.ends_with("alias bombs are refused\n"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_200_level_nested_schema() {
+    let mut text = format!(
+        "{HEADER}metadata:\n  name: x.example.com\nspec:\n  versions:\n  - name: v1\n    schema:\n      openAPIV3Schema:\n"
+    );
+    let mut indent = " ".repeat(8);
+    for level in 0..200 {
+        text.push_str(&format!(
+            "{indent}type: object\n{indent}properties:\n{indent}  f{level}:\n"
+        ));
+        indent.push_str("    ");
+    }
+    text.push_str(&format!("{indent}type: string\n"));
+    rejects(
+        "deep.yaml",
+        text.as_bytes(),
+        "deep.yaml:153:199: nesting is deeper than 100 levels",
+    );
+}
+
+#[test]
+fn a_50_mb_file() {
+    let mut text = format!("{HEADER}metadata:\n  name: x\n  annotations:\n    big: ").into_bytes();
+    text.resize(50 << 20, b'x');
+    rejects(
+        "big.yaml",
+        &text,
+        "big.yaml: file is larger than the 32 MiB input limit",
+    );
+}
+
+#[test]
+fn invalid_utf8() {
+    rejects("latin1.yaml", b"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: caf\xe9\n", "latin1.yaml:4:12: invalid UTF-8 (byte offset 88)");
+}
+
+#[test]
+fn an_empty_file() {
+    rejects(
+        "empty.yaml",
+        b"",
+        "empty.yaml:1:1: no CustomResourceDefinition found (the file is empty)",
+    );
+}
+
+#[test]
+fn a_file_without_crds() {
+    rejects(
+        "ns.yaml",
+        b"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: x\n",
+        "ns.yaml:1:1: no CustomResourceDefinition found",
+    );
+}
+
+#[test]
+fn a_field_of_the_wrong_type() {
+    rejects(
+        "typed.yaml",
+        format!(
+            "{HEADER}metadata:\n  name: x\nspec:\n  versions:\n  - name: v1\n    served: maybe\n"
+        )
+        .as_bytes(),
+        "typed.yaml:8:5: spec.versions[0].served: invalid type: string \"maybe\", expected a boolean",
+    );
+}
+
+#[test]
+fn a_missing_file() {
+    let out = crdctl(&["validate", "does-not-exist.yaml"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .starts_with("crdctl: does-not-exist.yaml: No such file or directory"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn non_crd_documents_are_skipped_in_a_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let crd = std::fs::read_to_string(repo_root().join("examples/crontab/1-v1beta1.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("all.yaml"),
+        format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: x\n---\n{crd}---\n"),
+    )
+    .unwrap();
+    let out = crdctl_in(dir.path(), &["validate", "all.yaml"], None);
+    assert_eq!(out.code, 0, "{out:?}");
+}

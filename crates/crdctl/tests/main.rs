@@ -1,0 +1,8 @@
+//! Integration tests: every test runs the real `crdctl` binary.
+
+mod util;
+
+mod convert_crd;
+mod inputs;
+mod validate;
+mod versions;

@@ -1,0 +1,94 @@
+//! Running the real binary: `crdctl(&[...])` returns its exit code, stdout and stderr.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// What a run of `crdctl` produced.
+#[derive(Debug)]
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `crdctl` with `args` in `dir`.
+#[track_caller]
+pub fn crdctl_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crdctl"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RUST_LOG")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("crdctl starts");
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    let output = child.wait_with_output().expect("crdctl runs");
+    Output {
+        code: output
+            .status
+            .code()
+            .expect("crdctl exited normally, not by a signal"),
+        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// Runs `crdctl` with `args` from the repository root.
+#[track_caller]
+pub fn crdctl(args: &[&str]) -> Output {
+    crdctl_in(&repo_root(), args, None)
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// The shared corpus of real CRDs, beside the repository.
+pub fn corpus() -> PathBuf {
+    let corpus = repo_root().join("../shared/corpus");
+    assert!(
+        corpus.is_dir(),
+        "the corpus must be at {}",
+        corpus.display()
+    );
+    corpus
+}
+
+/// Every YAML file in the corpus, sorted.
+pub fn corpus_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![corpus()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "yaml") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 77, "corpus has {} files", files.len());
+    files
+}
+
+/// A corpus file's path relative to the corpus, for messages.
+pub fn short(path: &Path) -> String {
+    path.strip_prefix(corpus())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
