@@ -45,11 +45,7 @@ pub struct ObjectMeta {
     #[serde(default, deserialize_with = "nullable")]
     pub name: String,
     /// Annotations, such as `api-approved.kubernetes.io`.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
 }
 
@@ -239,17 +235,11 @@ impl CustomResourceDefinition {
 
     /// Whether the condition `type_` is `True`.
     pub fn condition_is_true(&self, type_: &str) -> bool {
-        self.status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == type_ && c.status == "True")
+        self.status.conditions.iter().any(|c| c.type_ == type_ && c.status == "True")
     }
 
     /// The conversion strategy, `None` when unset.
     pub fn conversion_strategy(&self) -> &str {
-        self.spec
-            .conversion
-            .as_ref()
-            .map_or("None", |c| c.strategy.as_str())
+        self.spec.conversion.as_ref().map_or("None", |c| c.strategy.as_str())
     }
 }

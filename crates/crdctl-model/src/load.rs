@@ -152,11 +152,7 @@ impl Crd {
     /// Use this for CRDs made in code, e.g. with kube-rs' `CustomResourceExt::crd()` serialised by
     /// `serde_json::to_value`.
     pub fn from_value(name: &str, value: Value) -> Result<Crd, LoadError> {
-        let document = yaml::Document {
-            index: 0,
-            value,
-            positions: Positions::default(),
-        };
+        let document = yaml::Document { index: 0, value, positions: Positions::default() };
         Crd::from_document(Arc::from(name), document)
     }
 
@@ -173,15 +169,12 @@ impl Crd {
             .filter(|r| is_pointer_prefix(&r.v1_prefix, pointer))
             .max_by_key(|r| r.v1_prefix.len())
             .map(|r| format!("{}{}", r.source_prefix, &pointer[r.v1_prefix.len()..]));
-        self.positions
-            .nearest(relocated.as_deref().unwrap_or(pointer))
+        self.positions.nearest(relocated.as_deref().unwrap_or(pointer))
     }
 
     /// The `openAPIV3Schema` of the version at `version_idx`.
     pub fn schema(&self, version_idx: usize) -> Option<&Value> {
-        self.value.pointer(&format!(
-            "/spec/versions/{version_idx}/schema/openAPIV3Schema"
-        ))
+        self.value.pointer(&format!("/spec/versions/{version_idx}/schema/openAPIV3Schema"))
     }
 
     /// The CRD rendered back as the v1 document.
@@ -190,10 +183,7 @@ impl Crd {
     }
 
     fn from_document(file: Arc<str>, document: yaml::Document) -> Result<Crd, LoadError> {
-        let origin = Origin {
-            file,
-            document: document.index,
-        };
+        let origin = Origin { file, document: document.index };
         let source_api_version = match document.value.get("apiVersion").and_then(Value::as_str) {
             Some(API_VERSION_V1BETA1) => SourceApiVersion::V1beta1,
             _ => SourceApiVersion::V1,
@@ -202,11 +192,7 @@ impl Crd {
             SourceApiVersion::V1 => (document.value, Vec::new(), None),
             SourceApiVersion::V1beta1 => {
                 let normalized = normalize::to_v1(document.value);
-                (
-                    normalized.value,
-                    normalized.relocations,
-                    Some(normalized.legacy),
-                )
+                (normalized.value, normalized.relocations, Some(normalized.legacy))
             }
         };
         let mut crd = Crd {
@@ -218,19 +204,18 @@ impl Crd {
             positions: document.positions,
             relocations,
         };
-        crd.definition =
-            match serde_path_to_error::deserialize::<_, CustomResourceDefinition>(&crd.value) {
-                Ok(definition) => definition,
-                Err(err) => {
-                    let (field, pointer) = field_and_pointer(err.path());
-                    return Err(LoadError::Field {
-                        path: crd.origin.file.to_string(),
-                        position: crd.position(&pointer).unwrap_or_default(),
-                        field,
-                        message: err.into_inner().to_string(),
-                    });
-                }
-            };
+        crd.definition = match serde_path_to_error::deserialize::<_, CustomResourceDefinition>(&crd.value) {
+            Ok(definition) => definition,
+            Err(err) => {
+                let (field, pointer) = field_and_pointer(err.path());
+                return Err(LoadError::Field {
+                    path: crd.origin.file.to_string(),
+                    position: crd.position(&pointer).unwrap_or_default(),
+                    field,
+                    message: err.into_inner().to_string(),
+                });
+            }
+        };
         apply_v1_defaults(&mut crd.definition);
         Ok(crd)
     }
@@ -245,18 +230,9 @@ fn apply_v1_defaults(definition: &mut CustomResourceDefinition) {
     if names.list_kind.is_empty() && !names.kind.is_empty() {
         names.list_kind = format!("{}List", names.kind);
     }
-    let conversion = definition
-        .spec
-        .conversion
-        .get_or_insert_with(|| Conversion {
-            strategy: "None".into(),
-            webhook: None,
-        });
-    let service = conversion
-        .webhook
-        .as_mut()
-        .and_then(|w| w.client_config.as_mut())
-        .and_then(|c| c.service.as_mut());
+    let conversion =
+        definition.spec.conversion.get_or_insert_with(|| Conversion { strategy: "None".into(), webhook: None });
+    let service = conversion.webhook.as_mut().and_then(|w| w.client_config.as_mut()).and_then(|c| c.service.as_mut());
     if let Some(service) = service {
         service.port.get_or_insert(443);
     }
@@ -286,10 +262,7 @@ pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<Crd>, LoadError> {
 /// Loads every CRD in one file; the result may be empty.
 pub fn load_file(path: &Path) -> Result<Vec<Crd>, LoadError> {
     let name = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|source| LoadError::Io {
-        path: name.clone(),
-        source,
-    })?;
+    let file = std::fs::File::open(path).map_err(|source| LoadError::Io { path: name.clone(), source })?;
     let bytes = read_bounded(file, &name)?;
     load_bytes(&name, &bytes)
 }
@@ -299,11 +272,7 @@ pub fn load_bytes(name: &str, bytes: &[u8]) -> Result<Vec<Crd>, LoadError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let text = std::str::from_utf8(bytes).map_err(|err| {
         let offset = err.valid_up_to();
-        LoadError::InvalidUtf8 {
-            path: name.to_string(),
-            position: position_at(&bytes[..offset]),
-            offset,
-        }
+        LoadError::InvalidUtf8 { path: name.to_string(), position: position_at(&bytes[..offset]), offset }
     })?;
     load_str(name, text)
 }
@@ -316,11 +285,7 @@ pub fn load_str(name: &str, text: &str) -> Result<Vec<Crd>, LoadError> {
         message: err.message,
     })?;
     let file: Arc<str> = Arc::from(name);
-    documents
-        .into_iter()
-        .filter(is_crd_document)
-        .map(|document| Crd::from_document(file.clone(), document))
-        .collect()
+    documents.into_iter().filter(is_crd_document).map(|document| Crd::from_document(file.clone(), document)).collect()
 }
 
 fn is_crd_document(document: &yaml::Document) -> bool {
@@ -346,15 +311,9 @@ fn read_bounded(reader: impl Read, name: &str) -> Result<Vec<u8>, LoadError> {
     reader
         .take(MAX_INPUT_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|source| LoadError::Io {
-            path: name.to_string(),
-            source,
-        })?;
+        .map_err(|source| LoadError::Io { path: name.to_string(), source })?;
     if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(LoadError::TooLarge {
-            path: name.to_string(),
-            limit_mib: MAX_INPUT_BYTES >> 20,
-        });
+        return Err(LoadError::TooLarge { path: name.to_string(), limit_mib: MAX_INPUT_BYTES >> 20 });
     }
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(LoadError::NoCrd {
@@ -371,10 +330,7 @@ fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
-        let io_err = |source| LoadError::Io {
-            path: dir.display().to_string(),
-            source,
-        };
+        let io_err = |source| LoadError::Io { path: dir.display().to_string(), source };
         for entry in std::fs::read_dir(&dir).map_err(io_err)? {
             let path = entry.map_err(io_err)?.path();
             // Symbolic links to directories are not followed, so a link cycle cannot loop.
@@ -390,27 +346,15 @@ fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
 }
 
 fn is_manifest_name(path: &Path) -> bool {
-    matches!(
-        path.extension().and_then(|e| e.to_str()),
-        Some("yaml" | "yml" | "json")
-    )
+    matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json"))
 }
 
 fn position_at(prefix: &[u8]) -> Position {
     let line = prefix.iter().filter(|&&b| b == b'\n').count() + 1;
-    let line_start = prefix
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |idx| idx + 1);
+    let line_start = prefix.iter().rposition(|&b| b == b'\n').map_or(0, |idx| idx + 1);
     // The prefix is valid UTF-8, so counting characters is safe.
-    let column = String::from_utf8_lossy(&prefix[line_start..])
-        .chars()
-        .count()
-        + 1;
-    Position {
-        line: line as u32,
-        column: column as u32,
-    }
+    let column = String::from_utf8_lossy(&prefix[line_start..]).chars().count() + 1;
+    Position { line: line as u32, column: column as u32 }
 }
 
 fn is_pointer_prefix(prefix: &str, pointer: &str) -> bool {
@@ -474,10 +418,7 @@ spec:
         assert_eq!(crd.definition.spec.names.list_kind, "CronTabList");
         assert_eq!(
             crd.position("/spec/versions/0/schema/openAPIV3Schema/properties/host"),
-            Some(Position {
-                line: 15,
-                column: 9
-            })
+            Some(Position { line: 15, column: 9 })
         );
     }
 
@@ -491,10 +432,8 @@ spec:
 
     #[test]
     fn wrong_field_types_name_the_field_and_line() {
-        let text = V1BETA1.replace(
-            "  version: v1\n",
-            "  version: v1\n  versions:\n  - name: v1\n    served: yes-please\n",
-        );
+        let text =
+            V1BETA1.replace("  version: v1\n", "  version: v1\n  versions:\n  - name: v1\n    served: yes-please\n");
         let err = load_str("bad.yaml", &text).unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -505,22 +444,13 @@ spec:
     #[test]
     fn invalid_utf8_is_located() {
         let err = load_bytes("bin.yaml", b"a: 1\nb: \xff\n").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "bin.yaml:2:4: invalid UTF-8 (byte offset 8)"
-        );
+        assert_eq!(err.to_string(), "bin.yaml:2:4: invalid UTF-8 (byte offset 8)");
     }
 
     #[test]
     fn an_empty_file_has_no_crd() {
-        let err = require_crd(
-            "e.yaml",
-            read_bounded(&b"  \n"[..], "e.yaml").and_then(|b| load_bytes("e.yaml", &b)),
-        )
-        .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "e.yaml:1:1: no CustomResourceDefinition found (the file is empty)"
-        );
+        let err = require_crd("e.yaml", read_bounded(&b"  \n"[..], "e.yaml").and_then(|b| load_bytes("e.yaml", &b)))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "e.yaml:1:1: no CustomResourceDefinition found (the file is empty)");
     }
 }

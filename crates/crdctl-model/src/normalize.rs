@@ -73,39 +73,20 @@ pub fn to_v1(mut doc: Value) -> Normalized {
             normalize_spec(spec, &mut relocations, &mut legacy);
         }
     }
-    Normalized {
-        value: doc,
-        relocations,
-        legacy,
-    }
+    Normalized { value: doc, relocations, legacy }
 }
 
-fn normalize_spec(
-    spec: &mut Map<String, Value>,
-    relocations: &mut Vec<Relocation>,
-    legacy: &mut LegacyLayout,
-) {
+fn normalize_spec(spec: &mut Map<String, Value>, relocations: &mut Vec<Relocation>, legacy: &mut LegacyLayout) {
     spec.entry("scope").or_insert_with(|| json!("Namespaced"));
     if !spec.contains_key("preserveUnknownFields") || spec["preserveUnknownFields"].is_null() {
         spec.insert("preserveUnknownFields".into(), Value::Bool(true));
     }
 
-    legacy.version = spec
-        .shift_remove("version")
-        .and_then(|v| v.as_str().map(str::to_owned));
-    let versions_empty = spec
-        .get("versions")
-        .and_then(Value::as_array)
-        .is_none_or(Vec::is_empty);
+    legacy.version = spec.shift_remove("version").and_then(|v| v.as_str().map(str::to_owned));
+    let versions_empty = spec.get("versions").and_then(Value::as_array).is_none_or(Vec::is_empty);
     if versions_empty && let Some(version) = &legacy.version {
-        spec.insert(
-            "versions".into(),
-            json!([{ "name": version, "served": true, "storage": true }]),
-        );
-        relocations.push(Relocation {
-            v1_prefix: "/spec/versions/0".into(),
-            source_prefix: "/spec/version".into(),
-        });
+        spec.insert("versions".into(), json!([{ "name": version, "served": true, "storage": true }]));
+        relocations.push(Relocation { v1_prefix: "/spec/versions/0".into(), source_prefix: "/spec/version".into() });
     }
 
     // Taken out and put back into the same slot, so keys keep the order the user wrote.
@@ -119,11 +100,7 @@ fn normalize_spec(
             rename_json_path_keys(columns);
         }
     }
-    let per_version = |versions: &[Value], key: &str| {
-        versions
-            .iter()
-            .any(|v| v.get(key).is_some_and(|x| !is_empty(x)))
-    };
+    let per_version = |versions: &[Value], key: &str| versions.iter().any(|v| v.get(key).is_some_and(|x| !is_empty(x)));
     let identical = |versions: &[Value], key: &str| {
         let first = versions.first().and_then(|v| v.get(key));
         first.is_some_and(|f| !is_empty(f)) && versions.iter().all(|v| v.get(key) == first)
@@ -175,19 +152,10 @@ fn normalize_spec(
 }
 
 fn normalize_conversion(conversion: &mut Map<String, Value>, relocations: &mut Vec<Relocation>) {
-    let client_config = conversion
-        .shift_remove("webhookClientConfig")
-        .filter(|v| !v.is_null());
-    let mut review_versions = conversion
-        .shift_remove("conversionReviewVersions")
-        .filter(|v| !v.is_null());
+    let client_config = conversion.shift_remove("webhookClientConfig").filter(|v| !v.is_null());
+    let mut review_versions = conversion.shift_remove("conversionReviewVersions").filter(|v| !v.is_null());
     let is_webhook = conversion.get("strategy").and_then(Value::as_str) == Some("Webhook");
-    if is_webhook
-        && review_versions
-            .as_ref()
-            .and_then(Value::as_array)
-            .is_none_or(Vec::is_empty)
-    {
+    if is_webhook && review_versions.as_ref().and_then(Value::as_array).is_none_or(Vec::is_empty) {
         review_versions = Some(json!(["v1beta1"]));
     }
     if client_config.is_none() && review_versions.is_none() {
@@ -227,34 +195,26 @@ pub fn prepare_for_v1_create(doc: &mut Value) -> Vec<String> {
         spec.shift_remove("preserveUnknownFields");
         changes.push("spec.preserveUnknownFields: true is not allowed in apiextensions.k8s.io/v1; every version's schema root now sets x-kubernetes-preserve-unknown-fields: true instead, and unknown fields inside objects with declared properties will be pruned".to_string());
     }
-    for version in spec
-        .get_mut("versions")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
-        let name = version
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+    for version in spec.get_mut("versions").and_then(Value::as_array_mut).into_iter().flatten() {
+        let name = version.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
         let Some(version) = version.as_object_mut() else {
             continue;
         };
-        let schema = version
-            .get_mut("schema")
-            .and_then(|s| s.get_mut("openAPIV3Schema"))
-            .and_then(Value::as_object_mut);
+        let schema =
+            version.get_mut("schema").and_then(|s| s.get_mut("openAPIV3Schema")).and_then(Value::as_object_mut);
         match schema {
             Some(schema) if preserve => {
-                schema
-                    .entry("x-kubernetes-preserve-unknown-fields")
-                    .or_insert(Value::Bool(true));
+                schema.entry("x-kubernetes-preserve-unknown-fields").or_insert(Value::Bool(true));
             }
             Some(_) => {}
             None => {
-                version.insert("schema".into(), json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}));
-                changes.push(format!("version {name}: apiextensions.k8s.io/v1 requires a schema; added one that accepts any object"));
+                version.insert(
+                    "schema".into(),
+                    json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}),
+                );
+                changes.push(format!(
+                    "version {name}: apiextensions.k8s.io/v1 requires a schema; added one that accepts any object"
+                ));
             }
         }
     }
@@ -341,11 +301,7 @@ mod tests {
             "scope": "Cluster"
         }}));
         let versions = normalized.value["spec"]["versions"].as_array().unwrap();
-        assert!(
-            versions
-                .iter()
-                .all(|v| v["schema"] == json!({"openAPIV3Schema": {"type": "object"}}))
-        );
+        assert!(versions.iter().all(|v| v["schema"] == json!({"openAPIV3Schema": {"type": "object"}})));
         assert_eq!(normalized.value["spec"]["scope"], "Cluster");
         assert_eq!(normalized.value["spec"]["preserveUnknownFields"], false);
     }

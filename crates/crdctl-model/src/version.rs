@@ -41,11 +41,7 @@ pub fn parse(version: &str) -> Option<KubeVersion> {
     let (major, rest) = rest.split_at(major_len);
     let major = parse_number(major)?;
     if rest.is_empty() {
-        return Some(KubeVersion {
-            major,
-            stability: Stability::Ga,
-            minor: 0,
-        });
+        return Some(KubeVersion { major, stability: Stability::Ga, minor: 0 });
     }
     let (stability, minor) = if let Some(minor) = rest.strip_prefix("alpha") {
         (Stability::Alpha, minor)
@@ -57,11 +53,7 @@ pub fn parse(version: &str) -> Option<KubeVersion> {
     if !minor.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    Some(KubeVersion {
-        major,
-        stability,
-        minor: parse_number(minor)?,
-    })
+    Some(KubeVersion { major, stability, minor: parse_number(minor)? })
 }
 
 /// Compares two version strings by priority: `Greater` means `a` has the higher priority.
@@ -77,11 +69,7 @@ pub fn compare(a: &str, b: &str) -> Ordering {
         (None, None) => b.cmp(a),
         (None, Some(_)) => Ordering::Less,
         (Some(_), None) => Ordering::Greater,
-        (Some(a), Some(b)) => a
-            .stability
-            .cmp(&b.stability)
-            .then(a.major.cmp(&b.major))
-            .then(a.minor.cmp(&b.minor)),
+        (Some(a), Some(b)) => a.stability.cmp(&b.stability).then(a.major.cmp(&b.major)).then(a.minor.cmp(&b.minor)),
     }
 }
 
@@ -122,17 +110,9 @@ mod tests {
     #[test]
     fn upstream_compare_table() {
         for &(a, b, greater) in COMPARE_TABLE {
-            assert_eq!(
-                compare(a, b) == Ordering::Greater,
-                greater,
-                "compare({a}, {b})"
-            );
+            assert_eq!(compare(a, b) == Ordering::Greater, greater, "compare({a}, {b})");
             // Antisymmetry: the reverse comparison must agree.
-            assert_eq!(
-                compare(b, a) == Ordering::Less,
-                greater,
-                "compare({b}, {a})"
-            );
+            assert_eq!(compare(b, a) == Ordering::Less, greater, "compare({b}, {a})");
         }
     }
 
@@ -140,63 +120,22 @@ mod tests {
     fn upstream_parse_table() {
         assert_eq!(parse("v1.1"), None);
         assert_eq!(parse("v1alpha1.1"), None);
-        assert_eq!(
-            parse("v1alpha1"),
-            Some(KubeVersion {
-                major: 1,
-                stability: Stability::Alpha,
-                minor: 1
-            })
-        );
-        assert_eq!(
-            parse("v2beta10"),
-            Some(KubeVersion {
-                major: 2,
-                stability: Stability::Beta,
-                minor: 10
-            })
-        );
-        assert_eq!(
-            parse("v3"),
-            Some(KubeVersion {
-                major: 3,
-                stability: Stability::Ga,
-                minor: 0
-            })
-        );
+        assert_eq!(parse("v1alpha1"), Some(KubeVersion { major: 1, stability: Stability::Alpha, minor: 1 }));
+        assert_eq!(parse("v2beta10"), Some(KubeVersion { major: 2, stability: Stability::Beta, minor: 10 }));
+        assert_eq!(parse("v3"), Some(KubeVersion { major: 3, stability: Stability::Ga, minor: 0 }));
     }
 
     #[test]
     fn malformed_versions_are_not_kube_like() {
-        for version in [
-            "",
-            "v",
-            "valpha1",
-            "v1alpha",
-            "v1gamma1",
-            "1",
-            "V1",
-            "v-1",
-            "v99999999999999999999999",
-        ] {
+        for version in ["", "v", "valpha1", "v1alpha", "v1gamma1", "1", "V1", "v-1", "v99999999999999999999999"] {
             assert_eq!(parse(version), None, "{version:?}");
         }
     }
 
     #[test]
     fn seed_list_sorts_exactly() {
-        let expected = [
-            "v10",
-            "v2",
-            "v1",
-            "v11beta2",
-            "v10beta3",
-            "v3beta1",
-            "v12alpha1",
-            "v11alpha2",
-            "foo1",
-            "foo10",
-        ];
+        let expected =
+            ["v10", "v2", "v1", "v11beta2", "v10beta3", "v3beta1", "v12alpha1", "v11alpha2", "foo1", "foo10"];
         let mut shuffled = expected;
         shuffled.reverse();
         shuffled.swap(1, 7);

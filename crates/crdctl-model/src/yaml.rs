@@ -97,9 +97,7 @@ pub struct Document {
 impl Document {
     /// Where the document starts.
     pub fn start(&self) -> Position {
-        self.positions
-            .get("")
-            .unwrap_or(Position { line: 1, column: 1 })
+        self.positions.get("").unwrap_or(Position { line: 1, column: 1 })
     }
 }
 
@@ -124,17 +122,9 @@ pub fn parse_documents(text: &str) -> Result<Vec<Document>, SyntaxError> {
             .name("yaml-parser".into())
             .stack_size(PARSER_STACK_BYTES)
             .spawn_scoped(scope, || parse_documents_on_this_thread(text))
-            .map_err(|err| SyntaxError {
-                position: None,
-                message: format!("cannot start the parser thread: {err}"),
-            })?
+            .map_err(|err| SyntaxError { position: None, message: format!("cannot start the parser thread: {err}") })?
             .join()
-            .unwrap_or_else(|_| {
-                Err(SyntaxError {
-                    position: None,
-                    message: "the YAML parser crashed".into(),
-                })
-            })
+            .unwrap_or_else(|_| Err(SyntaxError { position: None, message: "the YAML parser crashed".into() }))
     })
 }
 
@@ -164,30 +154,19 @@ fn parse_documents_on_this_thread(text: &str) -> Result<Vec<Document>, SyntaxErr
         let mut positions = Positions::default();
         let mut pointer = String::new();
         let value = into_value(tree, &mut pointer, &mut positions.by_pointer)?;
-        documents.push(Document {
-            index,
-            value,
-            positions,
-        });
+        documents.push(Document { index, value, positions });
     }
     Ok(documents)
 }
 
 /// Escapes one JSON pointer segment (RFC 6901).
 pub fn escape_pointer_segment(segment: &str) -> std::borrow::Cow<'_, str> {
-    if segment.contains(['~', '/']) {
-        segment.replace('~', "~0").replace('/', "~1").into()
-    } else {
-        segment.into()
-    }
+    if segment.contains(['~', '/']) { segment.replace('~', "~0").replace('/', "~1").into() } else { segment.into() }
 }
 
 fn syntax_error(err: serde_saphyr::Error) -> SyntaxError {
     use serde_saphyr::{Error, budget::BudgetBreach};
-    let position = err.location().map(|at| Position {
-        line: at.line() as u32,
-        column: at.column() as u32,
-    });
+    let position = err.location().map(|at| Position { line: at.line() as u32, column: at.column() as u32 });
     // Errors met while replaying an alias come wrapped; the original says what went wrong.
     let mut original = &err;
     while let Error::AliasError { error, .. } | Error::WithSnippet { error, .. } = original {
@@ -196,16 +175,10 @@ fn syntax_error(err: serde_saphyr::Error) -> SyntaxError {
     let message = match original {
         Error::DuplicateMappingKey { key: Some(key), .. } => format!("duplicate key {key:?}"),
         Error::DuplicateMappingKey { key: None, .. } => "duplicate key".to_string(),
-        Error::Budget {
-            breach: BudgetBreach::Depth { .. },
-            ..
-        } => {
+        Error::Budget { breach: BudgetBreach::Depth { .. }, .. } => {
             format!("nesting is deeper than {MAX_DEPTH} levels")
         }
-        Error::Budget {
-            breach: BudgetBreach::Nodes { .. } | BudgetBreach::Events { .. },
-            ..
-        } => {
+        Error::Budget { breach: BudgetBreach::Nodes { .. } | BudgetBreach::Events { .. }, .. } => {
             format!("more than {MAX_NODES} YAML nodes")
         }
         Error::Budget { breach, .. } => {
@@ -214,11 +187,7 @@ fn syntax_error(err: serde_saphyr::Error) -> SyntaxError {
         other => {
             // The parser's Display leads with "error: line L column C: "; we print the position ourselves.
             let text = other.to_string();
-            let first_line = text
-                .lines()
-                .find(|line| !line.trim().is_empty())
-                .unwrap_or("invalid YAML")
-                .trim();
+            let first_line = text.lines().find(|line| !line.trim().is_empty()).unwrap_or("invalid YAML").trim();
             strip_location_suffix(strip_location_prefix(first_line)).to_string()
         }
     };
@@ -228,10 +197,7 @@ fn syntax_error(err: serde_saphyr::Error) -> SyntaxError {
 /// Drops a leading "error: line L column C: " that repeats the position we report ourselves.
 fn strip_location_prefix(message: &str) -> &str {
     let message = message.strip_prefix("error: ").unwrap_or(message);
-    match message
-        .strip_prefix("line ")
-        .and_then(|rest| rest.split_once(": "))
-    {
+    match message.strip_prefix("line ").and_then(|rest| rest.split_once(": ")) {
         Some((location, rest)) if location.contains("column") => rest,
         _ => message,
     }
@@ -292,10 +258,7 @@ fn into_value(
 }
 
 fn position_of<T>(node: &Spanned<T>) -> Position {
-    Position {
-        line: node.referenced.line() as u32,
-        column: node.referenced.column() as u32,
-    }
+    Position { line: node.referenced.line() as u32, column: node.referenced.column() as u32 }
 }
 
 /// A YAML node before conversion to JSON, with spans on every child.
@@ -346,14 +309,10 @@ impl<'de> Visitor<'de> for TreeVisitor {
         Ok(Tree::UInt(v))
     }
     fn visit_i128<E: de::Error>(self, v: i128) -> Result<Tree, E> {
-        i64::try_from(v)
-            .map(Tree::Int)
-            .map_err(|_| E::custom(format!("integer {v} is out of range")))
+        i64::try_from(v).map(Tree::Int).map_err(|_| E::custom(format!("integer {v} is out of range")))
     }
     fn visit_u128<E: de::Error>(self, v: u128) -> Result<Tree, E> {
-        u64::try_from(v)
-            .map(Tree::UInt)
-            .map_err(|_| E::custom(format!("integer {v} is out of range")))
+        u64::try_from(v).map(Tree::UInt).map_err(|_| E::custom(format!("integer {v} is out of range")))
     }
     fn visit_f64<E>(self, v: f64) -> Result<Tree, E> {
         Ok(Tree::Float(v))
@@ -365,9 +324,7 @@ impl<'de> Visitor<'de> for TreeVisitor {
         Ok(Tree::Str(v))
     }
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Tree, E> {
-        String::from_utf8(v.to_vec())
-            .map(Tree::Str)
-            .map_err(|_| E::custom("binary value is not valid UTF-8"))
+        String::from_utf8(v.to_vec()).map(Tree::Str).map_err(|_| E::custom("binary value is not valid UTF-8"))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Tree, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
@@ -432,17 +389,11 @@ mod tests {
     #[test]
     fn positions_point_at_keys_and_items() {
         let docs = parse_documents("a:\n  b: 1\n  list:\n    - x\n    - y: 2\n").unwrap();
-        assert_eq!(
-            docs[0].value,
-            serde_json::json!({"a": {"b": 1, "list": ["x", {"y": 2}]}})
-        );
+        assert_eq!(docs[0].value, serde_json::json!({"a": {"b": 1, "list": ["x", {"y": 2}]}}));
         let p = &docs[0].positions;
         assert_eq!(p.get("/a/b"), Some(Position { line: 2, column: 3 }));
         assert_eq!(p.get("/a/list/1/y"), Some(Position { line: 5, column: 7 }));
-        assert_eq!(
-            p.nearest("/a/list/1/missing"),
-            Some(Position { line: 5, column: 7 })
-        );
+        assert_eq!(p.nearest("/a/list/1/missing"), Some(Position { line: 5, column: 7 }));
     }
 
     #[test]
@@ -455,10 +406,7 @@ mod tests {
     #[test]
     fn json_is_yaml() {
         let docs = parse_documents("{\"a\": [1, 2.5, \"x\", null, true]}").unwrap();
-        assert_eq!(
-            docs[0].value,
-            serde_json::json!({"a": [1, 2.5, "x", null, true]})
-        );
+        assert_eq!(docs[0].value, serde_json::json!({"a": [1, 2.5, "x", null, true]}));
     }
 
     #[test]
@@ -466,10 +414,7 @@ mod tests {
         let err = parse_err("a: 1\nb: 2\na: 3\n");
         assert_eq!(
             err,
-            SyntaxError {
-                position: Some(Position { line: 3, column: 1 }),
-                message: "duplicate key \"a\"".into()
-            }
+            SyntaxError { position: Some(Position { line: 3, column: 1 }), message: "duplicate key \"a\"".into() }
         );
     }
 
@@ -488,19 +433,13 @@ mod tests {
     #[test]
     fn deep_nesting_is_rejected() {
         let text = "[".repeat(MAX_DEPTH + 10) + &"]".repeat(MAX_DEPTH + 10);
-        assert_eq!(
-            parse_err(&text).message,
-            "nesting is deeper than 100 levels"
-        );
+        assert_eq!(parse_err(&text).message, "nesting is deeper than 100 levels");
         let mut block = String::new();
         for depth in 0..MAX_DEPTH + 10 {
             block.push_str(&" ".repeat(depth));
             block.push_str("k:\n");
         }
-        assert_eq!(
-            parse_err(&block).position.map(|p| p.line),
-            Some(MAX_DEPTH as u32 + 1)
-        );
+        assert_eq!(parse_err(&block).position.map(|p| p.line), Some(MAX_DEPTH as u32 + 1));
     }
 
     #[test]
@@ -513,19 +452,13 @@ mod tests {
     #[test]
     fn pointer_segments_are_escaped() {
         let docs = parse_documents("\"a/b\":\n  \"c~d\": 1\n").unwrap();
-        assert_eq!(
-            docs[0].positions.get("/a~1b/c~0d"),
-            Some(Position { line: 2, column: 3 })
-        );
+        assert_eq!(docs[0].positions.get("/a~1b/c~0d"), Some(Position { line: 2, column: 3 }));
     }
 
     #[test]
     fn yaml_1_1_booleans_stay_strings() {
         let docs = parse_documents("a: n\nb: yes\nc: true\nd: off\n").unwrap();
-        assert_eq!(
-            docs[0].value,
-            serde_json::json!({"a": "n", "b": "yes", "c": true, "d": "off"})
-        );
+        assert_eq!(docs[0].value, serde_json::json!({"a": "n", "b": "yes", "c": true, "d": "off"}));
     }
 
     #[test]

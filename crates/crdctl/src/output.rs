@@ -62,13 +62,7 @@ pub fn write_yaml(out: &mut dyn Write, value: &impl Serialize) -> anyhow::Result
 pub fn write_table(out: &mut dyn Write, indent: &str, rows: &[Vec<String>]) -> std::io::Result<()> {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
+        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
         .collect();
     for row in rows {
         let mut line = indent.to_string();

@@ -5,12 +5,7 @@ fn seed_v1beta1_crontab_converts() {
     let out = crdctl(&["convert-crd", "examples/crontab/legacy-v1beta1-crd.yaml"]);
     assert_eq!(out.code, 0, "{out:?}");
     insta::assert_snapshot!(out.stdout);
-    assert!(
-        out.stderr
-            .contains("spec.preserveUnknownFields: true is not allowed"),
-        "{}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("spec.preserveUnknownFields: true is not allowed"), "{}", out.stderr);
 }
 
 #[test]
@@ -26,25 +21,16 @@ fn every_v1beta1_corpus_file_converts_to_a_valid_v1_crd() {
         for format in ["yaml", "json"] {
             let out = crdctl(&["convert-crd", "-o", format, file.to_str().unwrap()]);
             assert_eq!(out.code, 0, "{name}: {out:?}");
-            assert!(
-                !out.stdout
-                    .contains("v1beta1\nkind: CustomResourceDefinition"),
-                "{name}"
-            );
+            assert!(!out.stdout.contains("v1beta1\nkind: CustomResourceDefinition"), "{name}");
             let v1 = dir.path().join(format!("v1.{format}"));
             std::fs::write(&v1, &out.stdout).unwrap();
             let validated = crdctl(&["validate", v1.to_str().unwrap()]);
             assert_eq!(validated.code, 0, "{name} ({format}): {validated:?}");
-            assert!(
-                !validated.stderr.contains("v1beta1 is not served"),
-                "{name}: output is still v1beta1"
-            );
+            assert!(!validated.stderr.contains("v1beta1 is not served"), "{name}: output is still v1beta1");
             // Converting the output again changes nothing: YAML and JSON output are lossless.
             let again = crdctl(&["convert-crd", "-o", "json", v1.to_str().unwrap()]);
-            let first: serde_json::Value = serde_json::from_str(
-                &crdctl(&["convert-crd", "-o", "json", file.to_str().unwrap()]).stdout,
-            )
-            .unwrap();
+            let first: serde_json::Value =
+                serde_json::from_str(&crdctl(&["convert-crd", "-o", "json", file.to_str().unwrap()]).stdout).unwrap();
             let second: serde_json::Value = serde_json::from_str(&again.stdout).unwrap();
             assert_eq!(first, second, "{name} ({format})");
         }
@@ -59,7 +45,6 @@ fn v1_input_is_printed_unchanged() {
     let out = crdctl(&["convert-crd", "-o", "json", file.to_str().unwrap()]);
     assert_eq!(out.code, 0, "{out:?}");
     let printed: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    let original: serde_json::Value =
-        serde_saphyr::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let original: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(printed, original);
 }

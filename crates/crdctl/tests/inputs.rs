@@ -10,11 +10,7 @@ fn rejects(name: &str, content: &[u8], expected_stderr: &str) {
         let out = crdctl_in(dir.path(), &[command, name], None);
         assert_eq!(out.code, 2, "{command} {name}: {out:?}");
         assert_eq!(out.stdout, "", "{command} {name}");
-        assert_eq!(
-            out.stderr,
-            format!("crdctl: {expected_stderr}\n"),
-            "{command} {name}"
-        );
+        assert_eq!(out.stderr, format!("crdctl: {expected_stderr}\n"), "{command} {name}");
     }
 }
 
@@ -49,16 +45,8 @@ fn alias_bomb() {
     std::fs::write(dir.path().join("bomb.yaml"), text).unwrap();
     let out = crdctl_in(dir.path(), &["validate", "bomb.yaml"], None);
     assert_eq!(out.code, 2, "{out:?}");
-    assert!(
-        out.stderr.starts_with("crdctl: bomb.yaml:5:"),
-        "{}",
-        out.stderr
-    );
-    assert!(
-        out.stderr.ends_with("alias bombs are refused\n"),
-        "{}",
-        out.stderr
-    );
+    assert!(out.stderr.starts_with("crdctl: bomb.yaml:5:"), "{}", out.stderr);
+    assert!(out.stderr.ends_with("alias bombs are refused\n"), "{}", out.stderr);
 }
 
 #[test]
@@ -68,42 +56,32 @@ fn a_200_level_nested_schema() {
     );
     let mut indent = " ".repeat(8);
     for level in 0..200 {
-        text.push_str(&format!(
-            "{indent}type: object\n{indent}properties:\n{indent}  f{level}:\n"
-        ));
+        text.push_str(&format!("{indent}type: object\n{indent}properties:\n{indent}  f{level}:\n"));
         indent.push_str("    ");
     }
     text.push_str(&format!("{indent}type: string\n"));
-    rejects(
-        "deep.yaml",
-        text.as_bytes(),
-        "deep.yaml:153:199: nesting is deeper than 100 levels",
-    );
+    rejects("deep.yaml", text.as_bytes(), "deep.yaml:153:199: nesting is deeper than 100 levels");
 }
 
 #[test]
 fn a_50_mb_file() {
     let mut text = format!("{HEADER}metadata:\n  name: x\n  annotations:\n    big: ").into_bytes();
     text.resize(50 << 20, b'x');
-    rejects(
-        "big.yaml",
-        &text,
-        "big.yaml: file is larger than the 32 MiB input limit",
-    );
+    rejects("big.yaml", &text, "big.yaml: file is larger than the 32 MiB input limit");
 }
 
 #[test]
 fn invalid_utf8() {
-    rejects("latin1.yaml", b"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: caf\xe9\n", "latin1.yaml:4:12: invalid UTF-8 (byte offset 88)");
+    rejects(
+        "latin1.yaml",
+        b"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: caf\xe9\n",
+        "latin1.yaml:4:12: invalid UTF-8 (byte offset 88)",
+    );
 }
 
 #[test]
 fn an_empty_file() {
-    rejects(
-        "empty.yaml",
-        b"",
-        "empty.yaml:1:1: no CustomResourceDefinition found (the file is empty)",
-    );
+    rejects("empty.yaml", b"", "empty.yaml:1:1: no CustomResourceDefinition found (the file is empty)");
 }
 
 #[test]
@@ -119,10 +97,7 @@ fn a_file_without_crds() {
 fn a_field_of_the_wrong_type() {
     rejects(
         "typed.yaml",
-        format!(
-            "{HEADER}metadata:\n  name: x\nspec:\n  versions:\n  - name: v1\n    served: maybe\n"
-        )
-        .as_bytes(),
+        format!("{HEADER}metadata:\n  name: x\nspec:\n  versions:\n  - name: v1\n    served: maybe\n").as_bytes(),
         "typed.yaml:8:5: spec.versions[0].served: invalid type: string \"maybe\", expected a boolean",
     );
 }
@@ -131,12 +106,7 @@ fn a_field_of_the_wrong_type() {
 fn a_missing_file() {
     let out = crdctl(&["validate", "does-not-exist.yaml"]);
     assert_eq!(out.code, 2, "{out:?}");
-    assert!(
-        out.stderr
-            .starts_with("crdctl: does-not-exist.yaml: No such file or directory"),
-        "{}",
-        out.stderr
-    );
+    assert!(out.stderr.starts_with("crdctl: does-not-exist.yaml: No such file or directory"), "{}", out.stderr);
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 mod util;
 
+mod check;
 mod convert_crd;
 mod inputs;
 mod validate;

@@ -19,11 +19,7 @@ pub fn crdctl_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
         .args(args)
         .current_dir(dir)
         .env_remove("RUST_LOG")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -33,10 +29,7 @@ pub fn crdctl_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
     }
     let output = child.wait_with_output().expect("crdctl runs");
     Output {
-        code: output
-            .status
-            .code()
-            .expect("crdctl exited normally, not by a signal"),
+        code: output.status.code().expect("crdctl exited normally, not by a signal"),
         stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
         stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
     }
@@ -49,20 +42,13 @@ pub fn crdctl(args: &[&str]) -> Output {
 }
 
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
 /// The shared corpus of real CRDs, beside the repository.
 pub fn corpus() -> PathBuf {
     let corpus = repo_root().join("../shared/corpus");
-    assert!(
-        corpus.is_dir(),
-        "the corpus must be at {}",
-        corpus.display()
-    );
+    assert!(corpus.is_dir(), "the corpus must be at {}", corpus.display());
     corpus
 }
 
@@ -87,8 +73,5 @@ pub fn corpus_files() -> Vec<PathBuf> {
 
 /// A corpus file's path relative to the corpus, for messages.
 pub fn short(path: &Path) -> String {
-    path.strip_prefix(corpus())
-        .unwrap_or(path)
-        .display()
-        .to_string()
+    path.strip_prefix(corpus()).unwrap_or(path).display().to_string()
 }

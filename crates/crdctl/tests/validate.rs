@@ -45,10 +45,7 @@ fn json_output_points_at_the_yaml_line() {
     assert_eq!(problem["reason"], "FieldValueRequired");
     assert_eq!(problem["field"], "spec.conversion.webhookClientConfig");
     let text = std::fs::read_to_string(&file).unwrap();
-    let line = text
-        .lines()
-        .nth(problem["line"].as_u64().unwrap() as usize - 1)
-        .unwrap();
+    let line = text.lines().nth(problem["line"].as_u64().unwrap() as usize - 1).unwrap();
     assert_eq!(line.trim(), "clientConfig:");
 }
 
@@ -58,10 +55,7 @@ fn invalid_crds_exit_1_with_one_line_per_problem() {
     let text = std::fs::read_to_string(repo_root().join("examples/crontab/2-v1-added.yaml"))
         .unwrap()
         .replace("    storage: false\n", "    storage: true\n")
-        .replace(
-            "  name: crontabs.example.com",
-            "  name: crontab.example.com",
-        );
+        .replace("  name: crontabs.example.com", "  name: crontab.example.com");
     std::fs::write(dir.path().join("crd.yaml"), text).unwrap();
     let out = crdctl_in(dir.path(), &["validate", "crd.yaml"], None);
     assert_eq!(out.code, 1, "{out:?}");
@@ -75,24 +69,14 @@ fn invalid_crds_exit_1_with_one_line_per_problem() {
 #[test]
 fn update_validation_catches_a_removed_stored_version() {
     let dir = tempfile::tempdir().unwrap();
-    let installed = std::fs::read_to_string(repo_root().join("examples/crontab/3-v1-storage.yaml"))
-        .unwrap()
+    let installed = std::fs::read_to_string(repo_root().join("examples/crontab/3-v1-storage.yaml")).unwrap()
         + "status:\n  storedVersions: [v1beta1, v1]\n";
     std::fs::write(dir.path().join("installed.yaml"), installed).unwrap();
-    let only_v1 =
-        std::fs::read_to_string(repo_root().join("examples/crontab/3-v1-storage.yaml")).unwrap();
+    let only_v1 = std::fs::read_to_string(repo_root().join("examples/crontab/3-v1-storage.yaml")).unwrap();
     let start = only_v1.find("  - name: v1beta1").unwrap();
     let end = only_v1.find("  - name: v1\n").unwrap();
-    std::fs::write(
-        dir.path().join("new.yaml"),
-        format!("{}{}", &only_v1[..start], &only_v1[end..]),
-    )
-    .unwrap();
-    let out = crdctl_in(
-        dir.path(),
-        &["validate", "--old", "installed.yaml", "new.yaml"],
-        None,
-    );
+    std::fs::write(dir.path().join("new.yaml"), format!("{}{}", &only_v1[..start], &only_v1[end..])).unwrap();
+    let out = crdctl_in(dir.path(), &["validate", "--old", "installed.yaml", "new.yaml"], None);
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(
         out.stdout,
@@ -102,13 +86,8 @@ fn update_validation_catches_a_removed_stored_version() {
 
 #[test]
 fn markdown_output() {
-    let out = crdctl(&[
-        "validate",
-        "-o",
-        "markdown",
-        "examples/crontab/1-v1beta1.yaml",
-        "examples/crontab/4-webhook.yaml",
-    ]);
+    let out =
+        crdctl(&["validate", "-o", "markdown", "examples/crontab/1-v1beta1.yaml", "examples/crontab/4-webhook.yaml"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.stdout, "All 2 CRDs are valid.\n");
 }

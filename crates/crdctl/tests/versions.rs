@@ -17,10 +17,7 @@ fn sort_orders_the_seed_list() {
         "v10",
     ]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(
-        out.stdout,
-        "v10\nv2\nv1\nv11beta2\nv10beta3\nv3beta1\nv12alpha1\nv11alpha2\nfoo1\nfoo10\n"
-    );
+    assert_eq!(out.stdout, "v10\nv2\nv1\nv11beta2\nv10beta3\nv3beta1\nv12alpha1\nv11alpha2\nfoo1\nfoo10\n");
 }
 
 #[test]
@@ -53,12 +50,7 @@ fn json_lists_versions_in_priority_order() {
     assert_eq!(crd["storageVersion"], "v1beta2");
     // v1alpha3 and v1alpha4 are not served, so kubectl's default is the highest served one.
     assert_eq!(crd["preferredVersion"], "v1beta2");
-    let names: Vec<&str> = crd["versions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = crd["versions"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["v1beta2", "v1beta1", "v1alpha4", "v1alpha3"]);
     assert_eq!(crd["versions"][2]["served"], false);
 }
@@ -79,15 +71,7 @@ fn a_directory_is_read_recursively() {
     let out = crdctl(&["versions", "-o", "json", "examples/crontab"]);
     assert_eq!(out.code, 0, "{out:?}");
     let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    let files: Vec<&str> = report
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["file"].as_str().unwrap())
-        .collect();
+    let files: Vec<&str> = report.as_array().unwrap().iter().map(|c| c["file"].as_str().unwrap()).collect();
     assert_eq!(files.len(), 5, "{files:?}");
-    assert!(
-        files.iter().all(|f| f.starts_with("examples/crontab/")),
-        "{files:?}"
-    );
+    assert!(files.iter().all(|f| f.starts_with("examples/crontab/")), "{files:?}");
 }

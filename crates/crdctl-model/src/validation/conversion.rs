@@ -23,41 +23,28 @@ pub(super) fn validate(spec: &Spec, options: Options, spec_path: &Path) -> Vec<V
     let client_config = webhook.and_then(|w| w.client_config.as_ref());
     let review_versions = webhook.map_or(&[][..], |w| w.conversion_review_versions.as_slice());
     let client_config_path = path.child_at("webhookClientConfig", "webhook/clientConfig");
-    let review_versions_path = path.child_at(
-        "conversionReviewVersions",
-        "webhook/conversionReviewVersions",
-    );
+    let review_versions_path = path.child_at("conversionReviewVersions", "webhook/conversionReviewVersions");
 
     if conversion.strategy != "None" && spec.preserve_unknown_fields == Some(true) {
-        violations.push(path.child("strategy").invalid(
-            &conversion.strategy,
-            "must be None if spec.preserveUnknownFields is true",
-        ));
+        violations.push(
+            path.child("strategy").invalid(&conversion.strategy, "must be None if spec.preserveUnknownFields is true"),
+        );
     }
     match conversion.strategy.as_str() {
         "" => violations.push(path.child("strategy").required("")),
         "None" | "Webhook" => {}
-        other => violations.push(
-            path.child("strategy")
-                .not_supported(other, &["None", "Webhook"]),
-        ),
+        other => violations.push(path.child("strategy").not_supported(other, &["None", "Webhook"])),
     }
     if conversion.strategy == "Webhook" {
         match client_config {
-            None => violations
-                .push(client_config_path.required("required when strategy is set to Webhook")),
+            None => violations.push(client_config_path.required("required when strategy is set to Webhook")),
             Some(config) => match (&config.url, &config.service) {
-                (Some(url), None) => violations.extend(
-                    validate_webhook_url(url)
-                        .into_iter()
-                        .map(|e| e.at(&client_config_path.child("url"))),
-                ),
-                (None, Some(service)) => violations.extend(validate_service(
-                    service,
-                    &client_config_path.child("service"),
-                )),
-                _ => violations
-                    .push(client_config_path.required("exactly one of url or service is required")),
+                (Some(url), None) => violations
+                    .extend(validate_webhook_url(url).into_iter().map(|e| e.at(&client_config_path.child("url")))),
+                (None, Some(service)) => {
+                    violations.extend(validate_service(service, &client_config_path.child("service")))
+                }
+                _ => violations.push(client_config_path.required("exactly one of url or service is required")),
             },
         }
         violations.extend(validate_review_versions(
@@ -67,16 +54,10 @@ pub(super) fn validate(spec: &Spec, options: Options, spec_path: &Path) -> Vec<V
         ));
     } else {
         if client_config.is_some() {
-            violations.push(
-                client_config_path
-                    .forbidden("should not be set when strategy is not set to Webhook"),
-            );
+            violations.push(client_config_path.forbidden("should not be set when strategy is not set to Webhook"));
         }
         if !review_versions.is_empty() {
-            violations.push(
-                review_versions_path
-                    .forbidden("should not be set when strategy is not set to Webhook"),
-            );
+            violations.push(review_versions_path.forbidden("should not be set when strategy is not set to Webhook"));
         }
     }
     violations
@@ -84,17 +65,10 @@ pub(super) fn validate(spec: &Spec, options: Options, spec_path: &Path) -> Vec<V
 
 /// Whether the list holds a version the API server can send, or is empty.
 pub(super) fn has_accepted_review_version_or_is_empty(versions: &[String]) -> bool {
-    versions.is_empty()
-        || versions
-            .iter()
-            .any(|v| ACCEPTED_REVIEW_VERSIONS.contains(&v.as_str()))
+    versions.is_empty() || versions.iter().any(|v| ACCEPTED_REVIEW_VERSIONS.contains(&v.as_str()))
 }
 
-fn validate_review_versions(
-    versions: &[String],
-    require_recognized: bool,
-    path: &Path,
-) -> Vec<Violation> {
+fn validate_review_versions(versions: &[String], require_recognized: bool, path: &Path) -> Vec<Violation> {
     if versions.is_empty() {
         return vec![path.required("")];
     }
@@ -109,18 +83,10 @@ fn validate_review_versions(
             violations.push(path.index(idx).invalid(version, &error));
         }
     }
-    if require_recognized
-        && !versions
-            .iter()
-            .any(|v| ACCEPTED_REVIEW_VERSIONS.contains(&v.as_str()))
-    {
-        violations.push(path.invalid(
-            versions,
-            &format!(
-                "must include at least one of {}",
-                ACCEPTED_REVIEW_VERSIONS.join(", ")
-            ),
-        ));
+    if require_recognized && !versions.iter().any(|v| ACCEPTED_REVIEW_VERSIONS.contains(&v.as_str())) {
+        violations.push(
+            path.invalid(versions, &format!("must include at least one of {}", ACCEPTED_REVIEW_VERSIONS.join(", "))),
+        );
     }
     violations
 }
@@ -132,17 +98,11 @@ fn validate_service(service: &ServiceReference, path: &Path) -> Vec<Violation> {
         violations.push(path.child("name").required("service name is required"));
     }
     if service.namespace.is_empty() {
-        violations.push(
-            path.child("namespace")
-                .required("service namespace is required"),
-        );
+        violations.push(path.child("namespace").required("service namespace is required"));
     }
     let port = service.port.unwrap_or(443);
     if !(1..=65535).contains(&port) {
-        violations.push(path.child("port").invalid(
-            port,
-            "port is not valid: must be between 1 and 65535, inclusive",
-        ));
+        violations.push(path.child("port").invalid(port, "port is not valid: must be between 1 and 65535, inclusive"));
     }
     let Some(url_path) = service.path.as_deref() else {
         return violations;
@@ -205,25 +165,15 @@ pub fn validate_webhook_url(url: &str) -> Vec<UrlError> {
         Err(reason) => {
             return vec![UrlError {
                 invalid_value: None,
-                detail: format!(
-                    "url must be a valid URL: parse {}: {reason}{URL_FORM}",
-                    super::go_quote(url)
-                ),
+                detail: format!("url must be a valid URL: parse {}: {reason}{URL_FORM}", super::go_quote(url)),
             }];
         }
     };
     let mut errors = Vec::new();
-    let mut invalid = |value: &str, detail: String| {
-        errors.push(UrlError {
-            invalid_value: Some(value.to_string()),
-            detail,
-        })
-    };
+    let mut invalid =
+        |value: &str, detail: String| errors.push(UrlError { invalid_value: Some(value.to_string()), detail });
     if parsed.scheme != "https" {
-        invalid(
-            parsed.scheme,
-            format!("'https' is the only allowed URL scheme{URL_FORM}"),
-        );
+        invalid(parsed.scheme, format!("'https' is the only allowed URL scheme{URL_FORM}"));
     }
     if parsed.host.is_empty() {
         invalid(parsed.host, format!("host must be specified{URL_FORM}"));
@@ -232,16 +182,10 @@ pub fn validate_webhook_url(url: &str) -> Vec<UrlError> {
         invalid(user, "user information is not permitted in the URL".into());
     }
     if !parsed.fragment.is_empty() {
-        invalid(
-            parsed.fragment,
-            "fragments are not permitted in the URL".into(),
-        );
+        invalid(parsed.fragment, "fragments are not permitted in the URL".into());
     }
     if !parsed.query.is_empty() {
-        invalid(
-            parsed.query,
-            "query parameters are not permitted in the URL".into(),
-        );
+        invalid(parsed.query, "query parameters are not permitted in the URL".into());
     }
     errors
 }
@@ -281,13 +225,7 @@ impl<'a> GoUrl<'a> {
                 return Err("invalid port after host");
             }
         }
-        Ok(GoUrl {
-            scheme,
-            user,
-            host,
-            query,
-            fragment,
-        })
+        Ok(GoUrl { scheme, user, host, query, fragment })
     }
 }
 
@@ -316,27 +254,19 @@ mod tests {
             ),
             Vec::<String>::new()
         );
-        assert_eq!(
-            check_webhook("        url: https://w.example.com:9443/convert\n"),
-            Vec::<String>::new()
-        );
+        assert_eq!(check_webhook("        url: https://w.example.com:9443/convert\n"), Vec::<String>::new());
     }
 
     #[test]
     fn exactly_one_of_url_or_service() {
-        let both =
-            "        url: https://w.example.com\n        service: {namespace: default, name: w}\n";
+        let both = "        url: https://w.example.com\n        service: {namespace: default, name: w}\n";
         assert_eq!(
             check_webhook(both),
-            [
-                "spec.conversion.webhookClientConfig: Required value: exactly one of url or service is required"
-            ]
+            ["spec.conversion.webhookClientConfig: Required value: exactly one of url or service is required"]
         );
         assert_eq!(
             check_webhook("        caBundle: Cg==\n"),
-            [
-                "spec.conversion.webhookClientConfig: Required value: exactly one of url or service is required"
-            ]
+            ["spec.conversion.webhookClientConfig: Required value: exactly one of url or service is required"]
         );
     }
 
@@ -347,9 +277,7 @@ mod tests {
         );
         assert_eq!(
             check(&text),
-            [
-                "spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook"
-            ]
+            ["spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook"]
         );
     }
 
@@ -401,11 +329,7 @@ mod tests {
             ),
         ];
         for &(url, expected) in cases {
-            assert_eq!(
-                check_webhook(&format!("        url: {url}\n")),
-                expected,
-                "{url}"
-            );
+            assert_eq!(check_webhook(&format!("        url: {url}\n")), expected, "{url}");
         }
     }
 
@@ -425,30 +349,20 @@ mod tests {
                 "spec.conversion.webhookClientConfig.service.port: Invalid value: 65536: port is not valid: must be between 1 and 65535, inclusive"
             ]
         );
-        let path = |p: &str| {
-            check_webhook(&format!(
-                "        service: {{namespace: n, name: w, path: \"{p}\"}}\n"
-            ))
-        };
+        let path = |p: &str| check_webhook(&format!("        service: {{namespace: n, name: w, path: \"{p}\"}}\n"));
         assert_eq!(path("/"), Vec::<String>::new());
         assert_eq!(path("/a/b/"), Vec::<String>::new());
         assert_eq!(
             path("//"),
-            [
-                "spec.conversion.webhookClientConfig.service.path: Invalid value: \"//\": segment[0] may not be empty"
-            ]
+            ["spec.conversion.webhookClientConfig.service.path: Invalid value: \"//\": segment[0] may not be empty"]
         );
         assert_eq!(
             path("convert"),
-            [
-                "spec.conversion.webhookClientConfig.service.path: Invalid value: \"convert\": must start with a '/'"
-            ]
+            ["spec.conversion.webhookClientConfig.service.path: Invalid value: \"convert\": must start with a '/'"]
         );
         assert_eq!(
             path("/a//b"),
-            [
-                "spec.conversion.webhookClientConfig.service.path: Invalid value: \"/a//b\": segment[1] may not be empty"
-            ]
+            ["spec.conversion.webhookClientConfig.service.path: Invalid value: \"/a//b\": segment[1] may not be empty"]
         );
         assert_eq!(
             path("/convert_v1"),
@@ -465,15 +379,10 @@ mod tests {
                 "{VALID}  conversion:\n    strategy: Webhook\n    webhook:\n      conversionReviewVersions: {versions}\n      clientConfig:\n        url: https://w.example.com\n"
             ))
         };
-        assert_eq!(
-            with_versions("[]"),
-            ["spec.conversion.conversionReviewVersions: Required value"]
-        );
+        assert_eq!(with_versions("[]"), ["spec.conversion.conversionReviewVersions: Required value"]);
         assert_eq!(
             with_versions("[v1, v1]"),
-            [
-                "spec.conversion.conversionReviewVersions[1]: Invalid value: \"v1\": duplicate version"
-            ]
+            ["spec.conversion.conversionReviewVersions[1]: Invalid value: \"v1\": duplicate version"]
         );
         assert_eq!(
             with_versions("[vx]"),
@@ -508,9 +417,7 @@ mod tests {
         let text = format!("{VALID}  conversion:\n    strategy: Magic\n");
         assert_eq!(
             check(&text),
-            [
-                r#"spec.conversion.strategy: Unsupported value: "Magic": supported values: "None", "Webhook""#
-            ]
+            [r#"spec.conversion.strategy: Unsupported value: "Magic": supported values: "None", "Webhook""#]
         );
         let text = format!("{VALID}  conversion:\n    strategy: \"\"\n");
         assert_eq!(check(&text), ["spec.conversion.strategy: Required value"]);
@@ -525,11 +432,10 @@ mod tests {
                 r#"spec.conversion.strategy: Invalid value: "Webhook": must be None if spec.preserveUnknownFields is true"#
             ]
         );
-        let pruning = v1beta1.replace("  version: v1\n", "  version: v1\n  preserveUnknownFields: false\n  validation:\n    openAPIV3Schema:\n      type: object\n");
-        assert_eq!(
-            check(&pruning),
-            Vec::<String>::new(),
-            "conversionReviewVersions defaults to [v1beta1]"
+        let pruning = v1beta1.replace(
+            "  version: v1\n",
+            "  version: v1\n  preserveUnknownFields: false\n  validation:\n    openAPIV3Schema:\n      type: object\n",
         );
+        assert_eq!(check(&pruning), Vec::<String>::new(), "conversionReviewVersions defaults to [v1beta1]");
     }
 }

@@ -71,10 +71,7 @@ impl Violation {
             ErrorKind::Invalid(value) => format!("Invalid value: {value}"),
             ErrorKind::NotSupported(value, supported) => {
                 let quoted: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
-                format!(
-                    "Unsupported value: {value}: supported values: {}",
-                    quoted.join(", ")
-                )
+                format!("Unsupported value: {value}: supported values: {}", quoted.join(", "))
             }
         };
         if !self.detail.is_empty() {
@@ -100,10 +97,7 @@ pub(crate) struct Path {
 
 impl Path {
     pub(crate) fn root(name: &str) -> Path {
-        Path {
-            field: name.to_string(),
-            pointer: format!("/{name}"),
-        }
+        Path { field: name.to_string(), pointer: format!("/{name}") }
     }
 
     pub(crate) fn child(&self, name: &str) -> Path {
@@ -112,17 +106,11 @@ impl Path {
 
     /// A child whose internal field name differs from its place in the v1 document.
     pub(crate) fn child_at(&self, name: &str, v1_pointer_segments: &str) -> Path {
-        Path {
-            field: format!("{}.{name}", self.field),
-            pointer: format!("{}/{v1_pointer_segments}", self.pointer),
-        }
+        Path { field: format!("{}.{name}", self.field), pointer: format!("{}/{v1_pointer_segments}", self.pointer) }
     }
 
     pub(crate) fn index(&self, idx: usize) -> Path {
-        Path {
-            field: format!("{}[{idx}]", self.field),
-            pointer: format!("{}/{idx}", self.pointer),
-        }
+        Path { field: format!("{}[{idx}]", self.field), pointer: format!("{}/{idx}", self.pointer) }
     }
 
     pub(crate) fn required(&self, detail: &str) -> Violation {
@@ -143,12 +131,7 @@ impl Path {
     }
 
     fn violation(&self, kind: ErrorKind, detail: &str) -> Violation {
-        Violation {
-            field: self.field.clone(),
-            pointer: self.pointer.clone(),
-            kind,
-            detail: detail.to_string(),
-        }
+        Violation { field: self.field.clone(), pointer: self.pointer.clone(), kind, detail: detail.to_string() }
     }
 }
 
@@ -202,9 +185,7 @@ pub fn go_quote(s: &str) -> String {
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
             '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
             c if c.is_control() => {
                 if (c as u32) <= 0xffff {
                     out.push_str(&format!("\\u{:04x}", c as u32));
@@ -245,25 +226,15 @@ pub fn validate(crd: &Crd) -> Vec<Violation> {
         require_immutable_names: false,
         forbid_preserve_unknown_fields: is_v1,
     };
-    let stored: Vec<String> = crd
-        .definition
-        .spec
-        .versions
-        .iter()
-        .find(|v| v.storage)
-        .map(|v| v.name.clone())
-        .into_iter()
-        .collect();
+    let stored: Vec<String> =
+        crd.definition.spec.versions.iter().find(|v| v.storage).map(|v| v.name.clone()).into_iter().collect();
     let mut violations = names::validate_metadata_name(crd);
     violations.extend(validate_spec(crd, options));
     violations.extend(names::validate_names(
         &crd.definition.status.accepted_names,
         &Path::root("status").child("acceptedNames"),
     ));
-    violations.extend(stored_versions::validate(
-        &stored,
-        &crd.definition.spec.versions,
-    ));
+    violations.extend(stored_versions::validate(&stored, &crd.definition.spec.versions));
     violations
 }
 
@@ -285,8 +256,7 @@ pub fn validate_update(new: &Crd, old: &Crd) -> Vec<Violation> {
         require_recognized_review_version: old_review_versions
             .is_none_or(conversion::has_accepted_review_version_or_is_empty),
         require_immutable_names: old_def.condition_is_true("Established"),
-        forbid_preserve_unknown_fields: new.source_api_version == SourceApiVersion::V1
-            && !old_pruning_off,
+        forbid_preserve_unknown_fields: new.source_api_version == SourceApiVersion::V1 && !old_pruning_off,
     };
     let mut stored = old_def.status.stored_versions.clone();
     if let Some(storage) = new.definition.spec.versions.iter().find(|v| v.storage)
@@ -296,19 +266,12 @@ pub fn validate_update(new: &Crd, old: &Crd) -> Vec<Violation> {
     }
     let mut violations = names::validate_metadata_name(new);
     violations.extend(validate_spec(new, options));
-    violations.extend(names::validate_immutable(
-        &new.definition.spec,
-        &old_def.spec,
-        options,
-    ));
+    violations.extend(names::validate_immutable(&new.definition.spec, &old_def.spec, options));
     violations.extend(names::validate_names(
         &new.definition.status.accepted_names,
         &Path::root("status").child("acceptedNames"),
     ));
-    violations.extend(stored_versions::validate(
-        &stored,
-        &new.definition.spec.versions,
-    ));
+    violations.extend(stored_versions::validate(&stored, &new.definition.spec.versions));
     violations
 }
 
@@ -316,15 +279,13 @@ fn validate_spec(crd: &Crd, options: Options) -> Vec<Violation> {
     let spec = Path::root("spec");
     let mut violations = names::validate_group_and_scope(&crd.definition.spec, &spec);
     violations.extend(versions::validate(crd, options, &spec));
-    violations.extend(names::validate_spec_names(
-        &crd.definition.spec.names,
-        &spec.child("names"),
-    ));
+    violations.extend(names::validate_spec_names(&crd.definition.spec.names, &spec.child("names")));
     violations.extend(conversion::validate(&crd.definition.spec, options, &spec));
-    if options.forbid_preserve_unknown_fields
-        && crd.definition.spec.preserve_unknown_fields == Some(true)
-    {
-        violations.push(spec.child("preserveUnknownFields").invalid(true, "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead"));
+    if options.forbid_preserve_unknown_fields && crd.definition.spec.preserve_unknown_fields == Some(true) {
+        violations.push(spec.child("preserveUnknownFields").invalid(
+            true,
+            "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead",
+        ));
     }
     violations
 }
@@ -362,18 +323,13 @@ spec:
 
     #[track_caller]
     pub fn crd(text: &str) -> Crd {
-        crate::load::load_str("test.yaml", text)
-            .expect("test CRD loads")
-            .remove(0)
+        crate::load::load_str("test.yaml", text).expect("test CRD loads").remove(0)
     }
 
     /// Validates `text` and renders each violation as the API server prints it.
     #[track_caller]
     pub fn check(text: &str) -> Vec<String> {
-        super::validate(&crd(text))
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        super::validate(&crd(text)).iter().map(ToString::to_string).collect()
     }
 
     #[track_caller]
@@ -401,14 +357,9 @@ mod tests {
 
     #[test]
     fn update_keeps_stored_versions_from_the_old_crd() {
-        let old = crd(&format!(
-            "{VALID}status:\n  storedVersions: [v1beta1, v1]\n"
-        ));
+        let old = crd(&format!("{VALID}status:\n  storedVersions: [v1beta1, v1]\n"));
         let new = crd(&VALID.replace("  - name: v1beta1\n    served: true\n    storage: false\n    schema:\n      openAPIV3Schema:\n        type: object\n", ""));
-        let violations: Vec<String> = validate_update(&new, &old)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let violations: Vec<String> = validate_update(&new, &old).iter().map(ToString::to_string).collect();
         assert_eq!(
             violations,
             [
@@ -421,39 +372,23 @@ mod tests {
     fn group_and_plural_are_immutable() {
         let old = crd(VALID);
         let new = crd(&VALID.replace("crontabs", "crontables"));
-        let violations: Vec<String> = validate_update(&new, &old)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        assert_eq!(
-            violations,
-            ["spec.names.plural: Invalid value: \"crontables\": field is immutable"]
-        );
+        let violations: Vec<String> = validate_update(&new, &old).iter().map(ToString::to_string).collect();
+        assert_eq!(violations, ["spec.names.plural: Invalid value: \"crontables\": field is immutable"]);
         let new = crd(&VALID.replace("example.com", "example.org"));
-        let violations: Vec<String> = validate_update(&new, &old)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        assert_eq!(
-            violations,
-            ["spec.group: Invalid value: \"example.org\": field is immutable"]
-        );
+        let violations: Vec<String> = validate_update(&new, &old).iter().map(ToString::to_string).collect();
+        assert_eq!(violations, ["spec.group: Invalid value: \"example.org\": field is immutable"]);
     }
 
     #[test]
     fn scope_and_kind_are_immutable_once_established() {
-        let changed = VALID
-            .replace("scope: Namespaced", "scope: Cluster")
-            .replace("kind: CronTab", "kind: Cron");
+        let changed = VALID.replace("scope: Namespaced", "scope: Cluster").replace("kind: CronTab", "kind: Cron");
         let not_established = crd(VALID);
         assert!(validate_update(&crd(&changed), &not_established).is_empty());
         let established = crd(&format!(
             "{VALID}status:\n  conditions:\n  - type: Established\n    status: \"True\"\n  storedVersions: [v1]\n"
         ));
-        let violations: Vec<String> = validate_update(&crd(&changed), &established)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let violations: Vec<String> =
+            validate_update(&crd(&changed), &established).iter().map(ToString::to_string).collect();
         assert_eq!(
             violations,
             [
@@ -465,10 +400,7 @@ mod tests {
 
     #[test]
     fn preserve_unknown_fields_true_is_refused_in_v1_only() {
-        let text = patched(
-            "  scope: Namespaced\n",
-            "  scope: Namespaced\n  preserveUnknownFields: true\n",
-        );
+        let text = patched("  scope: Namespaced\n", "  scope: Namespaced\n  preserveUnknownFields: true\n");
         assert_eq!(
             check(&text),
             [
@@ -476,9 +408,6 @@ mod tests {
             ]
         );
         let old = crd(&text);
-        assert!(
-            validate_update(&crd(&text), &old).is_empty(),
-            "allowed when it was already true"
-        );
+        assert!(validate_update(&crd(&text), &old).is_empty(), "allowed when it was already true");
     }
 }

@@ -13,18 +13,12 @@ const DNS1123_SUBDOMAIN_ERROR: &str = "a lowercase RFC 1123 subdomain must consi
 pub fn dns1035_label_errors(value: &str) -> Vec<String> {
     let mut errors = Vec::new();
     if value.len() > DNS1035_LABEL_MAX {
-        errors.push(format!(
-            "must be no more than {DNS1035_LABEL_MAX} characters"
-        ));
+        errors.push(format!("must be no more than {DNS1035_LABEL_MAX} characters"));
     }
     let bytes = value.as_bytes();
     let valid = bytes.first().is_some_and(u8::is_ascii_lowercase)
-        && bytes
-            .last()
-            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
+        && bytes.last().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
     if !valid {
         errors.push(DNS1035_LABEL_ERROR.to_string());
     }
@@ -35,21 +29,13 @@ pub fn dns1035_label_errors(value: &str) -> Vec<String> {
 pub fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
     let mut errors = Vec::new();
     if value.len() > DNS1123_SUBDOMAIN_MAX {
-        errors.push(format!(
-            "must be no more than {DNS1123_SUBDOMAIN_MAX} characters"
-        ));
+        errors.push(format!("must be no more than {DNS1123_SUBDOMAIN_MAX} characters"));
     }
     let is_label = |label: &str| {
         let bytes = label.as_bytes();
-        bytes
-            .first()
-            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            && bytes
-                .last()
-                .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            && bytes
-                .iter()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        bytes.first().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && bytes.last().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
     };
     if !value.split('.').all(is_label) {
         errors.push(DNS1123_SUBDOMAIN_ERROR.to_string());
@@ -69,10 +55,7 @@ pub(super) fn validate_metadata_name(crd: &Crd) -> Vec<Violation> {
     if name != format!("{}.{}", spec.names.plural, spec.group) {
         reasons.push(r#"must be spec.names.plural+"."+spec.group"#.to_string());
     }
-    reasons
-        .iter()
-        .map(|reason| path.invalid(name, reason))
-        .collect()
+    reasons.iter().map(|reason| path.invalid(name, reason)).collect()
 }
 
 pub(super) fn validate_group_and_scope(spec: &Spec, path: &Path) -> Vec<Violation> {
@@ -119,17 +102,9 @@ pub(super) fn validate_names(names: &Names, path: &Path) -> Vec<Violation> {
         if value.is_empty() {
             return;
         }
-        let errors = dns1035_label_errors(&if lower_case {
-            value.to_lowercase()
-        } else {
-            value.to_string()
-        });
+        let errors = dns1035_label_errors(&if lower_case { value.to_lowercase() } else { value.to_string() });
         if !errors.is_empty() {
-            let prefix = if lower_case {
-                "may have mixed case, but should otherwise match: "
-            } else {
-                ""
-            };
+            let prefix = if lower_case { "may have mixed case, but should otherwise match: " } else { "" };
             violations.push(field.invalid(value, &format!("{prefix}{}", errors.join(","))));
         }
     };
@@ -140,27 +115,16 @@ pub(super) fn validate_names(names: &Names, path: &Path) -> Vec<Violation> {
     for (idx, short_name) in names.short_names.iter().enumerate() {
         let errors = dns1035_label_errors(short_name);
         if !errors.is_empty() {
-            violations.push(
-                path.child("shortNames")
-                    .index(idx)
-                    .invalid(short_name, &errors.join(",")),
-            );
+            violations.push(path.child("shortNames").index(idx).invalid(short_name, &errors.join(",")));
         }
     }
     if !names.kind.is_empty() && names.kind == names.list_kind {
-        violations.push(
-            path.child("listKind")
-                .invalid(&names.list_kind, "kind and listKind may not be the same"),
-        );
+        violations.push(path.child("listKind").invalid(&names.list_kind, "kind and listKind may not be the same"));
     }
     for (idx, category) in names.categories.iter().enumerate() {
         let errors = dns1035_label_errors(category);
         if !errors.is_empty() {
-            violations.push(
-                path.child("categories")
-                    .index(idx)
-                    .invalid(category, &errors.join(",")),
-            );
+            violations.push(path.child("categories").index(idx).invalid(category, &errors.join(",")));
         }
     }
     violations
@@ -177,18 +141,10 @@ pub(super) fn validate_immutable(new: &Spec, old: &Spec, options: Options) -> Ve
     };
     if options.require_immutable_names {
         immutable(spec.child("scope"), &new.scope, &old.scope);
-        immutable(
-            spec.child("names").child("kind"),
-            &new.names.kind,
-            &old.names.kind,
-        );
+        immutable(spec.child("names").child("kind"), &new.names.kind, &old.names.kind);
     }
     immutable(spec.child("group"), &new.group, &old.group);
-    immutable(
-        spec.child("names").child("plural"),
-        &new.names.plural,
-        &old.names.plural,
-    );
+    immutable(spec.child("names").child("plural"), &new.names.plural, &old.names.plural);
     violations
 }
 
@@ -201,55 +157,34 @@ mod tests {
     fn dns_labels() {
         assert!(dns1035_label_errors("v1beta1").is_empty());
         assert_eq!(dns1035_label_errors("1v"), [DNS1035_LABEL_ERROR]);
-        assert_eq!(
-            dns1035_label_errors(&"a".repeat(64)),
-            ["must be no more than 63 characters"]
-        );
+        assert_eq!(dns1035_label_errors(&"a".repeat(64)), ["must be no more than 63 characters"]);
         assert!(dns1123_subdomain_errors("stable.example.com").is_empty());
-        assert_eq!(
-            dns1123_subdomain_errors("Example.com"),
-            [DNS1123_SUBDOMAIN_ERROR]
-        );
+        assert_eq!(dns1123_subdomain_errors("Example.com"), [DNS1123_SUBDOMAIN_ERROR]);
         assert_eq!(dns1123_subdomain_errors("a..b").len(), 1);
     }
 
     #[test]
     fn metadata_name_must_be_plural_dot_group() {
-        let text = patched(
-            "  name: crontabs.example.com",
-            "  name: crontab.example.com",
-        );
+        let text = patched("  name: crontabs.example.com", "  name: crontab.example.com");
         assert_eq!(
             check(&text),
-            [
-                r#"metadata.name: Invalid value: "crontab.example.com": must be spec.names.plural+"."+spec.group"#
-            ]
+            [r#"metadata.name: Invalid value: "crontab.example.com": must be spec.names.plural+"."+spec.group"#]
         );
         let text = patched("  name: crontabs.example.com", "  name: \"\"");
-        assert_eq!(
-            check(&text),
-            ["metadata.name: Required value: name or generateName is required"]
-        );
+        assert_eq!(check(&text), ["metadata.name: Required value: name or generateName is required"]);
     }
 
     #[test]
     fn group_rules() {
         let text = VALID.replace("example.com", "example");
-        assert_eq!(
-            check(&text),
-            [r#"spec.group: Invalid value: "example": should be a domain with at least one dot"#]
-        );
+        assert_eq!(check(&text), [r#"spec.group: Invalid value: "example": should be a domain with at least one dot"#]);
         let text = VALID.replace("example.com", "Example.com");
         let violations = check(&text);
         assert!(
-            violations.contains(&format!(
-                "spec.group: Invalid value: \"Example.com\": {DNS1123_SUBDOMAIN_ERROR}"
-            )),
+            violations.contains(&format!("spec.group: Invalid value: \"Example.com\": {DNS1123_SUBDOMAIN_ERROR}")),
             "{violations:?}"
         );
-        let text = VALID
-            .replace("  group: example.com\n", "")
-            .replace("crontabs.example.com", "crontabs.");
+        let text = VALID.replace("  group: example.com\n", "").replace("crontabs.example.com", "crontabs.");
         assert_eq!(
             check(&text),
             [
@@ -261,15 +196,10 @@ mod tests {
 
     #[test]
     fn scope_rules() {
-        assert_eq!(
-            check(&patched("  scope: Namespaced\n", "")),
-            ["spec.scope: Required value"]
-        );
+        assert_eq!(check(&patched("  scope: Namespaced\n", "")), ["spec.scope: Required value"]);
         assert_eq!(
             check(&patched("scope: Namespaced", "scope: Global")),
-            [
-                r#"spec.scope: Unsupported value: "Global": supported values: "Cluster", "Namespaced""#
-            ]
+            [r#"spec.scope: Unsupported value: "Global": supported values: "Cluster", "Namespaced""#]
         );
     }
 
@@ -309,8 +239,7 @@ mod tests {
                 "spec.names.listKind: Required value"
             ]
         );
-        let text =
-            patched("    plural: crontabs\n", "").replace("crontabs.example.com", ".example.com");
+        let text = patched("    plural: crontabs\n", "").replace("crontabs.example.com", ".example.com");
         assert!(check(&text).contains(&"spec.names.plural: Required value".to_string()));
     }
 }

@@ -9,26 +9,17 @@ use crate::crd::Version;
 pub(super) fn validate(stored_versions: &[String], versions: &[Version]) -> Vec<Violation> {
     let path = Path::root("status").child("storedVersions");
     if stored_versions.is_empty() {
-        return vec![path.invalid(
-            &Value::Array(Vec::new()),
-            "must have at least one stored version",
-        )];
+        return vec![path.invalid(&Value::Array(Vec::new()), "must have at least one stored version")];
     }
     let mut violations = Vec::new();
     for version in versions.iter().filter(|v| v.storage) {
         if !stored_versions.contains(&version.name) {
-            violations.push(path.invalid(
-                stored_versions,
-                &format!("must have the storage version {}", version.name),
-            ));
+            violations.push(path.invalid(stored_versions, &format!("must have the storage version {}", version.name)));
         }
     }
     for (idx, stored) in stored_versions.iter().enumerate() {
         if !versions.iter().any(|v| &v.name == stored) {
-            violations.push(
-                path.index(idx)
-                    .invalid(stored, &missing_stored_version_detail(stored)),
-            );
+            violations.push(path.index(idx).invalid(stored, &missing_stored_version_detail(stored)));
         }
     }
     violations
@@ -48,12 +39,7 @@ mod tests {
     fn versions(names: &[&str], storage: &str) -> Vec<Version> {
         names
             .iter()
-            .map(|n| Version {
-                name: n.to_string(),
-                served: true,
-                storage: *n == storage,
-                ..Version::default()
-            })
+            .map(|n| Version { name: n.to_string(), served: true, storage: *n == storage, ..Version::default() })
             .collect()
     }
 
@@ -63,10 +49,7 @@ mod tests {
 
     #[track_caller]
     fn check(stored: &[&str], names: &[&str], storage: &str) -> Vec<String> {
-        validate(&strings(stored), &versions(names, storage))
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        validate(&strings(stored), &versions(names, storage)).iter().map(ToString::to_string).collect()
     }
 
     /// Upstream `TestValidateCustomResourceDefinitionStoredVersions`.
@@ -87,9 +70,7 @@ mod tests {
         );
         assert_eq!(
             check(&["v1alpha", "v1beta1"], &["v1alpha", "v1beta1", "v1"], "v1"),
-            [
-                r#"status.storedVersions: Invalid value: ["v1alpha","v1beta1"]: must have the storage version v1"#
-            ]
+            [r#"status.storedVersions: Invalid value: ["v1alpha","v1beta1"]: must have the storage version v1"#]
         );
     }
 }

@@ -15,12 +15,7 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Vio
     let versions_path = spec_path.child("versions");
     let mut violations = Vec::new();
 
-    let schema_path = |idx: usize| {
-        versions_path
-            .index(idx)
-            .child("schema")
-            .child("openAPIV3Schema")
-    };
+    let schema_path = |idx: usize| versions_path.index(idx).child("schema").child("openAPIV3Schema");
     let pruning = spec.preserve_unknown_fields != Some(true);
     for (idx, version) in spec.versions.iter().enumerate() {
         if crd.schema(idx).is_some() {
@@ -48,16 +43,8 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Vio
 
     if let Some(legacy) = &crd.legacy {
         let exclusive = [
-            (
-                legacy.top_level_schema && legacy.per_version_schema,
-                "validation",
-                "schemas",
-            ),
-            (
-                legacy.top_level_subresources && legacy.per_version_subresources,
-                "subresources",
-                "subresources",
-            ),
+            (legacy.top_level_schema && legacy.per_version_schema, "validation", "schemas"),
+            (legacy.top_level_subresources && legacy.per_version_subresources, "subresources", "subresources"),
             (
                 legacy.top_level_columns && legacy.per_version_columns,
                 "additionalPrinterColumns",
@@ -66,23 +53,17 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Vio
         ];
         for (both, field, what) in exclusive {
             if both {
-                violations.push(spec_path.child(field).forbidden(&format!(
-                    "top-level and per-version {what} are mutually exclusive"
-                )));
+                violations.push(
+                    spec_path
+                        .child(field)
+                        .forbidden(&format!("top-level and per-version {what} are mutually exclusive")),
+                );
             }
         }
         let identical = [
             (legacy.identical_schemas, "schemas", "validation"),
-            (
-                legacy.identical_subresources,
-                "subresources",
-                "subresources",
-            ),
-            (
-                legacy.identical_columns,
-                "additionalPrinterColumns",
-                "additionalPrinterColumns",
-            ),
+            (legacy.identical_subresources, "subresources", "subresources"),
+            (legacy.identical_columns, "additionalPrinterColumns", "additionalPrinterColumns"),
         ];
         for (all_same, what, top_level) in identical {
             if all_same {
@@ -93,16 +74,13 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Vio
 
     let mut seen = std::collections::HashSet::new();
     if !spec.versions.iter().all(|v| seen.insert(v.name.as_str())) {
-        violations.push(versions_path.invalid(
-            &versions_value(&spec.versions),
-            "must contain unique version names",
-        ));
+        violations.push(versions_path.invalid(&versions_value(&spec.versions), "must contain unique version names"));
     }
     if spec.versions.iter().filter(|v| v.storage).count() != 1 {
-        violations.push(versions_path.invalid(
-            &versions_value(&spec.versions),
-            "must have exactly one version marked as storage version",
-        ));
+        violations.push(
+            versions_path
+                .invalid(&versions_value(&spec.versions), "must have exactly one version marked as storage version"),
+        );
     }
 
     if let Some(version) = crd.legacy.as_ref().and_then(|l| l.version.as_ref()) {
@@ -111,11 +89,7 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Vio
         if !errors.is_empty() {
             violations.push(path.invalid(version, &errors.join(",")));
         }
-        if spec
-            .versions
-            .first()
-            .is_some_and(|first| &first.name != version)
-        {
+        if spec.versions.first().is_some_and(|first| &first.name != version) {
             violations.push(path.invalid(version, "must match the first version in spec.versions"));
         }
     }
@@ -129,15 +103,15 @@ fn deprecation_warning_errors(deprecated: bool, warning: &str) -> Vec<String> {
     }
     let mut errors = Vec::new();
     if warning.len() > MAX_DEPRECATION_WARNING_BYTES {
-        errors.push(format!(
-            "must be <= {MAX_DEPRECATION_WARNING_BYTES} characters long"
-        ));
+        errors.push(format!("must be <= {MAX_DEPRECATION_WARNING_BYTES} characters long"));
     }
     if warning.is_empty() {
         errors.push("must not be an empty string".into());
     }
     if let Some((idx, _)) = warning.char_indices().find(|&(_, c)| !is_printable(c)) {
-        errors.push(format!("must only contain printable UTF-8 characters; non-printable character found at index {idx}"));
+        errors.push(format!(
+            "must only contain printable UTF-8 characters; non-printable character found at index {idx}"
+        ));
     }
     errors
 }
@@ -228,26 +202,17 @@ mod tests {
             "    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n",
             "    storage: true\n",
         );
-        assert_eq!(
-            check(&text),
-            ["spec.versions[1].schema.openAPIV3Schema: Required value: schemas are required"]
-        );
+        assert_eq!(check(&text), ["spec.versions[1].schema.openAPIV3Schema: Required value: schemas are required"]);
     }
 
     #[test]
     fn v1beta1_needs_schemas_for_served_versions_only_when_pruning() {
         let v1beta1 = "apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata:\n  name: crontabs.example.com\nspec:\n  group: example.com\n  names:\n    plural: crontabs\n    kind: CronTab\n  version: v1\n";
-        assert_eq!(
-            check(v1beta1),
-            Vec::<String>::new(),
-            "preserveUnknownFields defaults to true"
-        );
+        assert_eq!(check(v1beta1), Vec::<String>::new(), "preserveUnknownFields defaults to true");
         let pruning = format!("{v1beta1}  preserveUnknownFields: false\n");
         assert_eq!(
             check(&pruning),
-            [
-                "spec.versions[0].schema.openAPIV3Schema: Required value: because otherwise all fields are pruned"
-            ]
+            ["spec.versions[0].schema.openAPIV3Schema: Required value: because otherwise all fields are pruned"]
         );
     }
 
@@ -288,40 +253,27 @@ mod tests {
             (
                 true,
                 "Test message\nfoo",
-                &[
-                    "must only contain printable UTF-8 characters; non-printable character found at index 12",
-                ],
+                &["must only contain printable UTF-8 characters; non-printable character found at index 12"],
             ),
             (
                 true,
                 "Test message\u{8}",
-                &[
-                    "must only contain printable UTF-8 characters; non-printable character found at index 12",
-                ],
+                &["must only contain printable UTF-8 characters; non-printable character found at index 12"],
             ),
             (
                 true,
                 "Test message\u{0}",
-                &[
-                    "must only contain printable UTF-8 characters; non-printable character found at index 12",
-                ],
+                &["must only contain printable UTF-8 characters; non-printable character found at index 12"],
             ),
         ];
         for &(deprecated, warning, expected) in cases {
-            assert_eq!(
-                deprecation_warning_errors(deprecated, warning),
-                expected,
-                "{warning:?}"
-            );
+            assert_eq!(deprecation_warning_errors(deprecated, warning), expected, "{warning:?}");
         }
     }
 
     #[test]
     fn deprecation_warning_reaches_the_report() {
-        let text = patched(
-            "    storage: false\n",
-            "    storage: false\n    deprecationWarning: use v1\n",
-        );
+        let text = patched("    storage: false\n", "    storage: false\n    deprecationWarning: use v1\n");
         assert_eq!(
             check(&text),
             [

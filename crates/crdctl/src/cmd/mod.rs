@@ -1,5 +1,6 @@
 //! Subcommands: one module each, an `Args` struct and a `run` function.
 
+pub mod check;
 pub mod convert_crd;
 pub mod validate;
 pub mod versions;
@@ -32,6 +33,8 @@ pub enum Command {
     Versions(versions::Args),
     /// Check CRDs the way the API server does when they are created.
     Validate(validate::Args),
+    /// Compare installed CRDs with new ones and report unsafe changes (OLM's preflight).
+    Check(check::Args),
     /// Print a CRD as apiextensions.k8s.io/v1 (upgrading v1beta1 files).
     ConvertCrd(convert_crd::Args),
 }
@@ -41,6 +44,7 @@ pub fn run(command: Command) -> anyhow::Result<Outcome> {
     match command {
         Command::Versions(args) => versions::run(args),
         Command::Validate(args) => validate::run(args),
+        Command::Check(args) => check::run(args),
         Command::ConvertCrd(args) => convert_crd::run(args),
     }
 }
@@ -48,4 +52,27 @@ pub fn run(command: Command) -> anyhow::Result<Outcome> {
 /// Loads CRDs from the paths a user gave, with the loader's error as the message.
 pub fn load(paths: &[std::path::PathBuf]) -> anyhow::Result<Vec<crdctl_model::Crd>> {
     Ok(crdctl_model::load::load_paths(paths)?)
+}
+
+/// Loads CRDs from a path, `-`, or `git:REF:PATH` (a file at a revision of the current repository).
+pub fn load_source(source: &str) -> anyhow::Result<Vec<crdctl_model::Crd>> {
+    let Some(revision_and_path) = source.strip_prefix("git:") else {
+        return load(&[std::path::PathBuf::from(source)]);
+    };
+    let Some((revision, path)) = revision_and_path.split_once(':') else {
+        anyhow::bail!("{source}: expected git:REF:PATH, e.g. git:main:config/crd.yaml");
+    };
+    let output = std::process::Command::new("git")
+        .args(["show", &format!("{revision}:{path}")])
+        .output()
+        .map_err(|err| anyhow::anyhow!("{source}: cannot run git: {err}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        anyhow::bail!("{source}: {}", stderr.trim().trim_start_matches("fatal: "));
+    }
+    let crds = crdctl_model::load::load_bytes(source, &output.stdout)?;
+    if crds.is_empty() {
+        anyhow::bail!("{source}: no CustomResourceDefinition found");
+    }
+    Ok(crds)
 }

@@ -59,17 +59,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             }
         }));
     }
-    let report = ValidateReport {
-        valid: problems.is_empty(),
-        crds: crds.len(),
-        problems,
-    };
+    let report = ValidateReport { valid: problems.is_empty(), crds: crds.len(), problems };
     output::print(&report, args.output)?;
-    Ok(if report.valid {
-        Outcome::Clean
-    } else {
-        Outcome::Findings
-    })
+    Ok(if report.valid { Outcome::Clean } else { Outcome::Findings })
 }
 
 #[derive(Debug, Serialize)]

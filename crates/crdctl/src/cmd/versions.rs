@@ -116,17 +116,9 @@ impl Report for VersionsReport {
             }
             writeln!(out, "{} ({})", crd.name, crd.file)?;
             let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
-            let mut rows = vec![
-                ["VERSION", "SERVED", "STORAGE", "DEPRECATED", ""]
-                    .map(String::from)
-                    .to_vec(),
-            ];
+            let mut rows = vec![["VERSION", "SERVED", "STORAGE", "DEPRECATED", ""].map(String::from).to_vec()];
             for v in &crd.versions {
-                let note = if v.preferred {
-                    "preferred (kubectl default)"
-                } else {
-                    ""
-                };
+                let note = if v.preferred { "preferred (kubectl default)" } else { "" };
                 rows.push(vec![
                     v.name.clone(),
                     yes_no(v.served),
@@ -137,10 +129,7 @@ impl Report for VersionsReport {
             }
             output::write_table(out, "  ", &rows)?;
             if crd.preferred_version.is_none() {
-                writeln!(
-                    out,
-                    "  no served version: kubectl cannot reach this resource"
-                )?;
+                writeln!(out, "  no served version: kubectl cannot reach this resource")?;
             }
         }
         Ok(())
@@ -149,10 +138,7 @@ impl Report for VersionsReport {
     fn write_markdown(&self, out: &mut dyn Write) -> std::io::Result<()> {
         for crd in &self.0 {
             writeln!(out, "### `{}`\n", crd.name)?;
-            writeln!(
-                out,
-                "| version | served | storage | deprecated | preferred |"
-            )?;
+            writeln!(out, "| version | served | storage | deprecated | preferred |")?;
             writeln!(out, "|---|---|---|---|---|")?;
             let mark = |b: bool| if b { "✓" } else { "" };
             for v in &crd.versions {

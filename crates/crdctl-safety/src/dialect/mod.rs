@@ -1,0 +1,45 @@
+//! Message dialects: the same findings written the way each OLM generation writes them.
+//!
+//! - [`Dialect::Olm`] (the default) is the format of the OLM v1 documentation: one line per
+//!   finding, `validating upgrade for CRD "<name>" failed: CustomResourceDefinition <name> failed
+//!   upgrade safety validation. "<Validation>" validation failed: <detail>`, with `[*]` for array
+//!   items. A removed field is one finding; what follows from its removal is not repeated.
+//! - [`Dialect::Crdify`] is what OLM prints today (crdify engine): one block per CRD,
+//!   `validating upgrade for CRD "<name>": ` then `<version>: <path>: <check>: <message>` lines.
+//!
+//! Every message text lives in this module and its two submodules, nowhere else.
+
+mod crdify;
+pub mod go;
+mod olm;
+
+use crate::finding::{Finding, Report, Severity};
+
+/// How findings are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    /// The OLM v1 documentation's format (one line per finding).
+    #[default]
+    Olm,
+    /// Today's OLM preflight text (crdify engine).
+    Crdify,
+}
+
+/// The text for one finding, without the CRD prefix; `None` when the dialect folds the finding
+/// into another one.
+pub fn message(finding: &Finding, dialect: Dialect) -> Option<String> {
+    match dialect {
+        Dialect::Olm => olm::message(finding),
+        Dialect::Crdify => crdify::message(finding),
+    }
+}
+
+/// The report as the dialect prints it, for findings of the given severity; one string per
+/// line, in report order.
+pub fn lines(report: &Report, dialect: Dialect, severity: Severity) -> Vec<String> {
+    let findings: Vec<&Finding> = report.findings.iter().filter(|f| f.severity == severity).collect();
+    match dialect {
+        Dialect::Olm => findings.into_iter().filter_map(olm::line).collect(),
+        Dialect::Crdify => crdify::lines(&findings),
+    }
+}

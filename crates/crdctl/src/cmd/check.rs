@@ -1,0 +1,321 @@
+//! `crdctl check OLD NEW`: OLM v1's CRD upgrade-safety preflight.
+
+use std::io::Write;
+
+use crdctl_model::Crd;
+use crdctl_model::crd::Condition;
+use crdctl_safety::{Change, Config, Dialect, Finding, Report, Scope, Severity, dialect};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::Outcome;
+use crate::output;
+
+/// Compare installed CRDs with new ones and report unsafe changes (OLM's preflight).
+///
+/// OLD and NEW are files, directories or bundles of CRDs (paired by metadata.name), - for
+/// standard input, or git:REF:PATH for a file at a revision of the current repository. A CRD
+/// only in NEW is a fresh install and passes. Exits 1 when an upgrade is unsafe.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The installed CRDs.
+    #[arg(value_name = "OLD")]
+    old: String,
+    /// The CRDs that would replace them.
+    #[arg(value_name = "NEW")]
+    new: String,
+    /// Message format of text output: the OLM docs' (olm) or today's OLM preflight (crdify).
+    #[arg(long, value_enum, default_value_t = DialectArg::Olm)]
+    dialect: DialectArg,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = CheckFormat::Text)]
+    output: CheckFormat,
+    /// A crdify configuration file (per-validation enforcement, policies, conversion).
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+    /// Versions objects are stored in, when OLD has no status.storedVersions (comma-separated).
+    #[arg(long, value_name = "V1,V2", value_delimiter = ',')]
+    stored_versions: Vec<String>,
+    /// Strict runs the preflight; None turns it off, leaving the API server's own checks.
+    #[arg(long, value_enum, default_value_t = EnforcementArg::Strict)]
+    enforcement: EnforcementArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DialectArg {
+    Olm,
+    Crdify,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum CheckFormat {
+    Text,
+    Json,
+    Markdown,
+    Sarif,
+}
+
+/// OLM's `spec.install.preflight.crdUpgradeSafety.enforcement`, spelled as there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum EnforcementArg {
+    #[value(name = "Strict", alias = "strict")]
+    Strict,
+    #[value(name = "None", alias = "none")]
+    None,
+}
+
+/// Runs `crdctl check`.
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let config = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?;
+            Config::from_yaml(&text).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?
+        }
+        None => Config::default(),
+    };
+    let mut old = super::load_source(&args.old)?;
+    let new = super::load_source(&args.new)?;
+    if !args.stored_versions.is_empty() {
+        for crd in &mut old {
+            crd.definition.status.stored_versions.clone_from(&args.stored_versions);
+        }
+    }
+    let dialect = match args.dialect {
+        DialectArg::Olm => Dialect::Olm,
+        DialectArg::Crdify => Dialect::Crdify,
+    };
+    if args.enforcement == EnforcementArg::None {
+        return api_server_checks(&old, &new);
+    }
+    let report = crdctl_safety::check_all(&old, &new, &config);
+    for note in &report.notes {
+        output::warning(note);
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match args.output {
+        CheckFormat::Text => {
+            for line in dialect::lines(&report, dialect, Severity::Error) {
+                writeln!(out, "{line}")?;
+            }
+            for line in dialect::lines(&report, dialect, Severity::Warning) {
+                output::warning(&line);
+            }
+        }
+        CheckFormat::Json => output::write_json(&mut out, &json_report(&report, dialect))?,
+        CheckFormat::Markdown => write_markdown(&mut out, &report, dialect, new.len())?,
+        CheckFormat::Sarif => output::write_json(&mut out, &sarif(&report, dialect))?,
+    }
+    out.flush()?;
+    Ok(if report.is_safe() { Outcome::Clean } else { Outcome::Findings })
+}
+
+/// With the preflight off, the API server still refuses scope changes and removed stored
+/// versions; report those with its messages. An installed CRD is taken to be Established.
+fn api_server_checks(old: &[Crd], new: &[Crd]) -> anyhow::Result<Outcome> {
+    let mut out = std::io::stdout().lock();
+    let mut problems = 0;
+    for crd in new {
+        let Some(installed) = old.iter().find(|o| o.name() == crd.name()) else {
+            continue;
+        };
+        let mut installed = installed.clone();
+        installed.definition.status.conditions.push(Condition { type_: "Established".into(), status: "True".into() });
+        if installed.definition.status.stored_versions.is_empty() {
+            installed.definition.status.stored_versions =
+                installed.definition.storage_version().map(|v| v.name.clone()).into_iter().collect();
+        }
+        for violation in crdctl_model::validation::validate_update(crd, &installed) {
+            if violation.field == "spec.scope" || violation.field.starts_with("status.storedVersions") {
+                writeln!(
+                    out,
+                    "CustomResourceDefinition.apiextensions.k8s.io {:?} is invalid: {violation}",
+                    crd.name()
+                )?;
+                problems += 1;
+            }
+        }
+    }
+    Ok(if problems == 0 { Outcome::Clean } else { Outcome::Findings })
+}
+
+/// The JSON report: one object per finding. Field names are a stable interface.
+#[derive(Debug, Serialize)]
+struct JsonReport {
+    safe: bool,
+    findings: Vec<JsonFinding>,
+    notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonFinding {
+    crd: String,
+    validation: &'static str,
+    check: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    versions: Option<[String; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+    old: Value,
+    new: Value,
+    message: String,
+    severity: &'static str,
+    implied_by_removal: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    location: Option<JsonLocation>,
+}
+
+#[derive(Debug, Serialize)]
+struct JsonLocation {
+    file: String,
+    line: u32,
+    column: u32,
+}
+
+fn json_report(report: &Report, dialect: Dialect) -> JsonReport {
+    let findings = report
+        .findings
+        .iter()
+        .filter_map(|finding| {
+            // Findings the dialect folds into another one are still listed, with the OLM text.
+            let message = dialect::message(finding, dialect).or_else(|| dialect::message(finding, Dialect::Crdify))?;
+            let (old, new) = change_values(&finding.change);
+            Some(JsonFinding {
+                crd: finding.crd.clone(),
+                validation: finding.change.validation(&finding.scope),
+                check: finding.change.check(),
+                version: match &finding.scope {
+                    Scope::Version(v) => Some(v.clone()),
+                    _ => None,
+                },
+                versions: match &finding.scope {
+                    Scope::ServedPair(a, b) => Some([a.clone(), b.clone()]),
+                    _ => None,
+                },
+                path: finding.path.as_ref().map(|p| p.render(path_style(dialect))),
+                old,
+                new,
+                message,
+                severity: severity_name(finding.severity),
+                implied_by_removal: finding.implied_by_removal,
+                location: finding.location.as_ref().map(|l| JsonLocation {
+                    file: l.file.clone(),
+                    line: l.line,
+                    column: l.column,
+                }),
+            })
+        })
+        .collect();
+    JsonReport { safe: report.is_safe(), findings, notes: report.notes.clone() }
+}
+
+fn path_style(dialect: Dialect) -> crdctl_safety::schema::PathStyle {
+    match dialect {
+        Dialect::Olm => crdctl_safety::schema::PathStyle::Wildcard,
+        Dialect::Crdify => crdctl_safety::schema::PathStyle::Verbose,
+    }
+}
+
+fn severity_name(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    }
+}
+
+/// The old and new values a change is about, as JSON.
+fn change_values(change: &Change) -> (Value, Value) {
+    match change {
+        Change::ScopeChanged { old, new }
+        | Change::TypeChanged { old, new }
+        | Change::DescriptionChanged { old, new }
+        | Change::PatternChanged { old, new } => (json!(old), json!(new)),
+        Change::StoredVersionRemoved { version } => (json!(version), Value::Null),
+        Change::FieldRemoved => (Value::Null, Value::Null),
+        Change::EnumRestricted { values } | Change::EnumValuesAdded { values } => (Value::Null, json!(values)),
+        Change::EnumValuesRemoved { values } => (json!(values), Value::Null),
+        Change::DefaultAdded { value } => (Value::Null, value.clone()),
+        Change::DefaultRemoved { value } => (value.clone(), Value::Null),
+        Change::DefaultChanged { old, new } | Change::BoundTightened { old, new, .. } => (old.clone(), new.clone()),
+        Change::BoundAdded { value, .. } => (Value::Null, value.clone()),
+        Change::RequiredAdded { fields } => (Value::Null, json!(fields)),
+        Change::PatternAdded { new } => (Value::Null, json!(new)),
+        Change::PatternRemoved { old } => (json!(old), Value::Null),
+        Change::NullableChanged { now_nullable } => (json!(!now_nullable), json!(now_nullable)),
+        Change::OneOfAdded { schemas, .. } | Change::OneOfSchemasAdded { schemas } => (Value::Null, json!(schemas)),
+        Change::OneOfSchemasRemoved { schemas } => (json!(schemas), Value::Null),
+        Change::Unknown { keywords } => {
+            let old = keywords.iter().map(|k| (k.keyword.clone(), k.old.clone().unwrap_or(Value::Null))).collect();
+            let new = keywords.iter().map(|k| (k.keyword.clone(), k.new.clone().unwrap_or(Value::Null))).collect();
+            (Value::Object(old), Value::Object(new))
+        }
+    }
+}
+
+fn visible(report: &Report, dialect: Dialect) -> impl Iterator<Item = (&Finding, String)> {
+    report.findings.iter().filter_map(move |f| dialect::message(f, dialect).map(|m| (f, m)))
+}
+
+fn write_markdown(out: &mut dyn Write, report: &Report, dialect: Dialect, n_crds: usize) -> std::io::Result<()> {
+    let findings: Vec<(&Finding, String)> = visible(report, dialect).collect();
+    if findings.is_empty() {
+        writeln!(out, "### CRD upgrade safety: passed\n\nAll {n_crds} CRD upgrades are safe.")?;
+    } else {
+        let errors = findings.iter().filter(|(f, _)| f.severity == Severity::Error).count();
+        let verdict = if errors > 0 { "blocked" } else { "passed with warnings" };
+        writeln!(out, "### CRD upgrade safety: {verdict}\n")?;
+        writeln!(out, "| | CRD | validation | change | where |\n|---|---|---|---|---|")?;
+        for (finding, message) in findings {
+            let mark = if finding.severity == Severity::Error { "❌" } else { "⚠️" };
+            let place = finding.location.as_ref().map(|l| format!("`{}:{}`", l.file, l.line)).unwrap_or_default();
+            let message = message.replace('|', "\\|");
+            writeln!(
+                out,
+                "| {mark} | `{}` | {} | {message} | {place} |",
+                finding.crd,
+                finding.change.validation(&finding.scope)
+            )?;
+        }
+    }
+    for note in &report.notes {
+        writeln!(out, "\n> {note}")?;
+    }
+    Ok(())
+}
+
+/// SARIF 2.1.0 for code-scanning tools, with one rule per check.
+fn sarif(report: &Report, dialect: Dialect) -> Value {
+    let mut rules: Vec<&'static str> = report.findings.iter().map(|f| f.change.check()).collect();
+    rules.sort_unstable();
+    rules.dedup();
+    let results: Vec<Value> = visible(report, dialect)
+        .map(|(finding, message)| {
+            let mut result = json!({
+                "ruleId": finding.change.check(),
+                "level": if finding.severity == Severity::Error { "error" } else { "warning" },
+                "message": {"text": format!("{}: {message}", finding.crd)},
+            });
+            if let Some(location) = &finding.location {
+                result["locations"] = json!([{"physicalLocation": {
+                    "artifactLocation": {"uri": location.file},
+                    "region": {"startLine": location.line, "startColumn": location.column},
+                }}]);
+            }
+            result
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "crdctl",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules.iter().map(|id| json!({"id": id, "shortDescription": {"text": format!("CRD upgrade safety: {id}")}})).collect::<Vec<_>>(),
+            }},
+            "results": results,
+        }],
+    })
+}

@@ -1,0 +1,274 @@
+use std::path::Path;
+
+use crate::util::*;
+
+fn pair(name: &str) -> [String; 2] {
+    let dir = repo_root().join("fixtures/pairs").join(name);
+    ["old.yaml", "new.yaml"].map(|f| dir.join(f).to_str().unwrap().to_string())
+}
+
+#[test]
+fn the_seeds_four_examples_come_out_byte_for_byte() {
+    for case in ["seed-scope-changed", "seed-stored-version-removed", "seed-field-removed", "seed-required-field-added"]
+    {
+        let [old, new] = pair(case);
+        let out = crdctl(&["check", &old, &new]);
+        assert_eq!(out.code, 1, "{case}: {out:?}");
+        let expected =
+            std::fs::read_to_string(repo_root().join("fixtures/pairs").join(case).join("expected.txt")).unwrap();
+        let expected_line = expected.lines().find(|l| !l.starts_with('#')).unwrap();
+        assert_eq!(out.stdout, format!("{expected_line}\n"), "{case}");
+    }
+}
+
+#[test]
+fn a_safe_upgrade_exits_0_with_no_output() {
+    let [old, new] = pair("olm-valid-upgrade");
+    let out = crdctl(&["check", &old, &new]);
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""), "{out:?}");
+}
+
+#[test]
+fn crdify_dialect_prints_todays_olm_text() {
+    let [old, new] = pair("crdify-defaultvalueremoved");
+    let out = crdctl(&["check", "--dialect", "crdify", &old, &new]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        "validating upgrade for CRD \"memcacheds.cache.example.com\": v1alpha1: ^.spec.mode: default: default value removed : \"\\\"Managed\\\"\"\n"
+    );
+}
+
+#[test]
+fn config_files_change_what_blocks() {
+    let [old, new] = pair("crdify-enumvalueadded");
+    let out = crdctl(&["check", &old, &new]);
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""), "OLM allows enum additions: {out:?}");
+    let crdify_defaults = repo_root().join("fixtures/pairs/crdify-enumvalueadded/config.yaml");
+    let out = crdctl(&["check", "--dialect", "crdify", "--config", crdify_defaults.to_str().unwrap(), &old, &new]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        "validating upgrade for CRD \"memcacheds.cache.example.com\": v1alpha1: ^.spec.mode: enum: allowed enum values added : [\"Unmanaged\"]\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("warn.yaml"), "validations:\n- name: enum\n  enforcement: Warn\n").unwrap();
+    let out = crdctl_in(dir.path(), &["check", "--config", "warn.yaml", &old, &new], None);
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""), "{out:?}");
+    assert!(out.stderr.starts_with("crdctl: warning: validating upgrade for CRD"), "{}", out.stderr);
+}
+
+#[test]
+fn enforcement_none_reports_only_what_the_api_server_refuses() {
+    let [old, new] = pair("seed-scope-changed");
+    let out = crdctl(&["check", "--enforcement", "None", &old, &new]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        "CustomResourceDefinition.apiextensions.k8s.io \"example.test.example.com\" is invalid: spec.scope: Invalid value: \"Cluster\": field is immutable\n"
+    );
+    let [old, new] = pair("seed-stored-version-removed");
+    let out = crdctl(&["check", "--enforcement", "None", &old, &new]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("status.storedVersions[0]: Invalid value: \"v1alpha1\": missing from spec.versions; v1alpha1 was previously a storage version"), "{out:?}");
+    let [old, new] = pair("seed-required-field-added");
+    let out = crdctl(&["check", "--enforcement", "None", &old, &new]);
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""), "the API server allows a new required field: {out:?}");
+}
+
+#[test]
+fn stored_versions_flag_and_unknown_status() {
+    let [old, new] = pair("crdify-stored-version-kept");
+    // The old file records [v1alpha1]; claiming v1alpha0 was stored too makes no difference to
+    // versions that stay, but a removed one is reported.
+    let out = crdctl(&["check", "--stored-versions", "v1alpha1,v0", &old, &new]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout.contains(r#""NoStoredVersionRemoved" validation failed: stored version "v0" removed"#),
+        "{out:?}"
+    );
+    let corpus = corpus().join("pairs/cluster-api-clusters-v1.12.4-v1.13.0");
+    let out = crdctl(&["check", corpus.join("old.yaml").to_str().unwrap(), corpus.join("new.yaml").to_str().unwrap()]);
+    assert!(
+        out.stderr.contains("version v1alpha3 was removed, and the installed CRD's status.storedVersions is unknown"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn json_sarif_and_markdown_outputs() {
+    let [old, new] = pair("olm-all-except-field-removal");
+    let out = crdctl(&["check", "-o", "json", &old, &new]);
+    assert_eq!(out.code, 1);
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["safe"], false);
+    let scope = &report["findings"][0];
+    assert_eq!(
+        (scope["validation"].as_str(), scope["check"].as_str(), scope["old"].as_str(), scope["new"].as_str()),
+        (Some("NoScopeChange"), Some("scope"), Some("Cluster"), Some("Namespaced"))
+    );
+    assert_eq!(scope["severity"], "error");
+    let default = report["findings"].as_array().unwrap().iter().find(|f| f["check"] == "default").unwrap();
+    assert_eq!(default["new"], "foo");
+    assert_eq!(default["path"], "^.spec.defaultVal");
+    assert_eq!(default["version"], "v2");
+
+    let out = crdctl(&["check", "-o", "sarif", &old, &new]);
+    let sarif: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), report["findings"].as_array().unwrap().len());
+    assert!(
+        results.iter().all(|r| { r["locations"][0]["physicalLocation"]["region"]["startLine"].as_u64().unwrap() > 0 })
+    );
+
+    let out = crdctl(&["check", "-o", "markdown", &old, &new]);
+    assert!(out.stdout.starts_with("### CRD upgrade safety: blocked\n"), "{}", out.stdout);
+    assert_eq!(out.stdout.lines().filter(|l| l.starts_with("| ❌ |")).count(), 13);
+}
+
+#[test]
+fn directories_pair_crds_by_name_and_new_crds_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let [old, new] = pair("seed-scope-changed");
+    std::fs::create_dir_all(dir.path().join("old")).unwrap();
+    std::fs::create_dir_all(dir.path().join("new")).unwrap();
+    std::fs::copy(&old, dir.path().join("old/crd.yaml")).unwrap();
+    let fresh = std::fs::read_to_string(repo_root().join("examples/crontab/1-v1beta1.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("new/bundle.yaml"),
+        format!("{fresh}---\n{}", std::fs::read_to_string(&new).unwrap()),
+    )
+    .unwrap();
+    let out = crdctl_in(dir.path(), &["check", "old", "new"], None);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 1, "only the changed CRD is reported: {out:?}");
+}
+
+#[test]
+fn git_revisions_are_read_without_a_checkout() {
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git").args(args).current_dir(dir.path()).output().unwrap();
+        assert!(status.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&status.stderr));
+    };
+    let [old, new] = pair("seed-required-field-added");
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::copy(&old, dir.path().join("crd.yaml")).unwrap();
+    git(&["add", "crd.yaml"]);
+    git(&["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "v1"]);
+    std::fs::copy(&new, dir.path().join("crd.yaml")).unwrap();
+    let out = crdctl_in(dir.path(), &["check", "git:main:crd.yaml", "crd.yaml"], None);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("new required fields added: [pollInterval]"), "{out:?}");
+    let out = crdctl_in(dir.path(), &["check", "git:nope:crd.yaml", "crd.yaml"], None);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.starts_with("crdctl: git:nope:crd.yaml: "), "{}", out.stderr);
+}
+
+#[test]
+fn bad_input_and_bad_config_exit_2() {
+    let [old, new] = pair("seed-scope-changed");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.yaml"), "validations:\n- name: format\n").unwrap();
+    let out = crdctl_in(dir.path(), &["check", "--config", "config.yaml", &old, &new], None);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stderr, "crdctl: config.yaml: configuring validation \"format\": unknown validation : \"format\"\n");
+    std::fs::write(dir.path().join("bad.yaml"), "kind: [\n").unwrap();
+    let out = crdctl_in(dir.path(), &["check", "bad.yaml", &new], None);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.starts_with("crdctl: bad.yaml:1:"), "{}", out.stderr);
+}
+
+#[test]
+fn schema_less_versions_and_deep_nesting_are_handled() {
+    let dir = tempfile::tempdir().unwrap();
+    let v1beta1 = "apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata:\n  name: crontabs.example.com\nspec:\n  group: example.com\n  version: v1\n  names:\n    plural: crontabs\n    kind: CronTab\n";
+    std::fs::write(dir.path().join("old.yaml"), v1beta1).unwrap();
+    let mut deep = String::from(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: crontabs.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names:\n    plural: crontabs\n    kind: CronTab\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n",
+    );
+    let mut indent = " ".repeat(8);
+    for level in 0..40 {
+        deep.push_str(&format!("{indent}type: object\n{indent}properties:\n{indent}  f{level}:\n"));
+        indent.push_str("    ");
+    }
+    deep.push_str(&format!("{indent}type: string\n"));
+    std::fs::write(dir.path().join("new.yaml"), &deep).unwrap();
+    let out = crdctl_in(dir.path(), &["check", "old.yaml", "new.yaml"], None);
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""), "a schema added to a schema-less version is fine: {out:?}");
+    let out = crdctl_in(dir.path(), &["check", "new.yaml", "old.yaml"], None);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 1, "removing the whole schema is one finding: {out:?}");
+    assert!(out.stdout.contains("field/^ may not be removed"), "{out:?}");
+    // 500 levels of nesting: refused at load with a position, never a crash.
+    let mut deeper = deep.clone();
+    for level in 40..500 {
+        deeper.push_str(&format!("{indent}properties:\n{indent}  g{level}:\n"));
+        indent.push_str("    ");
+    }
+    std::fs::write(dir.path().join("deeper.yaml"), deeper).unwrap();
+    let out = crdctl_in(dir.path(), &["check", "old.yaml", "deeper.yaml"], None);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("deeper.yaml:") && out.stderr.contains("nesting is deeper than 100 levels"),
+        "{}",
+        out.stderr
+    );
+    // Recursive anchors are not valid YAML for a CRD and are refused at load.
+    std::fs::write(dir.path().join("recursive.yaml"), "a: &a\n  b: *a\n").unwrap();
+    let out = crdctl_in(dir.path(), &["check", "recursive.yaml", "new.yaml"], None);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.starts_with("crdctl: recursive.yaml:2:"), "{}", out.stderr);
+}
+
+/// Every corpus pair: a reviewed snapshot of its JSON report, and each finding points at a
+/// line that names the field or keyword it is about.
+#[test]
+fn corpus_pairs_json_reports() {
+    let mut pairs: Vec<_> =
+        std::fs::read_dir(corpus().join("pairs")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    pairs.sort();
+    assert_eq!(pairs.len(), 27);
+    for pair in pairs {
+        let name = pair.file_name().unwrap().to_string_lossy().to_string();
+        let out = crdctl_in(&pair, &["check", "-o", "json", "old.yaml", "new.yaml"], None);
+        assert!(out.code == 0 || out.code == 1, "{name}: {out:?}");
+        let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(out.code == 0, report["safe"] == true, "{name}");
+        for finding in report["findings"].as_array().unwrap() {
+            assert_location_names_the_finding(&pair, finding);
+        }
+        insta::assert_json_snapshot!(format!("corpus-{name}"), report);
+    }
+}
+
+#[track_caller]
+fn assert_location_names_the_finding(dir: &Path, finding: &serde_json::Value) {
+    let location = &finding["location"];
+    let file = location["file"].as_str().unwrap();
+    let text = std::fs::read_to_string(dir.join(file)).unwrap();
+    let raw = text.lines().nth(location["line"].as_u64().unwrap() as usize - 1).unwrap().trim_start();
+    let is_list_item = raw.starts_with("- ");
+    let line = raw.trim_start_matches("- ");
+    let check = finding["check"].as_str().unwrap();
+    let path = finding["path"].as_str().unwrap_or("");
+    let leaf = path.rsplit(['.', '[']).next().unwrap_or("").trim_end_matches(']').trim_end_matches('*');
+    let keys: Vec<String> = match check {
+        "unhandled" => finding["old"].as_object().unwrap().keys().cloned().collect(),
+        "scope" => vec!["scope".into()],
+        "storedVersionRemoval" => vec!["name".into(), finding["old"].as_str().unwrap().into()],
+        other => vec![other.into()],
+    };
+    let names =
+        |key: &str| line.starts_with(&format!("{key}:")) || line.starts_with(&format!("\"{key}\":")) || line == key;
+    let ends_in_index = path.ends_with(']') && !path.ends_with("[*]");
+    let ok = keys.iter().any(|k| names(k))
+        || names(leaf)
+        || names("items")
+        || names("openAPIV3Schema")
+        || names("additionalProperties")
+        || (ends_in_index && is_list_item);
+    assert!(ok, "{}: {check} at {path} points at {file}:{}: {line:?}", dir.display(), location["line"]);
+}
