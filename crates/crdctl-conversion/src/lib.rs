@@ -1,0 +1,30 @@
+//! CRD conversion: `ConversionReview`, the `None` strategy, and both sides of a conversion webhook.
+//!
+//! The core is pure and synchronous: [`review`] holds the ConversionReview types of
+//! `apiextensions.k8s.io/v1` and `v1beta1`, [`none`] the `None` strategy, and [`response`] checks a
+//! webhook's answer exactly as the API server does, with its error messages. I/O lives behind
+//! features:
+//!
+//! - `client`: [`webhook::WebhookClient`] calls a CRD's conversion webhook (URL or Service, TLS
+//!   verified against the `caBundle`), and [`Converter`] picks None or Webhook from a CRD.
+//! - `framework`: [`framework::serve`] turns one conversion function into an HTTPS webhook that
+//!   answers v1 and v1beta1 reviews, reloads rotated certificates and shuts down gracefully.
+//! - `certs`: [`certs::generate`] makes a CA and a serving certificate for a webhook.
+
+#[cfg(feature = "certs")]
+pub mod certs;
+#[cfg(feature = "client")]
+mod converter;
+#[cfg(feature = "framework")]
+pub mod framework;
+mod metadata;
+pub mod none;
+pub mod response;
+pub mod review;
+#[cfg(feature = "client")]
+pub mod webhook;
+
+#[cfg(feature = "client")]
+pub use converter::Converter;
+pub use response::{ConversionError, Shape};
+pub use review::{ConversionReview, ReviewVersion};

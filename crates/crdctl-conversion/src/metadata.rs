@@ -1,0 +1,242 @@
+//! Restoring metadata after conversion: the webhook may change labels and annotations, and
+//! nothing else. Changed labels and annotations are validated with the API server's rules.
+
+use serde_json::{Map, Value};
+
+use crdctl_model::validation::{dns1123_subdomain_errors, go_quote};
+
+const QUALIFIED_NAME_MAX: usize = 63;
+const LABEL_VALUE_MAX: usize = 63;
+const TOTAL_ANNOTATION_BYTES: usize = 256 * 1024;
+const QUALIFIED_NAME_ERROR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const LABEL_VALUE_ERROR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+/// `restoreObjectMeta`: the original metadata with the converted object's labels and annotations.
+/// Returns the metadata to store, or the API server's error text.
+pub(crate) fn restore(original: Option<&Value>, converted: Option<Value>) -> Result<Option<Value>, String> {
+    let converted = match converted {
+        None => return Err("missing metadata in converted object".into()),
+        Some(Value::Object(map)) => map,
+        Some(other) => return Err(format!("invalid metadata of type {} in converted object", go_type(&other))),
+    };
+    let mut restored = match original {
+        Some(Value::Object(map)) => map.clone(),
+        None => Map::new(),
+        Some(other) => return Err(format!("invalid metadata of type {} in input object", go_type(other))),
+    };
+    for field in ["labels", "annotations"] {
+        let response = match converted.get(field) {
+            None | Some(Value::Null) => {
+                restored.remove(field);
+                continue;
+            }
+            Some(Value::Object(map)) => map,
+            Some(other) => {
+                return Err(format!("invalid metadata.{field} of type {} in converted object", go_type(other)));
+            }
+        };
+        let previous = match restored.get(field) {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(map)) => map.clone(),
+            Some(other) => {
+                return Err(format!("invalid metadata.{field} of type {} in original object", go_type(other)));
+            }
+        };
+        let mut changed = previous.len() != response.len();
+        for (key, value) in response {
+            if !value.is_string() {
+                return Err(format!(
+                    "metadata.{field}[{key}] must be a string, but is {} in converted object",
+                    go_type(value)
+                ));
+            }
+            changed |= previous.get(key) != Some(value);
+        }
+        if changed {
+            let errors = if field == "labels" { label_errors(response) } else { annotation_errors(response) };
+            if !errors.is_empty() {
+                return Err(aggregate(errors));
+            }
+        }
+        restored.insert(field.into(), Value::Object(response.clone()));
+    }
+    Ok(Some(Value::Object(restored)))
+}
+
+fn label_errors(labels: &Map<String, Value>) -> Vec<String> {
+    let mut errors = Vec::new();
+    for (key, value) in labels {
+        let value = value.as_str().unwrap_or_default();
+        errors.extend(
+            qualified_name_errors(key)
+                .into_iter()
+                .map(|e| format!("metadata.labels: Invalid value: {}: {e}", go_quote(key))),
+        );
+        errors.extend(
+            label_value_errors(value)
+                .into_iter()
+                .map(|e| format!("metadata.labels: Invalid value: {}: {e}", go_quote(value))),
+        );
+    }
+    errors
+}
+
+fn annotation_errors(annotations: &Map<String, Value>) -> Vec<String> {
+    // Annotation keys are qualified names in any case; the API server lower-cases before checking.
+    let mut errors: Vec<String> = annotations
+        .keys()
+        .flat_map(|key| {
+            qualified_name_errors(&key.to_lowercase())
+                .into_iter()
+                .map(move |e| format!("metadata.annotation: Invalid value: {}: {e}", go_quote(key)))
+        })
+        .collect();
+    let total: usize = annotations.iter().map(|(k, v)| k.len() + v.as_str().unwrap_or_default().len()).sum();
+    if total > TOTAL_ANNOTATION_BYTES {
+        errors.push(format!("metadata.annotation: Too long: may not be more than {TOTAL_ANNOTATION_BYTES} bytes"));
+    }
+    errors
+}
+
+/// apimachinery's `IsQualifiedName`.
+fn qualified_name_errors(value: &str) -> Vec<String> {
+    let parts: Vec<&str> = value.split('/').collect();
+    let mut errors = Vec::new();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errors.push("prefix part must be non-empty".to_string());
+            } else {
+                errors.extend(dns1123_subdomain_errors(prefix).into_iter().map(|e| format!("prefix part {e}")));
+            }
+            *name
+        }
+        _ => {
+            return vec![format!(
+                "a qualified name {QUALIFIED_NAME_ERROR} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            )];
+        }
+    };
+    if name.is_empty() {
+        errors.push("name part must be non-empty".into());
+    } else if name.len() > QUALIFIED_NAME_MAX {
+        errors.push(format!("name part must be no more than {QUALIFIED_NAME_MAX} characters"));
+    }
+    if !is_name_token(name) {
+        errors.push(format!("name part {QUALIFIED_NAME_ERROR}"));
+    }
+    errors
+}
+
+/// apimachinery's `IsValidLabelValue`.
+fn label_value_errors(value: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if value.len() > LABEL_VALUE_MAX {
+        errors.push(format!("must be no more than {LABEL_VALUE_MAX} characters"));
+    }
+    if !value.is_empty() && !is_name_token(value) {
+        errors.push(LABEL_VALUE_ERROR.into());
+    }
+    errors
+}
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
+fn is_name_token(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// `utilerrors.NewAggregate(...).Error()`: one message alone, several in brackets.
+fn aggregate(mut errors: Vec<String>) -> String {
+    errors.dedup();
+    if errors.len() == 1 { errors.remove(0) } else { format!("[{}]", errors.join(", ")) }
+}
+
+/// Go's `%T` of a decoded JSON value.
+fn go_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float64",
+        Value::Number(_) => "int64",
+        Value::String(_) => "string",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[track_caller]
+    fn restore_with(original: Value, converted: Value) -> Result<Value, String> {
+        restore(Some(&original), Some(converted)).map(Option::unwrap)
+    }
+
+    /// Upstream `TestRestoreObjectMeta`.
+    #[test]
+    fn upstream_restore_table() {
+        assert_eq!(restore(Some(&json!({})), None).unwrap_err(), "missing metadata in converted object");
+        assert_eq!(
+            restore(Some(&json!({})), Some(json!([]))).unwrap_err(),
+            "invalid metadata of type []interface {} in converted object"
+        );
+        assert_eq!(
+            restore(None, Some(json!({"labels": {"a": "b"}}))).unwrap(),
+            Some(json!({"labels": {"a": "b"}})),
+            "original without metadata"
+        );
+        assert_eq!(
+            restore(Some(&json!("x")), Some(json!({}))).unwrap_err(),
+            "invalid metadata of type string in input object"
+        );
+        assert_eq!(
+            restore_with(
+                json!({"name": "a", "labels": {"a": "1"}, "generation": 1}),
+                json!({"name": "b", "labels": {"a": "2"}, "generation": 2, "foo": "bar"})
+            )
+            .unwrap(),
+            json!({"name": "a", "labels": {"a": "2"}, "generation": 1})
+        );
+        assert_eq!(
+            restore_with(json!({"labels": {"a": "1"}, "annotations": {"b": "2"}}), json!({"labels": null})).unwrap(),
+            json!({}),
+            "removed and nil"
+        );
+        assert_eq!(
+            restore_with(json!({}), json!({"annotations": {"b": "2"}})).unwrap(),
+            json!({"annotations": {"b": "2"}}),
+            "added"
+        );
+        assert_eq!(
+            restore_with(json!({}), json!({"labels": {"a": null}})).unwrap_err(),
+            "metadata.labels[a] must be a string, but is <nil> in converted object"
+        );
+        let err = restore_with(json!({}), json!({"labels": {"some/non-qualified/label": "x"}})).unwrap_err();
+        assert!(
+            err.starts_with(
+                "metadata.labels: Invalid value: \"some/non-qualified/label\": a qualified name must consist of"
+            ),
+            "{err}"
+        );
+        let err = restore_with(json!({}), json!({"labels": {"a": "üäö"}})).unwrap_err();
+        assert_eq!(err, format!("metadata.labels: Invalid value: \"üäö\": {LABEL_VALUE_ERROR}"));
+        let err = restore_with(json!({}), json!({"labels": {"a": "x".repeat(64)}})).unwrap_err();
+        assert!(err.contains("must be no more than 63 characters"), "{err}");
+        let err = restore_with(json!({}), json!({"annotations": {"a": "x".repeat(256 * 1024)}})).unwrap_err();
+        assert_eq!(err, "metadata.annotation: Too long: may not be more than 262144 bytes");
+    }
+
+    #[test]
+    fn unchanged_invalid_labels_are_not_checked() {
+        // A webhook is not blamed for labels it did not touch.
+        let labels = json!({"labels": {"Bad Label": "x"}});
+        assert!(restore_with(labels.clone(), labels).is_ok());
+    }
+}

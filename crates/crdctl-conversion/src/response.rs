@@ -1,0 +1,382 @@
+//! Checking a webhook's answer exactly as the API server does, with its messages.
+//!
+//! A response must be a ConversionReview in the request's version (v1beta1 answers are not
+//! checked for kind or uid, for backward compatibility), report `Success`, and hold one object per
+//! object sent, each in the desired version, with the same kind, name, namespace and uid. The
+//! webhook may change labels and annotations; every other metadata change is discarded by
+//! restoring the original metadata.
+
+use serde_json::{Map, Value};
+
+use crate::metadata;
+use crate::review::{ConversionReview, ReviewVersion};
+
+/// A conversion that did not produce objects; the message is the API server's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ConversionError {
+    /// The complete message, e.g. `conversion webhook for stable.example.com/v1, Kind=CronTab failed: ...`.
+    pub message: String,
+}
+
+impl ConversionError {
+    /// `conversion webhook for <gvk> failed: <detail>`.
+    pub fn failed(gvk: &str, detail: impl std::fmt::Display) -> ConversionError {
+        ConversionError { message: format!("conversion webhook for {gvk} failed: {detail}") }
+    }
+
+    /// `conversion webhook for <gvk> <rest>`.
+    fn webhook(gvk: &str, rest: impl std::fmt::Display) -> ConversionError {
+        ConversionError { message: format!("conversion webhook for {gvk} {rest}") }
+    }
+}
+
+/// Whether one object or a list was converted; the API server words errors differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A single object (get, create, update).
+    Object,
+    /// A list (list, watch); errors name the index.
+    List,
+}
+
+/// What was sent, to check the answer against.
+#[derive(Debug, Clone, Copy)]
+pub struct Sent<'a> {
+    /// The review version of the request.
+    pub version: ReviewVersion,
+    /// The request uid.
+    pub uid: &'a str,
+    /// `<group>/<version>` requested.
+    pub desired_api_version: &'a str,
+    /// The objects sent, in order.
+    pub objects: &'a [Value],
+    /// Object or list wording.
+    pub shape: Shape,
+    /// The input's kind as the API server prints it: `stable.example.com/v1, Kind=CronTab`.
+    pub gvk: &'a str,
+}
+
+/// Decodes a response body; any content type is accepted, as the API server does.
+pub fn decode(body: &[u8], gvk: &str) -> Result<ConversionReview, ConversionError> {
+    serde_json::from_slice(body)
+        .map_err(|err| ConversionError::failed(gvk, format!("couldn't get version/kind; json parse error: {err}")))
+}
+
+/// Checks a webhook's review against what was sent and returns the converted objects, with
+/// their original metadata restored apart from labels and annotations.
+pub fn converted_objects(sent: &Sent<'_>, review: ConversionReview) -> Result<Vec<Value>, ConversionError> {
+    let gvk = sent.gvk;
+    if sent.version == ReviewVersion::V1
+        && (review.api_version != sent.version.api_version() || review.kind != crate::review::KIND)
+    {
+        let (group, version) = review.api_version.rsplit_once('/').unwrap_or(("", review.api_version.as_str()));
+        let got = format!("{group}/{version}, Kind={}", review.kind);
+        return Err(ConversionError::failed(
+            gvk,
+            format!("expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got {got}"),
+        ));
+    }
+    let Some(response) = review.response else { return Err(ConversionError::failed(gvk, "no response provided")) };
+    if sent.version == ReviewVersion::V1 && response.uid != sent.uid {
+        return Err(ConversionError::failed(
+            gvk,
+            format!("expected response.uid={:?}, got {:?}", sent.uid, response.uid),
+        ));
+    }
+    if response.result.status != "Success" {
+        let detail = if response.result.message.is_empty() {
+            format!("response.result.status was '{}', not 'Success'", response.result.status)
+        } else {
+            response.result.message
+        };
+        return Err(ConversionError::failed(gvk, detail));
+    }
+    let converted = response.converted_objects.unwrap_or_default();
+    if converted.len() != sent.objects.len() {
+        return Err(ConversionError::webhook(
+            gvk,
+            format!("returned {} objects, expected {}", converted.len(), sent.objects.len()),
+        ));
+    }
+    converted
+        .into_iter()
+        .zip(sent.objects)
+        .enumerate()
+        .map(|(idx, (converted, original))| check_object(sent, idx, original, converted))
+        .collect()
+}
+
+fn check_object(sent: &Sent<'_>, idx: usize, original: &Value, converted: Value) -> Result<Value, ConversionError> {
+    let gvk = sent.gvk;
+    let invalid = |detail: String| match sent.shape {
+        Shape::Object => ConversionError::webhook(gvk, format!("returned invalid object at index {idx}: {detail}")),
+        Shape::List => {
+            ConversionError::webhook(gvk, format!("returned invalid converted object at index {idx}: {detail}"))
+        }
+    };
+    let Value::Object(mut converted) = converted else {
+        let detail =
+            format!("json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_type(&converted));
+        return Err(match sent.shape {
+            Shape::Object => ConversionError { message: detail },
+            Shape::List => {
+                ConversionError::webhook(gvk, format!("returned invalid converted object at index {idx}: {detail}"))
+            }
+        });
+    };
+    let text =
+        |map: &Map<String, Value>, key: &str| map.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+    let received_api_version = text(&converted, "apiVersion");
+    if received_api_version != sent.desired_api_version {
+        return Err(invalid(format!(
+            "invalid groupVersion (expected {}, received {received_api_version})",
+            sent.desired_api_version
+        )));
+    }
+    let original_kind = original.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let received_kind = text(&converted, "kind");
+    if received_kind != original_kind {
+        return Err(invalid(format!("invalid kind (expected {original_kind}, received {received_kind})")));
+    }
+    let identity = |object: &Value, key: &str| {
+        object.pointer(&format!("/metadata/{key}")).and_then(Value::as_str).unwrap_or_default().to_string()
+    };
+    let converted_value = Value::Object(converted.clone());
+    for (key, label) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
+        let (expected, actual) = (identity(original, key), identity(&converted_value, key));
+        if expected != actual {
+            let detail = format!("must have the same {label}: {expected} != {actual}");
+            return Err(match sent.shape {
+                Shape::Object => ConversionError::webhook(gvk, format!("returned invalid object: {detail}")),
+                Shape::List => {
+                    ConversionError::webhook(gvk, format!("returned invalid converted object at index {idx}: {detail}"))
+                }
+            });
+        }
+    }
+    let metadata = metadata::restore(original.get("metadata"), converted.remove("metadata")).map_err(|detail| {
+        match sent.shape {
+            Shape::Object => ConversionError::webhook(gvk, format!("returned invalid metadata: {detail}")),
+            Shape::List => {
+                ConversionError::webhook(gvk, format!("returned invalid metadata in object at index {idx}: {detail}"))
+            }
+        }
+    })?;
+    if let Some(metadata) = metadata {
+        converted.insert("metadata".into(), metadata);
+    }
+    Ok(Value::Object(converted))
+}
+
+/// How Go names a JSON value's type in decoding errors.
+pub(crate) fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The API server's rendering of an object's kind: `stable.example.com/v1, Kind=CronTab`.
+pub fn gvk_of(object: &Value) -> String {
+    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    format!("{group}/{version}, Kind={kind}")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::review::{ConversionResponse, Status};
+
+    const GVK: &str = "stable.example.com/v1, Kind=CronTab";
+
+    fn original() -> Value {
+        json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": "a", "namespace": "ns", "uid": "u1", "labels": {"x": "1"}, "generation": 3}, "hostPort": "h:1"})
+    }
+
+    fn converted() -> Value {
+        json!({"apiVersion": "stable.example.com/v2", "kind": "CronTab", "metadata": {"name": "a", "namespace": "ns", "uid": "u1", "labels": {"x": "1"}, "generation": 3}, "host": "h", "port": "1"})
+    }
+
+    #[track_caller]
+    fn check_with(version: ReviewVersion, shape: Shape, review: ConversionReview) -> Result<Vec<Value>, String> {
+        let objects = [original()];
+        let sent = Sent {
+            version,
+            uid: "uid",
+            desired_api_version: "stable.example.com/v2",
+            objects: &objects,
+            shape,
+            gvk: GVK,
+        };
+        converted_objects(&sent, review).map_err(|e| e.message)
+    }
+
+    fn response(objects: Vec<Value>) -> ConversionReview {
+        ConversionReview::success(ReviewVersion::V1, "uid", objects)
+    }
+
+    #[test]
+    fn a_valid_response_is_accepted() {
+        assert_eq!(check_with(ReviewVersion::V1, Shape::Object, response(vec![converted()])).unwrap(), [converted()]);
+    }
+
+    /// Upstream `TestGetConvertedObjectsFromResponse`.
+    #[test]
+    fn review_level_checks() {
+        let mut wrong_kind = response(vec![converted()]);
+        wrong_kind.kind = "Other".into();
+        assert_eq!(
+            check_with(ReviewVersion::V1, Shape::Object, wrong_kind).unwrap_err(),
+            "conversion webhook for stable.example.com/v1, Kind=CronTab failed: expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got apiextensions.k8s.io/v1, Kind=Other"
+        );
+        let mut v1beta1 = response(vec![converted()]);
+        v1beta1.api_version = "apiextensions.k8s.io/v1beta1".into();
+        assert!(
+            check_with(ReviewVersion::V1, Shape::Object, v1beta1)
+                .unwrap_err()
+                .ends_with("got apiextensions.k8s.io/v1beta1, Kind=ConversionReview")
+        );
+        let mut no_response = response(vec![]);
+        no_response.response = None;
+        assert_eq!(
+            check_with(ReviewVersion::V1, Shape::Object, no_response).unwrap_err(),
+            format!("conversion webhook for {GVK} failed: no response provided")
+        );
+        let mut wrong_uid = response(vec![converted()]);
+        wrong_uid.response.as_mut().unwrap().uid = "other".into();
+        assert_eq!(
+            check_with(ReviewVersion::V1, Shape::Object, wrong_uid).unwrap_err(),
+            format!("conversion webhook for {GVK} failed: expected response.uid=\"uid\", got \"other\"")
+        );
+        // v1beta1: neither kind nor uid is checked; only the status is needed.
+        let minimal = ConversionReview {
+            response: Some(ConversionResponse {
+                uid: String::new(),
+                converted_objects: Some(vec![converted()]),
+                result: Status { status: "Success".into(), message: String::new() },
+            }),
+            ..Default::default()
+        };
+        assert!(check_with(ReviewVersion::V1beta1, Shape::Object, minimal).is_ok());
+        for (status, message, expected) in [
+            ("", "", "response.result.status was '', not 'Success'"),
+            ("Failure", "", "response.result.status was 'Failure', not 'Success'"),
+            (
+                "Failed",
+                "hostPort could not be parsed into a separate host and port",
+                "hostPort could not be parsed into a separate host and port",
+            ),
+        ] {
+            let review = ConversionReview {
+                response: Some(ConversionResponse {
+                    uid: "uid".into(),
+                    converted_objects: None,
+                    result: Status { status: status.into(), message: message.into() },
+                }),
+                ..Default::default()
+            };
+            assert_eq!(
+                check_with(ReviewVersion::V1beta1, Shape::Object, review).unwrap_err(),
+                format!("conversion webhook for {GVK} failed: {expected}")
+            );
+        }
+    }
+
+    #[test]
+    fn object_count_must_match() {
+        assert_eq!(
+            check_with(ReviewVersion::V1, Shape::List, response(vec![])).unwrap_err(),
+            format!("conversion webhook for {GVK} returned 0 objects, expected 1")
+        );
+    }
+
+    #[test]
+    fn version_kind_and_identity_must_match() {
+        let with = |pointer: &str, value: Value| {
+            let mut object = converted();
+            *object.pointer_mut(pointer).unwrap() = value;
+            object
+        };
+        let cases = [
+            (
+                with("/apiVersion", json!("stable.example.com/v1")),
+                Shape::Object,
+                "returned invalid object at index 0: invalid groupVersion (expected stable.example.com/v2, received stable.example.com/v1)",
+            ),
+            (
+                with("/apiVersion", json!("stable.example.com/v3")),
+                Shape::List,
+                "returned invalid converted object at index 0: invalid groupVersion (expected stable.example.com/v2, received stable.example.com/v3)",
+            ),
+            (
+                with("/kind", json!("CronJob")),
+                Shape::Object,
+                "returned invalid object at index 0: invalid kind (expected CronTab, received CronJob)",
+            ),
+            (
+                with("/metadata/name", json!("b")),
+                Shape::Object,
+                "returned invalid object: must have the same name: a != b",
+            ),
+            (
+                with("/metadata/namespace", json!("other")),
+                Shape::List,
+                "returned invalid converted object at index 0: must have the same namespace: ns != other",
+            ),
+            (
+                with("/metadata/uid", json!("u2")),
+                Shape::Object,
+                "returned invalid object: must have the same UID: u1 != u2",
+            ),
+        ];
+        for (object, shape, expected) in cases {
+            assert_eq!(
+                check_with(ReviewVersion::V1, shape, response(vec![object])).unwrap_err(),
+                format!("conversion webhook for {GVK} {expected}")
+            );
+        }
+    }
+
+    #[test]
+    fn metadata_other_than_labels_and_annotations_is_restored() {
+        let mut changed = converted();
+        changed["metadata"]["generation"] = json!(99);
+        changed["metadata"]["garbage"] = json!("x");
+        changed["metadata"]["labels"] = json!({"y": "2"});
+        changed["metadata"]["annotations"] = json!({"note": "kept"});
+        let result = check_with(ReviewVersion::V1, Shape::Object, response(vec![changed])).unwrap();
+        assert_eq!(
+            result[0]["metadata"],
+            json!({"name": "a", "namespace": "ns", "uid": "u1", "labels": {"y": "2"}, "generation": 3, "annotations": {"note": "kept"}})
+        );
+    }
+
+    #[test]
+    fn invalid_metadata_is_an_error() {
+        let mut bad = converted();
+        bad["metadata"]["labels"] = json!({"some/non-qualified/label": "x"});
+        let err = check_with(ReviewVersion::V1, Shape::List, response(vec![bad])).unwrap_err();
+        assert!(err.starts_with(&format!("conversion webhook for {GVK} returned invalid metadata in object at index 0: metadata.labels: Invalid value: \"some/non-qualified/label\": ")), "{err}");
+        let mut missing = converted();
+        missing.as_object_mut().unwrap().remove("metadata");
+        assert_eq!(
+            check_with(ReviewVersion::V1, Shape::Object, response(vec![missing])).unwrap_err(),
+            format!("conversion webhook for {GVK} returned invalid object: must have the same name: a != ")
+        );
+    }
+
+    #[test]
+    fn gvk_rendering() {
+        assert_eq!(gvk_of(&original()), GVK);
+        assert_eq!(gvk_of(&json!({"apiVersion": "v1", "kind": "Pod"})), "/v1, Kind=Pod");
+    }
+}

@@ -1,0 +1,323 @@
+//! The conversion webhook client, as the API server calls a CRD's webhook.
+//!
+//! - The review version is the first of the CRD's `conversionReviewVersions` that is supported.
+//! - A `url` is used as written (it must be https with a host and no user info, query or
+//!   fragment); a `service` becomes `https://<name>.<namespace>.svc:<port><path>`, reached through a
+//!   [`ServiceResolver`] while TLS still verifies the name `<name>.<namespace>.svc`.
+//! - TLS is verified against the `caBundle`, or the system roots when it is empty.
+//! - Requests carry `?timeout=30s` and `Content-Type: application/json`, and time out after 30 s;
+//!   HTTP/1.1 is used, as the API server does for remote webhooks.
+//! - Objects already in the desired version are never sent. The answer is checked by
+//!   [`crate::response`], and every failure reads like the API server's.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use crdctl_model::crd::{ServiceReference, WebhookClientConfig};
+use serde_json::Value;
+
+use crate::response::{self, ConversionError, Sent, Shape};
+use crate::review::{ConversionReview, ReviewVersion};
+
+/// The API server's webhook timeout.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest response body accepted.
+const MAX_RESPONSE_BYTES: usize = 64 << 20;
+
+/// Finds the address of a Service: in a cluster that is DNS; elsewhere (tests, a port-forward)
+/// the caller decides.
+pub trait ServiceResolver: Send + Sync {
+    /// The address to connect to for `service` on `port`.
+    fn resolve(&self, service: &ServiceReference, port: u16) -> Result<SocketAddr, String>;
+}
+
+impl<F> ServiceResolver for F
+where
+    F: Fn(&ServiceReference, u16) -> Result<SocketAddr, String> + Send + Sync,
+{
+    fn resolve(&self, service: &ServiceReference, port: u16) -> Result<SocketAddr, String> {
+        self(service, port)
+    }
+}
+
+/// Resolves `<name>.<namespace>.svc` with the system resolver, as inside a cluster.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DnsResolver;
+
+impl ServiceResolver for DnsResolver {
+    fn resolve(&self, service: &ServiceReference, port: u16) -> Result<SocketAddr, String> {
+        use std::net::ToSocketAddrs;
+        let host = format!("{}.{}.svc", service.name, service.namespace);
+        (host.as_str(), port)
+            .to_socket_addrs()
+            .map_err(|err| format!("dial tcp: lookup {host}: {err}"))?
+            .next()
+            .ok_or_else(|| format!("dial tcp: lookup {host}: no such host"))
+    }
+}
+
+/// A client for one CRD's conversion webhook.
+#[derive(Debug, Clone)]
+pub struct WebhookClient {
+    http: reqwest::Client,
+    base: String,
+    version: ReviewVersion,
+    timeout: Duration,
+}
+
+impl WebhookClient {
+    /// Builds a client from a CRD's `clientConfig` and `conversionReviewVersions`.
+    pub fn new(
+        config: &WebhookClientConfig,
+        review_versions: &[String],
+        resolver: &dyn ServiceResolver,
+    ) -> Result<WebhookClient, ConversionError> {
+        let setup = |detail: String| ConversionError { message: detail };
+        let version = ReviewVersion::negotiate(review_versions)
+            .ok_or_else(|| setup("no supported conversion review versions".into()))?;
+        let tls = tls_config(config.ca_bundle.as_deref().unwrap_or_default()).map_err(setup)?;
+        let mut builder = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .http1_only()
+            .user_agent("kube-apiserver-admission");
+        let base = match (&config.url, &config.service) {
+            (Some(url), None) => {
+                if let Some(problem) = crdctl_model::validation::validate_webhook_url(url).into_iter().next() {
+                    return Err(setup(format!("invalid webhook url {url:?}: {problem}")));
+                }
+                url.clone()
+            }
+            (None, Some(service)) => {
+                let port = u16::try_from(service.port.unwrap_or(443))
+                    .map_err(|_| setup(format!("invalid service port {:?}", service.port)))?;
+                let host = format!("{}.{}.svc", service.name, service.namespace);
+                let address = resolver.resolve(service, port).map_err(setup)?;
+                builder = builder.resolve(&host, address);
+                format!("https://{host}:{port}{}", service.path.as_deref().unwrap_or_default())
+            }
+            _ => return Err(setup("exactly one of url or service is required".into())),
+        };
+        let http = builder.build().map_err(|err| setup(format!("cannot build the webhook client: {err}")))?;
+        Ok(WebhookClient { http, base, version, timeout: TIMEOUT })
+    }
+
+    /// Uses another deadline than the API server's 30 s (tests, slow links).
+    pub fn with_timeout(mut self, timeout: Duration) -> WebhookClient {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The URL requests go to, with the `timeout` query the API server adds.
+    pub fn endpoint(&self) -> String {
+        format!("{}?timeout={}s", self.base, self.timeout.as_secs().max(1))
+    }
+
+    /// The ConversionReview version this client sends.
+    pub fn review_version(&self) -> ReviewVersion {
+        self.version
+    }
+
+    /// Converts `objects` to `desired_api_version`, in order. Objects already in that version are
+    /// kept as they are and not sent.
+    pub async fn convert(
+        &self,
+        objects: Vec<Value>,
+        desired_api_version: &str,
+        shape: Shape,
+    ) -> Result<Vec<Value>, ConversionError> {
+        let pending: Vec<usize> =
+            (0..objects.len()).filter(|&idx| needs_conversion(&objects[idx], desired_api_version)).collect();
+        if pending.is_empty() {
+            return Ok(objects);
+        }
+        let to_send: Vec<Value> = pending.iter().map(|&idx| objects[idx].clone()).collect();
+        let converted = self.send(&to_send, desired_api_version, shape).await?;
+        let mut objects = objects;
+        for (idx, object) in pending.into_iter().zip(converted) {
+            objects[idx] = object;
+        }
+        Ok(objects)
+    }
+
+    async fn send(
+        &self,
+        objects: &[Value],
+        desired_api_version: &str,
+        shape: Shape,
+    ) -> Result<Vec<Value>, ConversionError> {
+        let gvk = response::gvk_of(&objects[0]);
+        let uid = uuid::Uuid::new_v4().to_string();
+        let review = ConversionReview::request(self.version, &uid, desired_api_version, objects.to_vec());
+        let body = serde_json::to_vec(&review).map_err(|err| ConversionError::failed(&gvk, err))?;
+        let endpoint = self.endpoint();
+        let post_error =
+            |err: reqwest::Error| ConversionError::failed(&gvk, format!("Post {endpoint:?}: {}", describe(&err)));
+        let reply = self
+            .http
+            .post(&endpoint)
+            .timeout(self.timeout)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "application/json, */*")
+            .body(body)
+            .send()
+            .await
+            .map_err(post_error)?;
+        let status = reply.status();
+        let bytes = read_limited(reply).await.map_err(post_error)?;
+        if !status.is_success() {
+            return Err(ConversionError::failed(&gvk, http_status_error(status.as_u16(), &bytes)));
+        }
+        tracing::debug!(uid, n_objects = objects.len(), desired_api_version, "conversion webhook answered");
+        let review = response::decode(&bytes, &gvk)?;
+        let sent = Sent { version: self.version, uid: &uid, desired_api_version, objects, shape, gvk: &gvk };
+        response::converted_objects(&sent, review)
+    }
+}
+
+/// Whether an object must go to the webhook: it is in another version, and it is not an
+/// "empty" object (only `apiVersion` and `kind`), which the API server converts without a call.
+fn needs_conversion(object: &Value, desired_api_version: &str) -> bool {
+    let in_desired = object.get("apiVersion").and_then(Value::as_str) == Some(desired_api_version);
+    let empty =
+        object.as_object().is_some_and(|m| m.len() == 2 && m.contains_key("apiVersion") && m.contains_key("kind"));
+    !in_desired && !empty
+}
+
+async fn read_limited(mut reply: reqwest::Response) -> Result<Vec<u8>, reqwest::Error> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = reply.chunk().await? {
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() > MAX_RESPONSE_BYTES {
+            break;
+        }
+    }
+    Ok(bytes)
+}
+
+/// client-go's message for a non-2xx answer. A `Status` body speaks for itself.
+fn http_status_error(code: u16, body: &[u8]) -> String {
+    if let Ok(status) = serde_json::from_slice::<Value>(body)
+        && status.get("kind").and_then(Value::as_str) == Some("Status")
+        && let Some(message) = status.get("message").and_then(Value::as_str)
+    {
+        return message.to_string();
+    }
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    match code {
+        400 => "the server rejected our request for an unknown reason".into(),
+        401 => "the server has asked for the client to provide credentials".into(),
+        403 => "the server does not allow access to the requested resource".into(),
+        404 => "the server could not find the requested resource".into(),
+        405 => "the server does not allow this method on the requested resource".into(),
+        406 => "the server was unable to respond with a content type that the client supports".into(),
+        409 => "the server reported a conflict".into(),
+        422 => "the server rejected our request due to an error in our request".into(),
+        429 => "the server has received too many requests and has asked us to try again later".into(),
+        503 => "the server is currently unable to handle the request".into(),
+        504 => {
+            "the server was unable to return a response in the time allotted, but may still be processing the request"
+                .into()
+        }
+        500.. => format!("an error on the server ({text:?}) has prevented the request from succeeding"),
+        _ => format!("the server responded with the status code {code} but did not return more information"),
+    }
+}
+
+/// The innermost cause of a transport error, which says what actually went wrong (the outer
+/// ones repeat the URL).
+fn describe(err: &reqwest::Error) -> String {
+    if err.is_timeout() {
+        return "context deadline exceeded (Client.Timeout exceeded while awaiting headers)".into();
+    }
+    let mut innermost: &dyn std::error::Error = err;
+    while let Some(cause) = innermost.source() {
+        innermost = cause;
+    }
+    innermost.to_string()
+}
+
+/// A rustls client configuration trusting the caBundle (base64 of PEM, as in the CRD, or PEM),
+/// or the system roots when it is empty.
+fn tls_config(ca_bundle: &str) -> Result<rustls::ClientConfig, String> {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let mut roots = rustls::RootCertStore::empty();
+    let ca_bundle = ca_bundle.trim();
+    if ca_bundle.is_empty() {
+        for cert in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add(cert);
+        }
+    } else {
+        let pem = if ca_bundle.starts_with("-----BEGIN") {
+            ca_bundle.as_bytes().to_vec()
+        } else {
+            let compact: String = ca_bundle.split_whitespace().collect();
+            base64::engine::general_purpose::STANDARD
+                .decode(compact)
+                .map_err(|err| format!("invalid caBundle: not base64: {err}"))?
+        };
+        use rustls::pki_types::{CertificateDer, pem::PemObject};
+        for cert in CertificateDer::pem_slice_iter(&pem) {
+            let cert = cert.map_err(|err| format!("invalid caBundle: {err}"))?;
+            roots.add(cert).map_err(|err| format!("invalid caBundle: {err}"))?;
+        }
+        if roots.is_empty() {
+            return Err("invalid caBundle: no certificates found".into());
+        }
+    }
+    Ok(rustls::ClientConfig::builder().with_root_certificates(Arc::new(roots)).with_no_client_auth())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn objects_in_the_desired_version_are_not_sent() {
+        assert!(!needs_conversion(&json!({"apiVersion": "foo/v1", "kind": "K", "spec": {}}), "foo/v1"));
+        assert!(needs_conversion(&json!({"apiVersion": "foo/v2", "kind": "K", "spec": {}}), "foo/v1"));
+        assert!(
+            !needs_conversion(&json!({"apiVersion": "foo/v2", "kind": "K"}), "foo/v1"),
+            "empty objects need no webhook"
+        );
+    }
+
+    #[test]
+    fn http_errors_read_like_client_go() {
+        assert_eq!(http_status_error(422, b""), "the server rejected our request due to an error in our request");
+        assert_eq!(
+            http_status_error(500, b"boom\n"),
+            "an error on the server (\"boom\") has prevented the request from succeeding"
+        );
+        assert_eq!(http_status_error(500, br#"{"kind":"Status","message":"custom"}"#), "custom");
+        assert_eq!(
+            http_status_error(418, b""),
+            "the server responded with the status code 418 but did not return more information"
+        );
+    }
+
+    #[test]
+    fn review_versions_and_urls_are_checked_before_any_request() {
+        let config = WebhookClientConfig { url: Some("https://w.example.com/convert".into()), ..Default::default() };
+        let err = WebhookClient::new(&config, &["vx".into()], &DnsResolver).unwrap_err();
+        assert_eq!(err.message, "no supported conversion review versions");
+        let plain = WebhookClientConfig { url: Some("http://w.example.com".into()), ..Default::default() };
+        let err = WebhookClient::new(&plain, &["v1".into()], &DnsResolver).unwrap_err();
+        assert!(err.message.contains("'https' is the only allowed URL scheme"), "{}", err.message);
+        let bad_ca = WebhookClientConfig {
+            url: Some("https://w.example.com".into()),
+            ca_bundle: Some("not base64!".into()),
+            ..Default::default()
+        };
+        assert!(
+            WebhookClient::new(&bad_ca, &["v1".into()], &DnsResolver)
+                .unwrap_err()
+                .message
+                .starts_with("invalid caBundle")
+        );
+    }
+}

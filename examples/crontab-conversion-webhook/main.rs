@@ -1,0 +1,53 @@
+//! The CronTab conversion webhook: `example.com/v1beta1` (`hostPort`) ↔ `example.com/v1`
+//! (`host`, `port`), served on `/crdconvert` by crdctl's webhook framework.
+//!
+//! ```sh
+//! crdctl webhook certs --service example-conversion-webhook-server --namespace default --host 127.0.0.1 --out certs
+//! cargo run --release --example crontab-conversion-webhook -- \
+//!     --listen 127.0.0.1:9443 --tls-cert certs/tls.crt --tls-key certs/tls.key
+//! ```
+#![allow(clippy::print_stderr)]
+
+mod convert;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+use crdctl_conversion::framework::{Options, serve};
+
+/// Serve the CronTab conversion webhook over HTTPS.
+#[derive(Debug, Parser)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:9443")]
+    listen: SocketAddr,
+    /// PEM certificate chain.
+    #[arg(long)]
+    tls_cert: PathBuf,
+    /// PEM private key.
+    #[arg(long)]
+    tls_key: PathBuf,
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let options = Options::new(args.listen, args.tls_cert, args.tls_key);
+    let shutdown = async {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+    };
+    if let Err(err) = serve(options, convert::convert_crontab, shutdown).await {
+        eprintln!("crontab-conversion-webhook: {err}");
+        std::process::exit(1);
+    }
+}
