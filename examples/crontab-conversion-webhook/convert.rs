@@ -10,7 +10,7 @@ pub fn convert_crontab(mut object: Value, desired: &str) -> Result<Value, String
     match (from.as_str(), desired) {
         (from, to) if from == to => {}
         ("example.com/v1beta1", "example.com/v1") => {
-            if let Some(host_port) = fields.remove("hostPort") {
+            if let Some(host_port) = fields.shift_remove("hostPort") {
                 let text = host_port.as_str().unwrap_or_default();
                 let parts: Vec<&str> = text.split(':').collect();
                 let [host, port] = parts.as_slice() else {
@@ -21,8 +21,8 @@ pub fn convert_crontab(mut object: Value, desired: &str) -> Result<Value, String
             }
         }
         ("example.com/v1", "example.com/v1beta1") => {
-            let host = fields.remove("host");
-            let port = fields.remove("port");
+            let host = fields.shift_remove("host");
+            let port = fields.shift_remove("port");
             if host.is_some() || port.is_some() {
                 let part = |v: Option<Value>| v.and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
                 fields.insert("hostPort".into(), Value::String(format!("{}:{}", part(host), part(port))));

@@ -33,9 +33,10 @@ impl Converter {
                     resolver,
                 )?)))
             }
-            other => Err(ConversionError {
-                message: format!("unknown conversion strategy {other:?} for CRD {}", crd.metadata.name),
-            }),
+            other => Err(ConversionError::setup(format!(
+                "unknown conversion strategy {other:?} for CRD {}",
+                crd.metadata.name
+            ))),
         }
     }
 

@@ -143,7 +143,10 @@ async fn review(State(convert): State<Arc<dyn Convert>>, body: Bytes) -> Respons
     let version = match ReviewVersion::from_api_version(&review.api_version) {
         Some(version) if review.kind == KIND => version,
         _ => {
-            return bad_request(format!("Unsupported group version kind: {}, Kind={}", review.api_version, review.kind));
+            return bad_request(format!(
+                "Unsupported group version kind: {}, Kind={}",
+                review.api_version, review.kind
+            ));
         }
     };
     let Some(request) = review.request else { return bad_request("the review has no request".into()) };

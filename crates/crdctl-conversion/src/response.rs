@@ -17,17 +17,30 @@ use crate::review::{ConversionReview, ReviewVersion};
 pub struct ConversionError {
     /// The complete message, e.g. `conversion webhook for stable.example.com/v1, Kind=CronTab failed: ...`.
     pub message: String,
+    /// The webhook answered, and the answer was a failure or wrong; otherwise it was not reached
+    /// (bad configuration, network, TLS, timeout).
+    pub answered: bool,
 }
 
 impl ConversionError {
-    /// `conversion webhook for <gvk> failed: <detail>`.
+    /// `conversion webhook for <gvk> failed: <detail>`, about an answer.
     pub fn failed(gvk: &str, detail: impl std::fmt::Display) -> ConversionError {
-        ConversionError { message: format!("conversion webhook for {gvk} failed: {detail}") }
+        ConversionError { message: format!("conversion webhook for {gvk} failed: {detail}"), answered: true }
+    }
+
+    /// `conversion webhook for <gvk> failed: <detail>`, when no answer came.
+    pub fn unanswered(gvk: &str, detail: impl std::fmt::Display) -> ConversionError {
+        ConversionError { message: format!("conversion webhook for {gvk} failed: {detail}"), answered: false }
+    }
+
+    /// A problem found before any request, e.g. an unusable client configuration.
+    pub fn setup(message: impl Into<String>) -> ConversionError {
+        ConversionError { message: message.into(), answered: false }
     }
 
     /// `conversion webhook for <gvk> <rest>`.
     fn webhook(gvk: &str, rest: impl std::fmt::Display) -> ConversionError {
-        ConversionError { message: format!("conversion webhook for {gvk} {rest}") }
+        ConversionError { message: format!("conversion webhook for {gvk} {rest}"), answered: true }
     }
 }
 
@@ -50,7 +63,7 @@ pub struct Sent<'a> {
     /// `<group>/<version>` requested.
     pub desired_api_version: &'a str,
     /// The objects sent, in order.
-    pub objects: &'a [Value],
+    pub objects: &'a [&'a Value],
     /// Object or list wording.
     pub shape: Shape,
     /// The input's kind as the API server prints it: `stable.example.com/v1, Kind=CronTab`.
@@ -119,7 +132,7 @@ fn check_object(sent: &Sent<'_>, idx: usize, original: &Value, converted: Value)
         let detail =
             format!("json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_type(&converted));
         return Err(match sent.shape {
-            Shape::Object => ConversionError { message: detail },
+            Shape::Object => ConversionError { message: detail, answered: true },
             Shape::List => {
                 ConversionError::webhook(gvk, format!("returned invalid converted object at index {idx}: {detail}"))
             }
@@ -155,16 +168,22 @@ fn check_object(sent: &Sent<'_>, idx: usize, original: &Value, converted: Value)
             });
         }
     }
-    let metadata = metadata::restore(original.get("metadata"), converted.remove("metadata")).map_err(|detail| {
-        match sent.shape {
+    let metadata =
+        metadata::restore(original.get("metadata"), converted.get("metadata").cloned()).map_err(|detail| match sent
+            .shape
+        {
             Shape::Object => ConversionError::webhook(gvk, format!("returned invalid metadata: {detail}")),
             Shape::List => {
                 ConversionError::webhook(gvk, format!("returned invalid metadata in object at index {idx}: {detail}"))
             }
+        })?;
+    // Replace in place, keeping the field order the webhook wrote.
+    match (metadata, converted.get_mut("metadata")) {
+        (Some(metadata), Some(slot)) => *slot = metadata,
+        (Some(metadata), None) => {
+            converted.insert("metadata".into(), metadata);
         }
-    })?;
-    if let Some(metadata) = metadata {
-        converted.insert("metadata".into(), metadata);
+        (None, _) => {}
     }
     Ok(Value::Object(converted))
 }
@@ -208,7 +227,8 @@ mod tests {
 
     #[track_caller]
     fn check_with(version: ReviewVersion, shape: Shape, review: ConversionReview) -> Result<Vec<Value>, String> {
-        let objects = [original()];
+        let original = original();
+        let objects = [&original];
         let sent = Sent {
             version,
             uid: "uid",

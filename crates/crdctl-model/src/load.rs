@@ -242,48 +242,98 @@ fn apply_v1_defaults(definition: &mut CustomResourceDefinition) {
 /// `-` for standard input. A file named explicitly must hold at least one CRD.
 pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<Crd>, LoadError> {
     let mut crds = Vec::new();
+    for_each_input(paths, |name, bytes, named_explicitly| {
+        let loaded = load_bytes(name, bytes);
+        crds.extend(if named_explicitly { require_crd(name, loaded)? } else { loaded? });
+        Ok(())
+    })?;
+    Ok(crds)
+}
+
+/// Loads every object (any kind) from the same kinds of paths; a `kind: List` contributes its
+/// items. Used for custom resources, e.g. objects to send to a conversion webhook.
+pub fn load_objects<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<Value>, LoadError> {
+    let mut objects = Vec::new();
+    for_each_input(paths, |name, bytes, _| {
+        for document in parse(name, bytes)? {
+            match document.value {
+                Value::Object(mut list) if list.get("kind").and_then(Value::as_str) == Some("List") => {
+                    if let Some(Value::Array(items)) = list.remove("items") {
+                        objects.extend(items);
+                    }
+                }
+                value => objects.push(value),
+            }
+        }
+        Ok(())
+    })?;
+    Ok(objects)
+}
+
+/// Reads each input within the limits and hands over its bytes, with whether it was named
+/// explicitly (as opposed to found in a directory).
+fn for_each_input<P: AsRef<Path>>(
+    paths: &[P],
+    mut each: impl FnMut(&str, &[u8], bool) -> Result<(), LoadError>,
+) -> Result<(), LoadError> {
     for path in paths {
         let path = path.as_ref();
         if path == Path::new("-") {
             let bytes = read_bounded(std::io::stdin().lock(), STDIN_NAME)?;
-            crds.extend(require_crd(STDIN_NAME, load_bytes(STDIN_NAME, &bytes))?);
+            each(STDIN_NAME, &bytes, true)?;
         } else if path.is_dir() {
             for file in manifest_files(path)? {
-                crds.extend(load_file(&file)?);
+                let name = file.display().to_string();
+                each(&name, &read_file(&file)?, false)?;
             }
         } else {
             let name = path.display().to_string();
-            crds.extend(require_crd(&name, load_file(path))?);
+            each(&name, &read_file(path)?, true)?;
         }
     }
-    Ok(crds)
+    Ok(())
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, LoadError> {
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|source| LoadError::Io { path: name.clone(), source })?;
+    read_bounded(file, &name)
 }
 
 /// Loads every CRD in one file; the result may be empty.
 pub fn load_file(path: &Path) -> Result<Vec<Crd>, LoadError> {
-    let name = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|source| LoadError::Io { path: name.clone(), source })?;
-    let bytes = read_bounded(file, &name)?;
-    load_bytes(&name, &bytes)
+    load_bytes(&path.display().to_string(), &read_file(path)?)
 }
 
 /// Loads every CRD in `bytes`, which came from the file called `name`.
 pub fn load_bytes(name: &str, bytes: &[u8]) -> Result<Vec<Crd>, LoadError> {
+    crds_from(name, parse(name, bytes)?)
+}
+
+/// Loads every CRD in `text`, which came from the file called `name`.
+pub fn load_str(name: &str, text: &str) -> Result<Vec<Crd>, LoadError> {
+    crds_from(name, parse_text(name, text)?)
+}
+
+/// Checks the encoding and parses the YAML stream.
+fn parse(name: &str, bytes: &[u8]) -> Result<Vec<yaml::Document>, LoadError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let text = std::str::from_utf8(bytes).map_err(|err| {
         let offset = err.valid_up_to();
         LoadError::InvalidUtf8 { path: name.to_string(), position: position_at(&bytes[..offset]), offset }
     })?;
-    load_str(name, text)
+    parse_text(name, text)
 }
 
-/// Loads every CRD in `text`, which came from the file called `name`.
-pub fn load_str(name: &str, text: &str) -> Result<Vec<Crd>, LoadError> {
-    let documents = yaml::parse_documents(text).map_err(|err| LoadError::Syntax {
+fn parse_text(name: &str, text: &str) -> Result<Vec<yaml::Document>, LoadError> {
+    yaml::parse_documents(text).map_err(|err| LoadError::Syntax {
         path: name.to_string(),
         position: err.position,
         message: err.message,
-    })?;
+    })
+}
+
+fn crds_from(name: &str, documents: Vec<yaml::Document>) -> Result<Vec<Crd>, LoadError> {
     let file: Arc<str> = Arc::from(name);
     documents.into_iter().filter(is_crd_document).map(|document| Crd::from_document(file.clone(), document)).collect()
 }

@@ -7,3 +7,4 @@ mod convert_crd;
 mod inputs;
 mod validate;
 mod versions;
+mod webhook;

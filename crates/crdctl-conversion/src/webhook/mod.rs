@@ -19,7 +19,7 @@ use crdctl_model::crd::{ServiceReference, WebhookClientConfig};
 use serde_json::Value;
 
 use crate::response::{self, ConversionError, Sent, Shape};
-use crate::review::{ConversionReview, ReviewVersion};
+use crate::review::ReviewVersion;
 
 /// The API server's webhook timeout.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
@@ -74,7 +74,7 @@ impl WebhookClient {
         review_versions: &[String],
         resolver: &dyn ServiceResolver,
     ) -> Result<WebhookClient, ConversionError> {
-        let setup = |detail: String| ConversionError { message: detail };
+        let setup = ConversionError::setup;
         let version = ReviewVersion::negotiate(review_versions)
             .ok_or_else(|| setup("no supported conversion review versions".into()))?;
         let tls = tls_config(config.ca_bundle.as_deref().unwrap_or_default()).map_err(setup)?;
@@ -91,7 +91,7 @@ impl WebhookClient {
             }
             (None, Some(service)) => {
                 let port = u16::try_from(service.port.unwrap_or(443))
-                    .map_err(|_| setup(format!("invalid service port {:?}", service.port)))?;
+                    .map_err(|_| ConversionError::setup(format!("invalid service port {:?}", service.port)))?;
                 let host = format!("{}.{}.svc", service.name, service.namespace);
                 let address = resolver.resolve(service, port).map_err(setup)?;
                 builder = builder.resolve(&host, address);
@@ -132,7 +132,7 @@ impl WebhookClient {
         if pending.is_empty() {
             return Ok(objects);
         }
-        let to_send: Vec<Value> = pending.iter().map(|&idx| objects[idx].clone()).collect();
+        let to_send: Vec<&Value> = pending.iter().map(|&idx| &objects[idx]).collect();
         let converted = self.send(&to_send, desired_api_version, shape).await?;
         let mut objects = objects;
         for (idx, object) in pending.into_iter().zip(converted) {
@@ -143,17 +143,21 @@ impl WebhookClient {
 
     async fn send(
         &self,
-        objects: &[Value],
+        objects: &[&Value],
         desired_api_version: &str,
         shape: Shape,
     ) -> Result<Vec<Value>, ConversionError> {
-        let gvk = response::gvk_of(&objects[0]);
+        let gvk = response::gvk_of(objects[0]);
         let uid = uuid::Uuid::new_v4().to_string();
-        let review = ConversionReview::request(self.version, &uid, desired_api_version, objects.to_vec());
-        let body = serde_json::to_vec(&review).map_err(|err| ConversionError::failed(&gvk, err))?;
+        let review = RequestBody {
+            api_version: self.version.api_version(),
+            kind: crate::review::KIND,
+            request: RequestFields { uid: &uid, desired_api_version, objects },
+        };
+        let body = serde_json::to_vec(&review).map_err(|err| ConversionError::unanswered(&gvk, err))?;
         let endpoint = self.endpoint();
         let post_error =
-            |err: reqwest::Error| ConversionError::failed(&gvk, format!("Post {endpoint:?}: {}", describe(&err)));
+            |err: reqwest::Error| ConversionError::unanswered(&gvk, format!("Post {endpoint:?}: {}", describe(&err)));
         let reply = self
             .http
             .post(&endpoint)
@@ -174,6 +178,23 @@ impl WebhookClient {
         let sent = Sent { version: self.version, uid: &uid, desired_api_version, objects, shape, gvk: &gvk };
         response::converted_objects(&sent, review)
     }
+}
+
+/// A ConversionReview request serialised from borrowed objects, so nothing is copied to send it.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RequestBody<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    request: RequestFields<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct RequestFields<'a> {
+    uid: &'a str,
+    #[serde(rename = "desiredAPIVersion")]
+    desired_api_version: &'a str,
+    objects: &'a [&'a Value],
 }
 
 /// Whether an object must go to the webhook: it is in another version, and it is not an

@@ -4,6 +4,7 @@ pub mod check;
 pub mod convert_crd;
 pub mod validate;
 pub mod versions;
+pub mod webhook;
 
 use std::process::ExitCode;
 
@@ -37,6 +38,9 @@ pub enum Command {
     Check(check::Args),
     /// Print a CRD as apiextensions.k8s.io/v1 (upgrading v1beta1 files).
     ConvertCrd(convert_crd::Args),
+    /// Tools for conversion webhook authors: send reviews, find lossy round trips, make certificates.
+    #[command(subcommand)]
+    Webhook(webhook::Command),
 }
 
 /// Runs one subcommand.
@@ -46,6 +50,7 @@ pub fn run(command: Command) -> anyhow::Result<Outcome> {
         Command::Validate(args) => validate::run(args),
         Command::Check(args) => check::run(args),
         Command::ConvertCrd(args) => convert_crd::run(args),
+        Command::Webhook(command) => webhook::run(command),
     }
 }
 

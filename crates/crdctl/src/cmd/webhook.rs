@@ -1,0 +1,329 @@
+//! `crdctl webhook`: tools for conversion webhook authors.
+//!
+//! - `review` sends one ConversionReview to a webhook and checks the answer as the API server would.
+//! - `roundtrip` converts objects through every served version and back, and reports what a
+//!   round trip lost or changed: the most common conversion bug, found here without a cluster.
+//! - `certs` writes a CA, a serving certificate for a Service, and the caBundle for the CRD.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crdctl_conversion::webhook::{DnsResolver, WebhookClient};
+use crdctl_conversion::{ConversionError, ReviewVersion, Shape};
+use crdctl_model::crd::WebhookClientConfig;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::Outcome;
+use crate::output;
+
+/// Webhook subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Send a ConversionReview to a webhook and check the answer as the API server would.
+    Review(ReviewArgs),
+    /// Convert objects through every served version and back; report lossy round trips.
+    Roundtrip(RoundtripArgs),
+    /// Write a CA, a serving certificate for a Service, and the caBundle for the CRD.
+    Certs(CertsArgs),
+}
+
+/// Where the webhook is.
+#[derive(Debug, clap::Args)]
+pub struct Endpoint {
+    /// The webhook URL, e.g. https://localhost:9443/crdconvert.
+    #[arg(long)]
+    url: String,
+    /// PEM file with the CA that signed the webhook's certificate (system roots if omitted).
+    #[arg(long, value_name = "FILE")]
+    ca_bundle: Option<PathBuf>,
+}
+
+/// Arguments of `webhook review`.
+#[derive(Debug, clap::Args)]
+pub struct ReviewArgs {
+    #[command(flatten)]
+    endpoint: Endpoint,
+    /// The apiVersion to convert to, GROUP/VERSION.
+    #[arg(long, value_name = "GROUP/VERSION")]
+    to: String,
+    /// The ConversionReview version to send.
+    #[arg(long, value_enum, default_value_t = ReviewVersionArg::V1)]
+    review_version: ReviewVersionArg,
+    /// Files with the objects to convert (YAML or JSON, - for standard input).
+    #[arg(value_name = "OBJECTS", required = true)]
+    objects: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ReviewVersionArg {
+    V1,
+    V1beta1,
+}
+
+/// Arguments of `webhook roundtrip`.
+#[derive(Debug, clap::Args)]
+pub struct RoundtripArgs {
+    #[command(flatten)]
+    endpoint: Endpoint,
+    /// The CRD: its served versions are the round trip's stops.
+    #[arg(long, value_name = "CRD")]
+    crd: PathBuf,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = output::Format::Text)]
+    output: output::Format,
+    /// Files with objects in any served version (YAML or JSON, - for standard input).
+    #[arg(value_name = "OBJECTS", required = true)]
+    objects: Vec<PathBuf>,
+}
+
+/// Arguments of `webhook certs`.
+#[derive(Debug, clap::Args)]
+pub struct CertsArgs {
+    /// The webhook's Service name.
+    #[arg(long)]
+    service: String,
+    /// The webhook's Service namespace.
+    #[arg(long)]
+    namespace: String,
+    /// More names or IP addresses the certificate must be valid for (repeatable).
+    #[arg(long = "host", value_name = "HOST")]
+    hosts: Vec<String>,
+    /// Directory to write ca.crt, tls.crt, tls.key and ca-bundle.txt to.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+/// Runs a webhook subcommand.
+pub fn run(command: Command) -> anyhow::Result<Outcome> {
+    match command {
+        Command::Review(args) => runtime()?.block_on(review(args)),
+        Command::Roundtrip(args) => runtime()?.block_on(roundtrip(args)),
+        Command::Certs(args) => certs(args),
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?)
+}
+
+fn client(endpoint: &Endpoint, review_versions: &[String]) -> anyhow::Result<WebhookClient> {
+    let ca_bundle = match &endpoint.ca_bundle {
+        Some(path) => Some(std::fs::read_to_string(path).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?),
+        None => None,
+    };
+    let config = WebhookClientConfig { url: Some(endpoint.url.clone()), service: None, ca_bundle };
+    Ok(WebhookClient::new(&config, review_versions, &DnsResolver)?)
+}
+
+/// A webhook's wrong answer is the command's finding (exit 1); no answer is an error (exit 2).
+fn finding_or_error(err: ConversionError) -> anyhow::Result<Outcome> {
+    if !err.answered {
+        return Err(err.into());
+    }
+    writeln!(std::io::stdout(), "{}", err.message)?;
+    Ok(Outcome::Findings)
+}
+
+async fn review(args: ReviewArgs) -> anyhow::Result<Outcome> {
+    let version = match args.review_version {
+        ReviewVersionArg::V1 => ReviewVersion::V1,
+        ReviewVersionArg::V1beta1 => ReviewVersion::V1beta1,
+    };
+    let client = client(&args.endpoint, &[version.name().to_string()])?;
+    let objects = crdctl_model::load::load_objects(&args.objects)?;
+    if objects.is_empty() {
+        anyhow::bail!("no objects to convert");
+    }
+    let converted = match client.convert(objects, &args.to, Shape::List).await {
+        Ok(converted) => converted,
+        Err(err) => return finding_or_error(err),
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for (idx, object) in converted.iter().enumerate() {
+        if idx > 0 {
+            writeln!(out, "---")?;
+        }
+        output::write_yaml(&mut out, object)?;
+    }
+    out.flush()?;
+    Ok(Outcome::Clean)
+}
+
+/// One object whose round trip through a version did not come back the same.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LossyRoundTrip {
+    object: String,
+    from: String,
+    through: String,
+    differences: Vec<Difference>,
+}
+
+#[derive(Debug, Serialize)]
+struct Difference {
+    path: String,
+    before: Option<Value>,
+    after: Option<Value>,
+}
+
+#[derive(Debug, Serialize)]
+struct RoundtripReport {
+    objects: usize,
+    round_trips: usize,
+    lossy: Vec<LossyRoundTrip>,
+}
+
+async fn roundtrip(args: RoundtripArgs) -> anyhow::Result<Outcome> {
+    let crd = super::load(std::slice::from_ref(&args.crd))?.remove(0);
+    let definition = &crd.definition;
+    let group = &definition.spec.group;
+    let served: Vec<String> =
+        definition.served_versions_by_priority().into_iter().map(|v| format!("{group}/{}", v.name)).collect();
+    let review_versions = definition
+        .spec
+        .conversion
+        .as_ref()
+        .and_then(|c| c.webhook.as_ref())
+        .map(|w| w.conversion_review_versions.clone())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| vec!["v1".into()]);
+    let client = client(&args.endpoint, &review_versions)?;
+    let objects = crdctl_model::load::load_objects(&args.objects)?;
+    let mut report = RoundtripReport { objects: objects.len(), round_trips: 0, lossy: Vec::new() };
+    for object in &objects {
+        let from = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+        if !served.contains(&from) {
+            anyhow::bail!("{}: apiVersion {from:?} is not a served version of {}", object_name(object), crd.name());
+        }
+        for through in served.iter().filter(|v| **v != from) {
+            let there = match client.convert(vec![object.clone()], through, Shape::Object).await {
+                Ok(mut converted) => converted.remove(0),
+                Err(err) => return finding_or_error(err),
+            };
+            let back = match client.convert(vec![there], &from, Shape::Object).await {
+                Ok(mut converted) => converted.remove(0),
+                Err(err) => return finding_or_error(err),
+            };
+            report.round_trips += 1;
+            let mut differences = Vec::new();
+            diff("", Some(object), Some(&back), &mut differences);
+            if !differences.is_empty() {
+                report.lossy.push(LossyRoundTrip {
+                    object: object_name(object),
+                    from: from.clone(),
+                    through: through.clone(),
+                    differences,
+                });
+            }
+        }
+    }
+    output::print(&report, args.output)?;
+    Ok(if report.lossy.is_empty() { Outcome::Clean } else { Outcome::Findings })
+}
+
+impl output::Report for RoundtripReport {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        for lossy in &self.lossy {
+            for d in &lossy.differences {
+                writeln!(
+                    out,
+                    "{}: {} -> {} -> {}: {}: {} -> {}",
+                    lossy.object,
+                    lossy.from,
+                    lossy.through,
+                    lossy.from,
+                    d.path,
+                    shown(&d.before),
+                    shown(&d.after)
+                )?;
+            }
+        }
+        if self.lossy.is_empty() {
+            writeln!(out, "{} objects, {} round trips, all lossless", self.objects, self.round_trips)?;
+        }
+        Ok(())
+    }
+
+    fn write_markdown(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(out, "| object | round trip | field | before | after |\n|---|---|---|---|---|")?;
+        for lossy in &self.lossy {
+            for d in &lossy.differences {
+                writeln!(
+                    out,
+                    "| `{}` | {} → {} → {} | `{}` | `{}` | `{}` |",
+                    lossy.object,
+                    lossy.from,
+                    lossy.through,
+                    lossy.from,
+                    d.path,
+                    shown(&d.before),
+                    shown(&d.after)
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn shown(value: &Option<Value>) -> String {
+    value.as_ref().map_or_else(|| "(absent)".into(), Value::to_string)
+}
+
+fn object_name(object: &Value) -> String {
+    let meta =
+        |key: &str| object.pointer(&format!("/metadata/{key}")).and_then(Value::as_str).unwrap_or_default().to_string();
+    match (meta("namespace"), meta("name")) {
+        (ns, name) if ns.is_empty() => name,
+        (ns, name) => format!("{ns}/{name}"),
+    }
+}
+
+/// Every leaf where `after` differs from `before`, with a `.a.b[0]` path.
+fn diff(path: &str, before: Option<&Value>, after: Option<&Value>, out: &mut Vec<Difference>) {
+    match (before, after) {
+        (Some(Value::Object(a)), Some(Value::Object(b))) => {
+            for key in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
+                diff(&format!("{path}.{key}"), a.get(key), b.get(key), out);
+            }
+        }
+        (Some(Value::Array(a)), Some(Value::Array(b))) if a.len() == b.len() => {
+            for (idx, (x, y)) in a.iter().zip(b).enumerate() {
+                diff(&format!("{path}[{idx}]"), Some(x), Some(y), out);
+            }
+        }
+        (a, b) if a != b => out.push(Difference {
+            path: if path.is_empty() { ".".into() } else { path.into() },
+            before: a.cloned(),
+            after: b.cloned(),
+        }),
+        _ => {}
+    }
+}
+
+fn certs(args: CertsArgs) -> anyhow::Result<Outcome> {
+    let mut names = crdctl_conversion::certs::service_names(&args.service, &args.namespace);
+    names.extend(args.hosts);
+    let bundle = crdctl_conversion::certs::generate(&names).map_err(anyhow::Error::msg)?;
+    std::fs::create_dir_all(&args.out).map_err(|err| anyhow::anyhow!("{}: {err}", args.out.display()))?;
+    let write = |name: &str, content: &str| -> anyhow::Result<()> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path: PathBuf = Path::new(&args.out).join(name);
+        // The private key is for the webhook's eyes only.
+        let mode = if name.ends_with(".key") { 0o600 } else { 0o644 };
+        let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(mode).open(&path);
+        file.as_mut()
+            .map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?
+            .write_all(content.as_bytes())
+            .map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))
+    };
+    write("ca.crt", &bundle.ca_pem)?;
+    write("tls.crt", &bundle.cert_pem)?;
+    write("tls.key", &bundle.key_pem)?;
+    write("ca-bundle.txt", &format!("{}\n", bundle.ca_bundle()))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "wrote ca.crt, tls.crt, tls.key and ca-bundle.txt to {}", args.out.display())?;
+    writeln!(out, "certificate names: {}", names.join(", "))?;
+    writeln!(out, "caBundle for spec.conversion.webhook.clientConfig:\n{}", bundle.ca_bundle())?;
+    Ok(Outcome::Clean)
+}

@@ -1,0 +1,245 @@
+//! `crdctl webhook` against real HTTPS webhooks on loopback: the CronTab example binary, and a
+//! deliberately lossy webhook built with the framework.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::*;
+
+const OBJECTS: &str = "apiVersion: example.com/v1beta1\nkind: CronTab\nmetadata:\n  name: local-crontab\n  namespace: default\nhostPort: localhost:1234\n---\napiVersion: example.com/v1beta1\nkind: CronTab\nmetadata:\n  name: remote-crontab\nhostPort: example.com:2345\n";
+
+/// Certificates made by `crdctl webhook certs`, valid for localhost too.
+fn certs(dir: &Path) -> PathBuf {
+    let out = dir.join("certs");
+    let run = crdctl_in(
+        dir,
+        &[
+            "webhook",
+            "certs",
+            "--service",
+            "example-conversion-webhook-server",
+            "--namespace",
+            "default",
+            "--host",
+            "localhost",
+            "--out",
+            "certs",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    out
+}
+
+/// The example webhook, as a real process.
+struct ExampleWebhook {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for ExampleWebhook {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_example(certs: &Path) -> ExampleWebhook {
+    // Examples are built next to the test binaries: target/<profile>/examples.
+    let exe = std::env::current_exe().unwrap();
+    let binary = exe.parent().unwrap().parent().unwrap().join("examples/crontab-conversion-webhook");
+    assert!(
+        binary.exists(),
+        "{} is missing: build it with `cargo test --workspace` (or `cargo build --example crontab-conversion-webhook`)",
+        binary.display()
+    );
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(binary)
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--tls-cert"])
+        .arg(certs.join("tls.crt"))
+        .arg("--tls-key")
+        .arg(certs.join("tls.key"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the example webhook did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    ExampleWebhook { child, port }
+}
+
+fn yaml_documents(text: &str) -> Vec<Value> {
+    text.split("---\n").map(|doc| serde_saphyr::from_str::<Value>(doc).unwrap()).collect()
+}
+
+#[test]
+fn certs_writes_a_ca_a_serving_pair_and_the_ca_bundle() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs(dir.path());
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(certs.join("tls.key")).unwrap().permissions().mode() & 0o777, 0o600);
+    let ca = std::fs::read_to_string(certs.join("ca.crt")).unwrap();
+    assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"));
+    let bundle = std::fs::read_to_string(certs.join("ca-bundle.txt")).unwrap();
+    // The caBundle is the CA's PEM in base64: check by decoding with the standard tool.
+    let decoded = Command::new("base64")
+        .arg("-d")
+        .stdin(std::fs::File::open(certs.join("ca-bundle.txt")).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(decoded.stdout).unwrap(), ca, "{bundle}");
+}
+
+#[test]
+fn review_converts_through_the_example_webhook_in_both_review_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs(dir.path());
+    std::fs::write(dir.path().join("objects.yaml"), OBJECTS).unwrap();
+    let webhook = start_example(&certs);
+    let url = format!("https://localhost:{}/crdconvert", webhook.port);
+    for version in ["v1", "v1beta1"] {
+        let out = crdctl_in(
+            dir.path(),
+            &[
+                "webhook",
+                "review",
+                "--url",
+                &url,
+                "--ca-bundle",
+                "certs/ca.crt",
+                "--to",
+                "example.com/v1",
+                "--review-version",
+                version,
+                "objects.yaml",
+            ],
+            None,
+        );
+        assert_eq!(out.code, 0, "{out:?}");
+        assert_eq!(
+            yaml_documents(&out.stdout),
+            [
+                json!({"apiVersion": "example.com/v1", "kind": "CronTab", "metadata": {"name": "local-crontab", "namespace": "default"}, "host": "localhost", "port": "1234"}),
+                json!({"apiVersion": "example.com/v1", "kind": "CronTab", "metadata": {"name": "remote-crontab"}, "host": "example.com", "port": "2345"}),
+            ]
+        );
+    }
+    // A Failed review: exit 1 with the API server's text.
+    std::fs::write(dir.path().join("bad.yaml"), OBJECTS.replace("example.com:2345", "no-port")).unwrap();
+    let out = crdctl_in(
+        dir.path(),
+        &["webhook", "review", "--url", &url, "--ca-bundle", "certs/ca.crt", "--to", "example.com/v1", "bad.yaml"],
+        None,
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        "conversion webhook for example.com/v1beta1, Kind=CronTab failed: hostPort could not be parsed into a separate host and port\n"
+    );
+    // No trusted CA: the webhook is not reached, exit 2.
+    let out =
+        crdctl_in(dir.path(), &["webhook", "review", "--url", &url, "--to", "example.com/v1", "objects.yaml"], None);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("invalid peer certificate: UnknownIssuer"), "{}", out.stderr);
+}
+
+#[test]
+fn roundtrip_passes_the_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs(dir.path());
+    std::fs::write(dir.path().join("objects.yaml"), OBJECTS).unwrap();
+    let webhook = start_example(&certs);
+    let crd = repo_root().join("examples/crontab/4-webhook.yaml");
+    let url = format!("https://localhost:{}/crdconvert", webhook.port);
+    let out = crdctl_in(
+        dir.path(),
+        &[
+            "webhook",
+            "roundtrip",
+            "--url",
+            &url,
+            "--ca-bundle",
+            "certs/ca.crt",
+            "--crd",
+            crd.to_str().unwrap(),
+            "objects.yaml",
+        ],
+        None,
+    );
+    assert_eq!((out.code, out.stdout.as_str()), (0, "2 objects, 2 round trips, all lossless\n"), "{out:?}");
+}
+
+/// Drops `port` on the way to v1beta1: a classic lossy conversion.
+fn lossy(mut object: Value, desired: &str) -> Result<Value, String> {
+    let fields = object.as_object_mut().unwrap();
+    if desired == "example.com/v1beta1" {
+        let host = fields.remove("host").and_then(|h| h.as_str().map(str::to_owned)).unwrap_or_default();
+        fields.remove("port");
+        fields.insert("hostPort".into(), json!(host));
+    } else if let Some(host_port) = fields.remove("hostPort") {
+        let text = host_port.as_str().unwrap_or_default().to_string();
+        let (host, port) = text.split_once(':').unwrap_or((text.as_str(), ""));
+        fields.insert("host".into(), json!(host));
+        fields.insert("port".into(), json!(port));
+    }
+    Ok(object)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roundtrip_catches_a_lossy_converter() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs(dir.path());
+    std::fs::write(
+        dir.path().join("objects.yaml"),
+        "apiVersion: example.com/v1\nkind: CronTab\nmetadata:\n  name: web\n  namespace: prod\nhost: example.com\nport: \"8443\"\n",
+    )
+    .unwrap();
+    let options = crdctl_conversion::framework::Options::new(
+        "127.0.0.1:0".parse::<SocketAddr>().unwrap(),
+        certs.join("tls.crt"),
+        certs.join("tls.key"),
+    );
+    let server = crdctl_conversion::framework::start(options, lossy).await.unwrap();
+    let url = format!("https://localhost:{}/crdconvert", server.address.port());
+    let crd = repo_root().join("examples/crontab/4-webhook.yaml");
+    let dir_path = dir.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        crdctl_in(
+            &dir_path,
+            &[
+                "webhook",
+                "roundtrip",
+                "-o",
+                "json",
+                "--url",
+                &url,
+                "--ca-bundle",
+                "certs/ca.crt",
+                "--crd",
+                crd.to_str().unwrap(),
+                "objects.yaml",
+            ],
+            None,
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.code, 1, "{out:?}");
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        report["lossy"],
+        json!([{
+            "object": "prod/web",
+            "from": "example.com/v1",
+            "through": "example.com/v1beta1",
+            "differences": [{"path": ".port", "before": "8443", "after": ""}]
+        }])
+    );
+    server.shutdown().await.unwrap();
+}
