@@ -429,3 +429,25 @@ async fn oversized_and_malformed_reviews_are_rejected_by_the_framework() {
     assert_eq!(reply.text().await.unwrap(), "Unsupported group version kind: v1, Kind=Pod");
     webhook.server.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_requests_in_flight_finish() {
+    let bundle = bundle();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tls.crt"), &bundle.cert_pem).unwrap();
+    std::fs::write(dir.path().join("tls.key"), &bundle.key_pem).unwrap();
+    let options = Options::new("127.0.0.1:0".parse().unwrap(), dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let slow = |object: Value, desired: &str| {
+        std::thread::sleep(Duration::from_millis(500));
+        convert::convert_crontab(object, desired)
+    };
+    let server = framework::start(options, slow).await.unwrap();
+    let client = url_client(server.address, &bundle.ca_bundle(), &["v1"]);
+    let in_flight =
+        tokio::spawn(async move { client.convert(seed_objects()[..1].to_vec(), "example.com/v1", Shape::List).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let address = server.address;
+    server.shutdown().await.unwrap();
+    assert_eq!(in_flight.await.unwrap().unwrap(), seed_converted()[..1].to_vec(), "the request in flight completed");
+    assert!(tokio::net::TcpStream::connect(address).await.is_err(), "no new connections after shutdown");
+}

@@ -158,6 +158,36 @@ mod tests {
         );
     }
 
+    /// Anything no check owns blocks: format, x-kubernetes-*, anyOf, additionalProperties, ...
+    #[test]
+    fn other_keywords_are_unknown_changes() {
+        let cases = [
+            (json!({"type": "string"}), json!({"type": "string", "format": "date-time"}), "format"),
+            (
+                json!({"type": "array"}),
+                json!({"type": "array", "x-kubernetes-list-type": "set"}),
+                "x-kubernetes-list-type",
+            ),
+            (
+                json!({"anyOf": [{"type": "integer"}, {"type": "string"}]}),
+                json!({"anyOf": [{"type": "integer"}]}),
+                "anyOf",
+            ),
+            (
+                json!({"type": "object", "additionalProperties": {"type": "string"}}),
+                json!({"type": "object", "additionalProperties": {"type": "integer"}}),
+                "additionalProperties",
+            ),
+            (json!({"x-kubernetes-preserve-unknown-fields": true}), json!({}), "x-kubernetes-preserve-unknown-fields"),
+        ];
+        for (old, new, keyword) in cases {
+            match changes(old, new).as_slice() {
+                [Change::Unknown { keywords }] => assert_eq!(keywords[0].keyword, keyword),
+                other => panic!("{keyword}: {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn default_table() {
         assert!(!flagged(json!({"default": "foo"}), json!({"default": "foo"})));

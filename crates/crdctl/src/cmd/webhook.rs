@@ -222,22 +222,23 @@ async fn roundtrip(args: RoundtripArgs) -> anyhow::Result<Outcome> {
     Ok(if report.lossy.is_empty() { Outcome::Clean } else { Outcome::Findings })
 }
 
+impl RoundtripReport {
+    /// One row per lost or changed field: object, route, path, before, after.
+    fn rows(&self) -> impl Iterator<Item = [String; 5]> + '_ {
+        self.lossy.iter().flat_map(|lossy| {
+            let route = format!("{} -> {} -> {}", lossy.from, lossy.through, lossy.from);
+            lossy
+                .differences
+                .iter()
+                .map(move |d| [lossy.object.clone(), route.clone(), d.path.clone(), shown(&d.before), shown(&d.after)])
+        })
+    }
+}
+
 impl output::Report for RoundtripReport {
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        for lossy in &self.lossy {
-            for d in &lossy.differences {
-                writeln!(
-                    out,
-                    "{}: {} -> {} -> {}: {}: {} -> {}",
-                    lossy.object,
-                    lossy.from,
-                    lossy.through,
-                    lossy.from,
-                    d.path,
-                    shown(&d.before),
-                    shown(&d.after)
-                )?;
-            }
+        for [object, route, path, before, after] in self.rows() {
+            writeln!(out, "{object}: {route}: {path}: {before} -> {after}")?;
         }
         if self.lossy.is_empty() {
             writeln!(out, "{} objects, {} round trips, all lossless", self.objects, self.round_trips)?;
@@ -247,20 +248,8 @@ impl output::Report for RoundtripReport {
 
     fn write_markdown(&self, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out, "| object | round trip | field | before | after |\n|---|---|---|---|---|")?;
-        for lossy in &self.lossy {
-            for d in &lossy.differences {
-                writeln!(
-                    out,
-                    "| `{}` | {} → {} → {} | `{}` | `{}` | `{}` |",
-                    lossy.object,
-                    lossy.from,
-                    lossy.through,
-                    lossy.from,
-                    d.path,
-                    shown(&d.before),
-                    shown(&d.after)
-                )?;
-            }
+        for [object, route, path, before, after] in self.rows() {
+            writeln!(out, "| `{object}` | {route} | `{path}` | `{before}` | `{after}` |")?;
         }
         Ok(())
     }
