@@ -5,6 +5,7 @@ mod util;
 mod check;
 mod convert_crd;
 mod inputs;
+mod layering;
 mod validate;
 mod versions;
 mod webhook;
