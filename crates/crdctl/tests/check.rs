@@ -162,6 +162,15 @@ fn git_revisions_are_read_without_a_checkout() {
     let out = crdctl_in(dir.path(), &["check", "git:main:crd.yaml", "crd.yaml"], None);
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stdout.contains("new required fields added: [pollInterval]"), "{out:?}");
+    // A directory at a revision: every manifest below it.
+    std::fs::create_dir_all(dir.path().join("config/crds")).unwrap();
+    std::fs::copy(&old, dir.path().join("config/crds/sample.yaml")).unwrap();
+    git(&["add", "config"]);
+    git(&["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "dir"]);
+    std::fs::copy(&new, dir.path().join("config/crds/sample.yaml")).unwrap();
+    let out = crdctl_in(dir.path(), &["check", "git:HEAD:config", "config"], None);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("new required fields added: [pollInterval]"), "{out:?}");
     let out = crdctl_in(dir.path(), &["check", "git:nope:crd.yaml", "crd.yaml"], None);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.starts_with("crdctl: git:nope:crd.yaml: "), "{}", out.stderr);

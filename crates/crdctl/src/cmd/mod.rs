@@ -59,7 +59,8 @@ pub fn load(paths: &[std::path::PathBuf]) -> anyhow::Result<Vec<crdctl_model::Cr
     Ok(crdctl_model::load::load_paths(paths)?)
 }
 
-/// Loads CRDs from a path, `-`, or `git:REF:PATH` (a file at a revision of the current repository).
+/// Loads CRDs from a path, `-`, or `git:REF:PATH`: a file or a directory at a revision of the
+/// current repository, read from git's objects without a checkout.
 pub fn load_source(source: &str) -> anyhow::Result<Vec<crdctl_model::Crd>> {
     let Some(revision_and_path) = source.strip_prefix("git:") else {
         return load(&[std::path::PathBuf::from(source)]);
@@ -67,17 +68,36 @@ pub fn load_source(source: &str) -> anyhow::Result<Vec<crdctl_model::Crd>> {
     let Some((revision, path)) = revision_and_path.split_once(':') else {
         anyhow::bail!("{source}: expected git:REF:PATH, e.g. git:main:config/crd.yaml");
     };
+    let object = format!("{revision}:{path}");
+    let files: Vec<String> = if git(source, &["cat-file", "-t", &object])?.trim_ascii() == b"tree" {
+        let listing = git(source, &["ls-tree", "-r", "--name-only", "--full-name", revision, "--", path])?;
+        String::from_utf8_lossy(&listing)
+            .lines()
+            .filter(|f| [".yaml", ".yml", ".json"].iter().any(|ext| f.ends_with(ext)))
+            .map(|f| format!("{revision}:{f}"))
+            .collect()
+    } else {
+        vec![object]
+    };
+    let mut crds = Vec::new();
+    for file in files {
+        crds.extend(crdctl_model::load::load_bytes(&format!("git:{file}"), &git(source, &["show", &file])?)?);
+    }
+    if crds.is_empty() {
+        anyhow::bail!("{source}: no CustomResourceDefinition found");
+    }
+    Ok(crds)
+}
+
+/// Runs git in the current directory and returns its standard output.
+fn git(source: &str, args: &[&str]) -> anyhow::Result<Vec<u8>> {
     let output = std::process::Command::new("git")
-        .args(["show", &format!("{revision}:{path}")])
+        .args(args)
         .output()
         .map_err(|err| anyhow::anyhow!("{source}: cannot run git: {err}"))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         anyhow::bail!("{source}: {}", stderr.trim().trim_start_matches("fatal: "));
     }
-    let crds = crdctl_model::load::load_bytes(source, &output.stdout)?;
-    if crds.is_empty() {
-        anyhow::bail!("{source}: no CustomResourceDefinition found");
-    }
-    Ok(crds)
+    Ok(output.stdout)
 }
