@@ -112,22 +112,117 @@ pub(super) fn message(finding: &Finding) -> Option<String> {
         Change::NullableChanged { now_nullable: true } => "nullable added : false -> true".into(),
         Change::NullableChanged { now_nullable: false } => "nullable removed : true -> false".into(),
         Change::OneOfAdded { schemas, old_schema_lost: false } => {
-            format!("oneOf constraint added when there was none previously: {}", list_v(schemas))
+            format!("oneOf constraint added when there was none previously: {}", one_of_v(schemas))
         }
         Change::OneOfAdded { schemas, old_schema_lost: true } => {
             format!(
                 "oneOf constraint added and pre-existing property schema is not preserved in the new oneOf entries: {}",
-                list_v(schemas)
+                one_of_v(schemas)
             )
         }
-        Change::OneOfSchemasRemoved { schemas } => {
-            format!("allowed oneOf schemas removed: {}", list_v(schemas))
-        }
-        Change::OneOfSchemasAdded { schemas } => {
-            format!("allowed oneOf schemas added: {}", list_v(schemas))
-        }
+        Change::OneOfSchemasRemoved { schemas } => format!("allowed oneOf schemas removed: {}", one_of_v(schemas)),
+        Change::OneOfSchemasAdded { schemas } => format!("allowed oneOf schemas added: {}", one_of_v(schemas)),
         Change::Unknown { keywords } => unhandled_text(keywords),
     })
+}
+
+/// oneOf subschemas as crdify lists them: each as the Go `String()` of its `JSONSchemaProps`,
+/// sorted. Subschemas with nested schemas, enums or CEL rules print as compact JSON instead: Go
+/// prints those with memory addresses, which no two runs share.
+fn one_of_v(schemas: &[String]) -> String {
+    let mut rendered: Vec<String> = schemas
+        .iter()
+        .map(|text| {
+            serde_json::from_str::<Value>(text)
+                .ok()
+                .as_ref()
+                .and_then(Value::as_object)
+                .and_then(go_schema_string)
+                .unwrap_or_else(|| text.clone())
+        })
+        .collect();
+    rendered.sort();
+    list_v(&rendered)
+}
+
+/// The gogo-protobuf `String()` of a JSONSchemaProps made only of scalar fields and string lists.
+fn go_schema_string(schema: &serde_json::Map<String, Value>) -> Option<String> {
+    const SIMPLE: [&str; 26] = [
+        "id",
+        "$schema",
+        "$ref",
+        "description",
+        "type",
+        "format",
+        "title",
+        "pattern",
+        "required",
+        "maximum",
+        "minimum",
+        "maxLength",
+        "minLength",
+        "maxItems",
+        "minItems",
+        "maxProperties",
+        "minProperties",
+        "exclusiveMaximum",
+        "exclusiveMinimum",
+        "uniqueItems",
+        "multipleOf",
+        "nullable",
+        "x-kubernetes-preserve-unknown-fields",
+        "x-kubernetes-embedded-resource",
+        "x-kubernetes-int-or-string",
+        "x-kubernetes-map-type",
+    ];
+    const ALSO_SIMPLE: [&str; 2] = ["x-kubernetes-list-map-keys", "x-kubernetes-list-type"];
+    if !schema.keys().all(|k| SIMPLE.contains(&k.as_str()) || ALSO_SIMPLE.contains(&k.as_str())) {
+        return None;
+    }
+    let text = |key: &str| schema.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+    let flag = |key: &str| schema.get(key).and_then(Value::as_bool).unwrap_or(false).to_string();
+    let pointer = |key: &str, float: bool| match schema.get(key) {
+        None | Some(Value::Null) => "nil".to_string(),
+        Some(Value::String(s)) => format!("*{s}"),
+        Some(Value::Bool(b)) => format!("*{b}"),
+        Some(value) => format!("*{}", number_v(value, float)),
+    };
+    let list = |key: &str| {
+        let items: Vec<&str> =
+            schema.get(key).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        list_v(&items)
+    };
+    Some(format!(
+        "&JSONSchemaProps{{ID:{},Schema:{},Ref:{},Description:{},Type:{},Format:{},Title:{},Default:nil,Maximum:{},ExclusiveMaximum:{},Minimum:{},ExclusiveMinimum:{},MaxLength:{},MinLength:{},Pattern:{},MaxItems:{},MinItems:{},UniqueItems:{},MultipleOf:{},Enum:[]JSON{{}},MaxProperties:{},MinProperties:{},Required:{},Items:nil,AllOf:[]JSONSchemaProps{{}},OneOf:[]JSONSchemaProps{{}},AnyOf:[]JSONSchemaProps{{}},Not:nil,Properties:map[string]JSONSchemaProps{{}},AdditionalProperties:nil,PatternProperties:map[string]JSONSchemaProps{{}},Dependencies:JSONSchemaDependencies{{}},AdditionalItems:nil,Definitions:JSONSchemaDefinitions{{}},ExternalDocs:nil,Example:nil,Nullable:{},XPreserveUnknownFields:{},XEmbeddedResource:{},XIntOrString:{},XListMapKeys:{},XListType:{},XMapType:{},XValidations:[]ValidationRule{{}},}}",
+        text("id"),
+        text("$schema"),
+        pointer("$ref", false),
+        text("description"),
+        text("type"),
+        text("format"),
+        text("title"),
+        pointer("maximum", true),
+        flag("exclusiveMaximum"),
+        pointer("minimum", true),
+        flag("exclusiveMinimum"),
+        pointer("maxLength", false),
+        pointer("minLength", false),
+        text("pattern"),
+        pointer("maxItems", false),
+        pointer("minItems", false),
+        flag("uniqueItems"),
+        pointer("multipleOf", true),
+        pointer("maxProperties", false),
+        pointer("minProperties", false),
+        list("required"),
+        flag("nullable"),
+        pointer("x-kubernetes-preserve-unknown-fields", false),
+        flag("x-kubernetes-embedded-resource"),
+        flag("x-kubernetes-int-or-string"),
+        list("x-kubernetes-list-map-keys"),
+        pointer("x-kubernetes-list-type", false),
+        pointer("x-kubernetes-map-type", false),
+    ))
 }
 
 /// OLM's concise summary of unhandled keywords: `unhandled changes found (Format "" -> "email")`,
@@ -228,6 +323,30 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// The spec's worked example: `{"required":["httpsRedirect"]}` as Go prints it.
+    #[test]
+    fn one_of_subschemas_print_as_go_structs() {
+        let expected = "&JSONSchemaProps{ID:,Schema:,Ref:nil,Description:,Type:,Format:,Title:,Default:nil,Maximum:nil,ExclusiveMaximum:false,Minimum:nil,ExclusiveMinimum:false,MaxLength:nil,MinLength:nil,Pattern:,MaxItems:nil,MinItems:nil,UniqueItems:false,MultipleOf:nil,Enum:[]JSON{},MaxProperties:nil,MinProperties:nil,Required:[httpsRedirect],Items:nil,AllOf:[]JSONSchemaProps{},OneOf:[]JSONSchemaProps{},AnyOf:[]JSONSchemaProps{},Not:nil,Properties:map[string]JSONSchemaProps{},AdditionalProperties:nil,PatternProperties:map[string]JSONSchemaProps{},Dependencies:JSONSchemaDependencies{},AdditionalItems:nil,Definitions:JSONSchemaDefinitions{},ExternalDocs:nil,Example:nil,Nullable:false,XPreserveUnknownFields:nil,XEmbeddedResource:false,XIntOrString:false,XListMapKeys:[],XListType:nil,XMapType:nil,XValidations:[]ValidationRule{},}";
+        let schema = json!({"required": ["httpsRedirect"]});
+        assert_eq!(go_schema_string(schema.as_object().unwrap()).unwrap(), expected);
+        let both =
+            one_of_v(&[r#"{"required":["mode","credentialName"]}"#.into(), r#"{"required":["httpsRedirect"]}"#.into()]);
+        assert!(
+            both.starts_with("[&JSONSchemaProps{")
+                && both.contains("Required:[httpsRedirect]")
+                && both.find("Required:[httpsRedirect]") < both.find("Required:[mode credentialName]"),
+            "{both}"
+        );
+        let typed = json!({"type": "integer", "maximum": 10, "x-kubernetes-list-type": "map"});
+        let typed = go_schema_string(typed.as_object().unwrap()).unwrap();
+        assert!(
+            typed.contains(",Type:integer,") && typed.contains(",Maximum:*10,") && typed.contains(",XListType:*map,"),
+            "{typed}"
+        );
+        let nested = json!({"properties": {"a": {"type": "string"}}});
+        assert_eq!(go_schema_string(nested.as_object().unwrap()), None, "nested schemas stay JSON");
+    }
 
     /// operator-controller `unhandled_message_test.go`, on the parts that map to JSON keywords.
     #[test]
