@@ -87,20 +87,6 @@ pub enum LoadError {
     },
 }
 
-impl LoadError {
-    /// The file the error is about.
-    pub fn path(&self) -> &str {
-        match self {
-            LoadError::Io { path, .. }
-            | LoadError::TooLarge { path, .. }
-            | LoadError::InvalidUtf8 { path, .. }
-            | LoadError::Syntax { path, .. }
-            | LoadError::Field { path, .. }
-            | LoadError::NoCrd { path, .. } => path,
-        }
-    }
-}
-
 fn display_position(position: Option<Position>) -> String {
     position.map_or_else(|| "1".to_string(), |p| p.to_string())
 }
@@ -175,11 +161,6 @@ impl Crd {
     /// The `openAPIV3Schema` of the version at `version_idx`.
     pub fn schema(&self, version_idx: usize) -> Option<&Value> {
         self.value.pointer(&format!("/spec/versions/{version_idx}/schema/openAPIV3Schema"))
-    }
-
-    /// The CRD rendered back as the v1 document.
-    pub fn to_v1_value(&self) -> &Value {
-        &self.value
     }
 
     fn from_document(file: Arc<str>, document: yaml::Document) -> Result<Crd, LoadError> {

@@ -71,16 +71,6 @@ impl Positions {
             }
         }
     }
-
-    /// Number of located nodes.
-    pub fn len(&self) -> usize {
-        self.by_pointer.len()
-    }
-
-    /// Whether no node is located.
-    pub fn is_empty(&self) -> bool {
-        self.by_pointer.is_empty()
-    }
 }
 
 /// One document of a YAML stream.
@@ -92,13 +82,6 @@ pub struct Document {
     pub value: Value,
     /// Where each node starts.
     pub positions: Positions,
-}
-
-impl Document {
-    /// Where the document starts.
-    pub fn start(&self) -> Position {
-        self.positions.get("").unwrap_or(Position { line: 1, column: 1 })
-    }
 }
 
 /// Why a YAML or JSON text could not be read.

@@ -84,7 +84,7 @@ pub mod schema;
 use std::collections::HashMap;
 
 use crdctl_model::Crd;
-use serde_json::{Map, Value};
+use serde_json::Map;
 
 pub use config::{Config, Enforcement};
 pub use dialect::Dialect;
@@ -227,8 +227,7 @@ fn compare_versions(
     scope: Scope,
     out: &mut Findings<'_>,
 ) {
-    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-    let empty = EMPTY.get_or_init(Map::new);
+    let empty = Map::new();
     let mut removed_root: Option<&str> = None;
     for (pointer, old_node) in old.nodes() {
         let path = || SchemaPath::from_pointer(pointer);
@@ -248,7 +247,7 @@ fn compare_versions(
                 }
                 let location = schema_location(pair.old, pair.old_idx, pointer);
                 out.push(scope.clone(), Some(path()), Change::FieldRemoved, implied, location.clone());
-                for change in checks::compare_nodes(old_node, empty, out.config) {
+                for change in checks::compare_nodes(old_node, &empty, out.config) {
                     out.push(scope.clone(), Some(path()), change, true, location.clone());
                 }
             }

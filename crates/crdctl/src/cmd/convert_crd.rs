@@ -39,7 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let crds = super::load(&args.files)?;
     let mut documents = Vec::with_capacity(crds.len());
     for crd in &crds {
-        let mut document = crd.to_v1_value().clone();
+        let mut document = crd.value.clone();
         for change in crdctl_model::normalize::prepare_for_v1_create(&mut document) {
             output::warning(&format!("{}: {}: {change}", crd.origin.file, crd.name()));
         }
