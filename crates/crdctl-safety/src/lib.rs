@@ -81,8 +81,6 @@ pub mod dialect;
 pub mod finding;
 pub mod schema;
 
-use std::collections::HashMap;
-
 use crdctl_model::Crd;
 use serde_json::Map;
 
@@ -111,8 +109,8 @@ pub fn check(old: &Crd, new: &Crd, config: &Config) -> Report {
         out.push(Scope::Crd, None, change, false, location);
     }
 
-    let old_schemas = Schemas::new(old);
-    let new_schemas = Schemas::new(new);
+    let old_schemas = flatten_versions(old);
+    let new_schemas = flatten_versions(new);
     for (old_idx, version) in old.definition.spec.versions.iter().enumerate() {
         let Some(new_idx) = new.definition.spec.versions.iter().position(|v| v.name == version.name) else {
             continue;
@@ -123,8 +121,8 @@ pub fn check(old: &Crd, new: &Crd, config: &Config) -> Report {
         let pair = VersionPair { old, old_idx, new, new_idx };
         compare_versions(
             &pair,
-            old_schemas.get(old_idx),
-            new_schemas.get(new_idx),
+            &old_schemas[old_idx],
+            &new_schemas[new_idx],
             Scope::Version(version.name.clone()),
             &mut out,
         );
@@ -309,25 +307,15 @@ fn pair_findings(
     let mut out = Findings { crd: crd.name(), config, findings: Vec::new() };
     let pair = VersionPair { old: crd, old_idx: older.0, new: crd, new_idx: newer.0 };
     let scope = Scope::ServedPair(older.1.to_string(), newer.1.to_string());
-    compare_versions(&pair, schemas.get(older.0), schemas.get(newer.0), scope, &mut out);
+    compare_versions(&pair, &schemas[older.0], &schemas[newer.0], scope, &mut out);
     out.findings
 }
 
-/// Each version's schema of one CRD, flattened once.
-struct Schemas<'a> {
-    flat: HashMap<usize, FlatSchema<'a>>,
-    empty: FlatSchema<'a>,
-}
+/// Each version's schema of one CRD, flattened once, indexed like `spec.versions`.
+type Schemas<'a> = Vec<FlatSchema<'a>>;
 
-impl<'a> Schemas<'a> {
-    fn new(crd: &'a Crd) -> Schemas<'a> {
-        let flat = (0..crd.definition.spec.versions.len()).map(|idx| (idx, FlatSchema::new(crd.schema(idx)))).collect();
-        Schemas { flat, empty: FlatSchema::default() }
-    }
-
-    fn get(&self, version_idx: usize) -> &FlatSchema<'a> {
-        self.flat.get(&version_idx).unwrap_or(&self.empty)
-    }
+fn flatten_versions(crd: &Crd) -> Schemas<'_> {
+    (0..crd.definition.spec.versions.len()).map(|idx| FlatSchema::new(crd.schema(idx))).collect()
 }
 
 fn locate(crd: &Crd, pointer: &str) -> Option<Location> {

@@ -155,24 +155,19 @@ fn roundtrip_passes_the_example() {
     let certs = certs(dir.path());
     std::fs::write(dir.path().join("objects.yaml"), OBJECTS).unwrap();
     let webhook = start_example(&certs);
-    let crd = repo_root().join("examples/crontab/4-webhook.yaml");
     let url = format!("https://localhost:{}/crdconvert", webhook.port);
-    let out = crdctl_in(
-        dir.path(),
-        &[
-            "webhook",
-            "roundtrip",
-            "--url",
-            &url,
-            "--ca-bundle",
-            "certs/ca.crt",
-            "--crd",
-            crd.to_str().unwrap(),
-            "objects.yaml",
-        ],
-        None,
-    );
+    let out = roundtrip(dir.path(), &url, &[]);
     assert_eq!((out.code, out.stdout.as_str()), (0, "2 objects, 2 round trips, all lossless\n"), "{out:?}");
+}
+
+/// `crdctl webhook roundtrip` of `objects.yaml` in `dir` against the CronTab CRD, trusting `certs/ca.crt`.
+fn roundtrip(dir: &Path, url: &str, extra: &[&str]) -> Output {
+    let crd = repo_root().join("examples/crontab/4-webhook.yaml");
+    let mut args =
+        vec!["webhook", "roundtrip", "--url", url, "--ca-bundle", "certs/ca.crt", "--crd", crd.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.push("objects.yaml");
+    crdctl_in(dir, &args, None)
 }
 
 /// Drops `port` on the way to v1beta1: a classic lossy conversion.
@@ -207,29 +202,8 @@ async fn roundtrip_catches_a_lossy_converter() {
     );
     let server = crdctl_conversion::framework::start(options, lossy).await.unwrap();
     let url = format!("https://localhost:{}/crdconvert", server.address.port());
-    let crd = repo_root().join("examples/crontab/4-webhook.yaml");
     let dir_path = dir.path().to_path_buf();
-    let out = tokio::task::spawn_blocking(move || {
-        crdctl_in(
-            &dir_path,
-            &[
-                "webhook",
-                "roundtrip",
-                "-o",
-                "json",
-                "--url",
-                &url,
-                "--ca-bundle",
-                "certs/ca.crt",
-                "--crd",
-                crd.to_str().unwrap(),
-                "objects.yaml",
-            ],
-            None,
-        )
-    })
-    .await
-    .unwrap();
+    let out = tokio::task::spawn_blocking(move || roundtrip(&dir_path, &url, &["-o", "json"])).await.unwrap();
     assert_eq!(out.code, 1, "{out:?}");
     let report: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(

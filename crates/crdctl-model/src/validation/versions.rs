@@ -139,8 +139,6 @@ mod tests {
     use super::super::test_support::*;
     use super::*;
 
-    const BOTH_VERSIONS: &str = r#"[{"Name":"v1beta1","Served":true,"Storage":false,"Deprecated":false},{"Name":"v1","Served":true,"Storage":true,"Deprecated":false}]"#;
-
     #[test]
     fn version_names_are_dns1035_labels() {
         let text = patched("  - name: v1beta1\n", "  - name: V1Beta1\n");
@@ -181,7 +179,6 @@ mod tests {
                 r#"status.storedVersions: Invalid value: ["v1beta1"]: must have the storage version v1"#,
             ]
         );
-        let _ = BOTH_VERSIONS;
     }
 
     #[test]
