@@ -1,0 +1,408 @@
+//! The engine the embedded backends share: one writer thread with group commit, watches fed
+//! from a broadcast of committed events and the backend's history, and lists at an older
+//! revision by rolling the current state back through that history.
+//!
+//! A backend only stores state and history and commits a batch atomically; everything about
+//! revisions, preconditions and the history window lives here, once.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc as std_mpsc;
+
+use async_trait::async_trait;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use crate::{Entry, Event, EventKind, ListOptions, ListPage, Revision, Stats, Store, StoreError, Watch, Write};
+
+/// Writes applied in one commit at most; more wait for the next.
+const MAX_BATCH: usize = 512;
+/// Live events buffered per watcher before it falls back to reading history.
+const BROADCAST_CAPACITY: usize = 4096;
+/// Events a watcher holds for its consumer before the engine waits.
+const WATCH_BUFFER: usize = 256;
+/// How many revisions stay readable by default (a `continue` or watch older than this is 410).
+pub const DEFAULT_HISTORY_WINDOW: Revision = 100_000;
+
+/// The revision counters a backend persists with each commit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Meta {
+    /// The revision of the last committed write.
+    pub revision: Revision,
+    /// Revisions at or below this have been dropped from the history.
+    pub compacted: Revision,
+}
+
+/// One atomic commit: events to apply to the state and append to the history, and the new
+/// counters; history at or below `meta.compacted` is dropped in the same commit.
+#[derive(Debug)]
+pub struct Commit<'a> {
+    /// The events, in revision order.
+    pub events: &'a [Event],
+    /// The counters after the commit.
+    pub meta: Meta,
+}
+
+/// A consistent read: entries at the snapshot's revision and the history after a revision.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// The counters at the snapshot.
+    pub meta: Meta,
+    /// Entries in key order.
+    pub entries: Vec<Entry>,
+    /// History events after the requested revision, in revision order.
+    pub history: Vec<Event>,
+}
+
+/// What a storage engine must provide to the shared engine. Calls are blocking; the engine
+/// runs them off the async runtime.
+pub trait Backend: Send + Sync + 'static {
+    /// The persisted counters.
+    fn meta(&self) -> Result<Meta, StoreError>;
+    /// The current entry under `key`.
+    fn get(&self, key: &str) -> Result<Option<Entry>, StoreError>;
+    /// In one consistent read: up to `limit` entries (0 = all) under `prefix` after
+    /// `start_after`, and the history events under `prefix` after `history_after`.
+    fn snapshot(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+        history_after: Option<Revision>,
+    ) -> Result<Snapshot, StoreError>;
+    /// In one consistent read: the counters and the history events under `prefix` after `after`.
+    fn history(&self, prefix: &str, after: Revision) -> Result<(Meta, Vec<Event>), StoreError>;
+    /// Applies a commit atomically; durable when it returns `Ok`.
+    fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError>;
+    /// The number of keys and their total value size.
+    fn totals(&self) -> Result<(u64, u64), StoreError>;
+}
+
+/// A [`Store`] over a [`Backend`].
+pub struct LocalStore<B: Backend> {
+    shared: Arc<Shared<B>>,
+    writes: std::sync::Mutex<Option<std_mpsc::Sender<Pending>>>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+struct Shared<B> {
+    backend: B,
+    events: broadcast::Sender<Arc<Event>>,
+    /// Set when the store is dropped: watches end.
+    closed: tokio::sync::watch::Sender<bool>,
+    revision: AtomicU64,
+    compacted: AtomicU64,
+    window: Revision,
+}
+
+type Pending = (Write, oneshot::Sender<Result<Event, StoreError>>);
+
+impl<B: Backend> LocalStore<B> {
+    /// Starts the engine over `backend`, keeping `window` revisions of history.
+    pub fn new(backend: B, window: Revision) -> Result<LocalStore<B>, StoreError> {
+        let meta = backend.meta()?;
+        let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
+        let shared = Arc::new(Shared {
+            backend,
+            events,
+            closed: tokio::sync::watch::Sender::new(false),
+            revision: AtomicU64::new(meta.revision),
+            compacted: AtomicU64::new(meta.compacted),
+            window: window.max(1),
+        });
+        let (tx, rx) = std_mpsc::channel();
+        let writer = Arc::clone(&shared);
+        let writer = std::thread::Builder::new()
+            .name("crdctl-store-writer".into())
+            .spawn(move || writer.run_writer(rx))
+            .map_err(|err| StoreError::Unavailable(format!("cannot start the writer thread: {err}")))?;
+        Ok(LocalStore { shared, writes: std::sync::Mutex::new(Some(tx)), writer: Some(writer) })
+    }
+
+    /// The backend, for tests and stats.
+    pub fn backend(&self) -> &B {
+        &self.shared.backend
+    }
+}
+
+impl<B: Backend> Drop for LocalStore<B> {
+    /// Ends the watches, lets the writer finish what was queued, and waits for it, so the
+    /// backend is closed (its file lock released) when this returns.
+    fn drop(&mut self) {
+        self.shared.closed.send_replace(true);
+        if let Ok(mut writes) = self.writes.lock() {
+            writes.take();
+        }
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+impl<B: Backend> Shared<B> {
+    /// The writer loop: takes every write queued, applies them in order, commits once,
+    /// publishes the events, then acknowledges each write.
+    fn run_writer(&self, rx: std_mpsc::Receiver<Pending>) {
+        while let Ok(first) = rx.recv() {
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(pending) => batch.push(pending),
+                    Err(_) => break,
+                }
+            }
+            self.apply_batch(batch);
+        }
+    }
+
+    fn apply_batch(&self, batch: Vec<Pending>) {
+        let mut revision = self.revision.load(Ordering::Acquire);
+        let mut overlay: HashMap<String, Option<Entry>> = HashMap::new();
+        let mut events = Vec::with_capacity(batch.len());
+        let mut outcomes = Vec::with_capacity(batch.len());
+        for (write, reply) in batch {
+            let current = match overlay.get(write.key()) {
+                Some(entry) => Ok(entry.clone()),
+                None => self.backend.get(write.key()),
+            };
+            let outcome = current.and_then(|current| apply(write, current, revision + 1));
+            match outcome {
+                Ok(event) => {
+                    revision = event.revision;
+                    overlay.insert(event.key.clone(), event.entry.clone());
+                    outcomes.push((reply, Ok(events.len())));
+                    events.push(event);
+                }
+                Err(err) => outcomes.push((reply, Err(err))),
+            }
+        }
+        let previously_compacted = self.compacted.load(Ordering::Acquire);
+        let meta = Meta { revision, compacted: previously_compacted.max(revision.saturating_sub(self.window)) };
+        let committed = if events.is_empty() { Ok(()) } else { self.backend.commit(&Commit { events: &events, meta }) };
+        if let Err(err) = &committed {
+            tracing::error!(error = %err, writes = events.len(), "store commit failed");
+        } else {
+            self.compacted.store(meta.compacted, Ordering::Release);
+            self.revision.store(meta.revision, Ordering::Release);
+        }
+        let events: Vec<Arc<Event>> = events.into_iter().map(Arc::new).collect();
+        if committed.is_ok() {
+            for event in &events {
+                // No receivers is fine: nobody watches.
+                let _ = self.events.send(Arc::clone(event));
+            }
+        }
+        for (reply, outcome) in outcomes {
+            let result = match (&committed, outcome) {
+                (_, Err(err)) => Err(err),
+                (Err(err), Ok(_)) => Err(err.clone()),
+                (Ok(()), Ok(index)) => Ok((*events[index]).clone()),
+            };
+            // A caller that went away does not undo its write.
+            let _ = reply.send(result);
+        }
+    }
+
+    fn check_readable(&self, requested: Revision) -> Result<(), StoreError> {
+        let compacted = self.compacted.load(Ordering::Acquire);
+        let current = self.revision.load(Ordering::Acquire);
+        if requested < compacted {
+            return Err(StoreError::Compacted { requested, compacted });
+        }
+        if requested > current {
+            return Err(StoreError::FutureRevision { requested, current });
+        }
+        Ok(())
+    }
+
+    fn list(&self, options: ListOptions<'_>) -> Result<ListPage, StoreError> {
+        let Some(at) = options.revision else {
+            let fetch = if options.limit == 0 { 0 } else { options.limit + 1 };
+            let snapshot = self.backend.snapshot(options.prefix, options.start_after, fetch, None)?;
+            return Ok(page(snapshot.entries, options.limit, snapshot.meta.revision));
+        };
+        self.check_readable(at)?;
+        let snapshot = self.backend.snapshot(options.prefix, options.start_after, 0, Some(at))?;
+        if at < snapshot.meta.compacted {
+            return Err(StoreError::Compacted { requested: at, compacted: snapshot.meta.compacted });
+        }
+        // Each key written after `at` takes the value its first later write replaced.
+        let mut at_revision: BTreeMap<String, Option<Entry>> = BTreeMap::new();
+        for event in snapshot.history {
+            at_revision.entry(event.key).or_insert(event.prev);
+        }
+        let mut entries: BTreeMap<String, Entry> =
+            snapshot.entries.into_iter().map(|entry| (entry.key.clone(), entry)).collect();
+        for (key, entry) in at_revision {
+            if options.start_after.is_some_and(|after| key.as_str() <= after) {
+                continue;
+            }
+            match entry {
+                Some(entry) => entries.insert(key, entry),
+                None => entries.remove(&key),
+            };
+        }
+        Ok(page(entries.into_values().collect(), options.limit, at))
+    }
+}
+
+/// Applies one write to the key's current entry at `revision`.
+fn apply(write: Write, current: Option<Entry>, revision: Revision) -> Result<Event, StoreError> {
+    match write {
+        Write::Create { key, value } => match current {
+            Some(_) => Err(StoreError::AlreadyExists { key }),
+            None => {
+                let entry = Entry { key: key.clone(), value, create_revision: revision, mod_revision: revision };
+                Ok(Event { revision, kind: EventKind::Put, key, entry: Some(entry), prev: None })
+            }
+        },
+        Write::Update { key, value, expected } => match current {
+            None => Err(StoreError::NotFound { key }),
+            Some(prev) if prev.mod_revision != expected => {
+                Err(StoreError::Conflict { key, expected, current: prev.mod_revision })
+            }
+            Some(prev) => {
+                let entry =
+                    Entry { key: key.clone(), value, create_revision: prev.create_revision, mod_revision: revision };
+                Ok(Event { revision, kind: EventKind::Put, key, entry: Some(entry), prev: Some(prev) })
+            }
+        },
+        Write::Delete { key, expected } => match current {
+            None => Err(StoreError::NotFound { key }),
+            Some(prev) if expected.is_some_and(|expected| expected != prev.mod_revision) => {
+                Err(StoreError::Conflict { key, expected: expected.unwrap_or_default(), current: prev.mod_revision })
+            }
+            Some(prev) => Ok(Event { revision, kind: EventKind::Delete, key, entry: None, prev: Some(prev) }),
+        },
+    }
+}
+
+fn page(mut entries: Vec<Entry>, limit: usize, revision: Revision) -> ListPage {
+    let more = limit > 0 && entries.len() > limit;
+    if more {
+        entries.truncate(limit);
+    }
+    ListPage { entries, revision, more }
+}
+
+async fn blocking<B: Backend, T: Send + 'static>(
+    shared: &Arc<Shared<B>>,
+    f: impl FnOnce(&Shared<B>) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    let shared = Arc::clone(shared);
+    tokio::task::spawn_blocking(move || f(&shared))
+        .await
+        .map_err(|err| StoreError::Unavailable(format!("store task failed: {err}")))?
+}
+
+#[async_trait]
+impl<B: Backend> Store for LocalStore<B> {
+    async fn get(&self, key: &str) -> Result<Option<Entry>, StoreError> {
+        let key = key.to_string();
+        blocking(&self.shared, move |shared| shared.backend.get(&key)).await
+    }
+
+    async fn list(&self, options: ListOptions<'_>) -> Result<ListPage, StoreError> {
+        let (prefix, start_after) = (options.prefix.to_string(), options.start_after.map(str::to_string));
+        let (limit, revision) = (options.limit, options.revision);
+        blocking(&self.shared, move |shared| {
+            shared.list(ListOptions { prefix: &prefix, start_after: start_after.as_deref(), limit, revision })
+        })
+        .await
+    }
+
+    async fn write(&self, write: Write) -> Result<Event, StoreError> {
+        let (reply, result) = oneshot::channel();
+        let gone = || StoreError::Unavailable("the store is closed".into());
+        {
+            let writes = self.writes.lock().map_err(|_| gone())?;
+            writes.as_ref().ok_or_else(gone)?.send((write, reply)).map_err(|_| gone())?;
+        }
+        result.await.map_err(|_| StoreError::Unavailable("the writer stopped before answering".into()))?
+    }
+
+    async fn watch(&self, prefix: &str, after: Revision) -> Result<Watch, StoreError> {
+        // A watch may start at a future revision (it then waits); only a compacted one fails.
+        let compacted = self.shared.compacted.load(Ordering::Acquire);
+        if after < compacted {
+            return Err(StoreError::Compacted { requested: after, compacted });
+        }
+        // Subscribe before reading history so no event falls between the two.
+        let live = self.shared.events.subscribe();
+        let (tx, rx) = mpsc::channel(WATCH_BUFFER);
+        tokio::spawn(feed_watch(Arc::clone(&self.shared), prefix.to_string(), after, live, tx));
+        Ok(Watch::new(rx))
+    }
+
+    async fn revision(&self) -> Result<Revision, StoreError> {
+        Ok(self.shared.revision.load(Ordering::Acquire))
+    }
+
+    async fn stats(&self) -> Result<Stats, StoreError> {
+        let (keys, value_bytes) = blocking(&self.shared, |shared| shared.backend.totals()).await?;
+        Ok(Stats {
+            revision: self.shared.revision.load(Ordering::Acquire),
+            compacted: self.shared.compacted.load(Ordering::Acquire),
+            keys,
+            value_bytes,
+        })
+    }
+}
+
+/// Sends history after `last`, then live events, catching up from history whenever the live
+/// feed overflows; ends with `Compacted` if the watcher fell out of the window.
+async fn feed_watch<B: Backend>(
+    shared: Arc<Shared<B>>,
+    prefix: String,
+    mut last: Revision,
+    mut live: broadcast::Receiver<Arc<Event>>,
+    tx: mpsc::Sender<Result<Event, StoreError>>,
+) {
+    let mut closed = shared.closed.subscribe();
+    loop {
+        let history = {
+            let prefix = prefix.clone();
+            blocking(&shared, move |shared| {
+                let (meta, history) = shared.backend.history(&prefix, last)?;
+                if last < meta.compacted {
+                    return Err(StoreError::Compacted { requested: last, compacted: meta.compacted });
+                }
+                Ok(history)
+            })
+            .await
+        };
+        match history {
+            Ok(events) => {
+                for event in events {
+                    last = event.revision;
+                    if tx.send(Ok(event)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            Err(err) => {
+                let _ = tx.send(Err(err)).await;
+                return;
+            }
+        }
+        loop {
+            let received = tokio::select! {
+                received = live.recv() => received,
+                () = tx.closed() => return,
+                _ = closed.wait_for(|closed| *closed) => return,
+            };
+            match received {
+                Ok(event) if event.revision <= last || !event.key.starts_with(&prefix) => {}
+                Ok(event) => {
+                    last = event.revision;
+                    if tx.send(Ok((*event).clone())).await.is_err() {
+                        return;
+                    }
+                }
+                // Fell behind the live feed: catch up from history, then go on live.
+                Err(broadcast::error::RecvError::Lagged(_)) => break,
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+}

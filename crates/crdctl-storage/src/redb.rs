@@ -1,0 +1,212 @@
+//! The on-disk backend, on [redb](https://docs.rs/redb): one file, copy-on-write B-trees,
+//! every commit made durable with fsync before it returns.
+//!
+//! On-disk format (one database file, `crdctl.redb`):
+//! - table `entries`: key → postcard `(create_revision, mod_revision, value)`;
+//! - table `history`: revision → postcard [`Event`], the window the engine keeps;
+//! - table `meta`: `"revision"` and `"compacted"`.
+//!
+//! Invariant: the three tables change only together, in one write transaction per batch, so
+//! after a crash the file holds exactly the batches whose commit returned, which are exactly
+//! the writes that were acknowledged.
+
+use std::path::{Path, PathBuf};
+
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+use crate::local::{Backend, Commit, DEFAULT_HISTORY_WINDOW, LocalStore, Meta, Snapshot};
+use crate::{Entry, Event, EventKind, Revision, StoreError};
+
+const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
+const HISTORY: TableDefinition<u64, &[u8]> = TableDefinition::new("history");
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
+/// The database file inside a data directory.
+pub const FILE_NAME: &str = "crdctl.redb";
+
+/// A store on disk.
+pub type RedbStore = LocalStore<RedbBackend>;
+
+/// Opens (or creates) the store in `dir`, keeping the default history window.
+pub fn open(dir: &Path) -> Result<RedbStore, StoreError> {
+    open_with_window(dir, DEFAULT_HISTORY_WINDOW)
+}
+
+/// Opens (or creates) the store in `dir`, keeping `window` revisions of history.
+pub fn open_with_window(dir: &Path, window: Revision) -> Result<RedbStore, StoreError> {
+    LocalStore::new(RedbBackend::open(dir)?, window)
+}
+
+/// The redb database.
+#[derive(Debug)]
+pub struct RedbBackend {
+    db: Database,
+    path: PathBuf,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredEntry<'a> {
+    create_revision: Revision,
+    mod_revision: Revision,
+    #[serde(borrow)]
+    value: &'a [u8],
+}
+
+fn unavailable(err: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(err.to_string())
+}
+
+fn corrupt(err: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(err.to_string())
+}
+
+impl RedbBackend {
+    /// Opens or creates the database file in `dir`.
+    pub fn open(dir: &Path) -> Result<RedbBackend, StoreError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|err| unavailable(format!("cannot create the data directory {}: {err}", dir.display())))?;
+        let path = dir.join(FILE_NAME);
+        let db = Database::create(&path).map_err(|err| unavailable(format!("{}: {err}", path.display())))?;
+        let txn = db.begin_write().map_err(unavailable)?;
+        txn.open_table(ENTRIES).map_err(unavailable)?;
+        txn.open_table(HISTORY).map_err(unavailable)?;
+        txn.open_table(META).map_err(unavailable)?;
+        txn.commit().map_err(unavailable)?;
+        Ok(RedbBackend { db, path })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn decode_entry(key: &str, bytes: &[u8]) -> Result<Entry, StoreError> {
+    let stored: StoredEntry<'_> = postcard::from_bytes(bytes).map_err(corrupt)?;
+    Ok(Entry {
+        key: key.to_string(),
+        value: stored.value.to_vec(),
+        create_revision: stored.create_revision,
+        mod_revision: stored.mod_revision,
+    })
+}
+
+fn read_meta(table: &impl ReadableTable<&'static str, u64>) -> Result<Meta, StoreError> {
+    let get = |name: &str| -> Result<u64, StoreError> {
+        Ok(table.get(name).map_err(unavailable)?.map(|value| value.value()).unwrap_or(0))
+    };
+    Ok(Meta { revision: get("revision")?, compacted: get("compacted")? })
+}
+
+fn read_history(
+    table: &impl ReadableTable<u64, &'static [u8]>,
+    prefix: &str,
+    after: Revision,
+) -> Result<Vec<Event>, StoreError> {
+    let mut events = Vec::new();
+    for item in table.range(after.saturating_add(1)..).map_err(unavailable)? {
+        let (_, value) = item.map_err(unavailable)?;
+        let event: Event = postcard::from_bytes(value.value()).map_err(corrupt)?;
+        if event.key.starts_with(prefix) {
+            events.push(event);
+        }
+    }
+    Ok(events)
+}
+
+impl Backend for RedbBackend {
+    fn meta(&self) -> Result<Meta, StoreError> {
+        let txn = self.db.begin_read().map_err(unavailable)?;
+        read_meta(&txn.open_table(META).map_err(unavailable)?)
+    }
+
+    fn get(&self, key: &str) -> Result<Option<Entry>, StoreError> {
+        let txn = self.db.begin_read().map_err(unavailable)?;
+        let table = txn.open_table(ENTRIES).map_err(unavailable)?;
+        let value = table.get(key).map_err(unavailable)?;
+        value.map(|value| decode_entry(key, value.value())).transpose()
+    }
+
+    fn snapshot(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+        history_after: Option<Revision>,
+    ) -> Result<Snapshot, StoreError> {
+        let txn = self.db.begin_read().map_err(unavailable)?;
+        let meta = read_meta(&txn.open_table(META).map_err(unavailable)?)?;
+        let table = txn.open_table(ENTRIES).map_err(unavailable)?;
+        let start = match start_after {
+            Some(after) if after >= prefix => after,
+            _ => prefix,
+        };
+        let take = if limit == 0 { usize::MAX } else { limit };
+        let mut entries = Vec::new();
+        for item in table.range(start..).map_err(unavailable)? {
+            let (key, value) = item.map_err(unavailable)?;
+            let key = key.value();
+            if Some(key) == start_after {
+                continue;
+            }
+            if !key.starts_with(prefix) || entries.len() == take {
+                break;
+            }
+            entries.push(decode_entry(key, value.value())?);
+        }
+        let history = match history_after {
+            Some(after) => read_history(&txn.open_table(HISTORY).map_err(unavailable)?, prefix, after)?,
+            None => Vec::new(),
+        };
+        Ok(Snapshot { meta, entries, history })
+    }
+
+    fn history(&self, prefix: &str, after: Revision) -> Result<(Meta, Vec<Event>), StoreError> {
+        let txn = self.db.begin_read().map_err(unavailable)?;
+        let meta = read_meta(&txn.open_table(META).map_err(unavailable)?)?;
+        Ok((meta, read_history(&txn.open_table(HISTORY).map_err(unavailable)?, prefix, after)?))
+    }
+
+    fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
+        let txn = self.db.begin_write().map_err(unavailable)?;
+        {
+            let mut entries = txn.open_table(ENTRIES).map_err(unavailable)?;
+            let mut history = txn.open_table(HISTORY).map_err(unavailable)?;
+            for event in commit.events {
+                match (&event.kind, &event.entry) {
+                    (EventKind::Put, Some(entry)) => {
+                        let stored = StoredEntry {
+                            create_revision: entry.create_revision,
+                            mod_revision: entry.mod_revision,
+                            value: &entry.value,
+                        };
+                        let bytes = postcard::to_allocvec(&stored).map_err(corrupt)?;
+                        entries.insert(event.key.as_str(), bytes.as_slice()).map_err(unavailable)?;
+                    }
+                    _ => {
+                        entries.remove(event.key.as_str()).map_err(unavailable)?;
+                    }
+                }
+                let bytes = postcard::to_allocvec(event).map_err(corrupt)?;
+                history.insert(event.revision, bytes.as_slice()).map_err(unavailable)?;
+            }
+            history.retain_in(..=commit.meta.compacted, |_, _| false).map_err(unavailable)?;
+            let mut meta = txn.open_table(META).map_err(unavailable)?;
+            meta.insert("revision", commit.meta.revision).map_err(unavailable)?;
+            meta.insert("compacted", commit.meta.compacted).map_err(unavailable)?;
+        }
+        txn.commit().map_err(unavailable)
+    }
+
+    fn totals(&self) -> Result<(u64, u64), StoreError> {
+        let txn = self.db.begin_read().map_err(unavailable)?;
+        let table = txn.open_table(ENTRIES).map_err(unavailable)?;
+        let mut bytes = 0u64;
+        for item in table.iter().map_err(unavailable)? {
+            let (key, value) = item.map_err(unavailable)?;
+            bytes += decode_entry(key.value(), value.value())?.value.len() as u64;
+        }
+        Ok((table.len().map_err(unavailable)?, bytes))
+    }
+}
