@@ -30,6 +30,7 @@
 pub mod crd;
 pub mod load;
 pub mod normalize;
+pub mod schema;
 pub mod validation;
 pub mod version;
 pub mod yaml;

@@ -10,7 +10,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("crdctl-conversion", &["crdctl-model"]),
     ("crdctl-storage", &["crdctl-model"]),
     ("crdctl-server", &["crdctl-model", "crdctl-safety", "crdctl-conversion", "crdctl-storage"]),
-    ("crdctl", &["crdctl-model", "crdctl-safety", "crdctl-conversion"]),
+    ("crdctl", &["crdctl-model", "crdctl-safety", "crdctl-conversion", "crdctl-storage", "crdctl-server"]),
     ("crdctl-bench", &[]),
 ];
 

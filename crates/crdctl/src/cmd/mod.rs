@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod convert_crd;
+pub mod serve;
 pub mod validate;
 pub mod versions;
 pub mod webhook;
@@ -38,6 +39,8 @@ pub enum Command {
     Check(check::Args),
     /// Print a CRD as apiextensions.k8s.io/v1 (upgrading v1beta1 files).
     ConvertCrd(convert_crd::Args),
+    /// Serve CRDs and custom resources to kubectl (a Kubernetes-compatible API server).
+    Serve(serve::Args),
     /// Tools for conversion webhook authors: send reviews, find lossy round trips, make certificates.
     #[command(subcommand)]
     Webhook(webhook::Command),
@@ -50,6 +53,7 @@ pub fn run(command: Command) -> anyhow::Result<Outcome> {
         Command::Validate(args) => validate::run(args),
         Command::Check(args) => check::run(args),
         Command::ConvertCrd(args) => convert_crd::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Webhook(command) => webhook::run(command),
     }
 }

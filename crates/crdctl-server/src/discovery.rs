@@ -1,0 +1,349 @@
+//! Discovery: legacy (`/api`, `/apis`, `/apis/<g>`, `/apis/<g>/<v>`) and aggregated
+//! (`apidiscovery.k8s.io/v2`), both rendered from one model built from the Established CRDs,
+//! versions in Kubernetes priority order (preferred first).
+//!
+//! Upstream: apiextensions' `customresource_discovery_controller.go`, apiserver's
+//! `endpoints/discovery/aggregated`.
+
+use base64::Engine;
+use crdctl_model::version;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::registry::Registry;
+
+/// One resource (or subresource) of a group version.
+#[derive(Debug, Clone)]
+pub struct Resource {
+    /// Plural, or `<plural>/status`.
+    pub name: String,
+    /// Singular; empty for subresources.
+    pub singular: String,
+    /// Whether namespaced.
+    pub namespaced: bool,
+    /// The kind; `(group, version, kind)` of the response.
+    pub kind: (String, String, String),
+    /// Verbs.
+    pub verbs: Vec<&'static str>,
+    /// Short names.
+    pub short_names: Vec<String>,
+    /// Categories.
+    pub categories: Vec<String>,
+    /// `storageVersionHash`, main resources only.
+    pub storage_version_hash: Option<String>,
+}
+
+/// A group version and its resources.
+#[derive(Debug, Clone)]
+pub struct GroupVersion {
+    /// The version.
+    pub version: String,
+    /// Resources, sorted by name.
+    pub resources: Vec<Resource>,
+}
+
+/// A group and its versions, preferred first.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// The group name; empty for core.
+    pub name: String,
+    /// Versions in priority order.
+    pub versions: Vec<GroupVersion>,
+}
+
+const ALL_VERBS: [&str; 8] = ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"];
+const TERMINATING_VERBS: [&str; 5] = ["delete", "deletecollection", "get", "list", "watch"];
+const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
+
+/// `base64(sha256("<group>/<version>/<kind>")[:8])`.
+fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+    let digest = Sha256::digest(format!("{group}/{version}/{kind}").as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+}
+
+fn core_group() -> Group {
+    let kind = |k: &str| (String::new(), "v1".to_string(), k.to_string());
+    Group {
+        name: String::new(),
+        versions: vec![GroupVersion {
+            version: "v1".into(),
+            resources: vec![
+                Resource {
+                    name: "namespaces".into(),
+                    singular: "namespace".into(),
+                    namespaced: false,
+                    kind: kind("Namespace"),
+                    verbs: vec!["create", "delete", "get", "list", "patch", "update", "watch"],
+                    short_names: vec!["ns".into()],
+                    categories: vec![],
+                    storage_version_hash: Some(storage_version_hash("", "v1", "Namespace")),
+                },
+                Resource {
+                    name: "namespaces/status".into(),
+                    singular: String::new(),
+                    namespaced: false,
+                    kind: kind("Namespace"),
+                    verbs: SUBRESOURCE_VERBS.to_vec(),
+                    short_names: vec![],
+                    categories: vec![],
+                    storage_version_hash: None,
+                },
+            ],
+        }],
+    }
+}
+
+fn apiextensions_group() -> Group {
+    let kind = ("apiextensions.k8s.io".to_string(), "v1".to_string(), "CustomResourceDefinition".to_string());
+    Group {
+        name: "apiextensions.k8s.io".into(),
+        versions: vec![GroupVersion {
+            version: "v1".into(),
+            resources: vec![
+                Resource {
+                    name: "customresourcedefinitions".into(),
+                    singular: "customresourcedefinition".into(),
+                    namespaced: false,
+                    kind: kind.clone(),
+                    verbs: vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+                    short_names: vec!["crd".into(), "crds".into()],
+                    categories: vec!["api-extensions".into()],
+                    storage_version_hash: Some(storage_version_hash(
+                        "apiextensions.k8s.io",
+                        "v1",
+                        "CustomResourceDefinition",
+                    )),
+                },
+                Resource {
+                    name: "customresourcedefinitions/status".into(),
+                    singular: String::new(),
+                    namespaced: false,
+                    kind,
+                    verbs: SUBRESOURCE_VERBS.to_vec(),
+                    short_names: vec![],
+                    categories: vec![],
+                    storage_version_hash: None,
+                },
+            ],
+        }],
+    }
+}
+
+/// The groups of `/apis`: apiextensions, then every group with an Established CRD.
+pub fn groups(registry: &Registry) -> Vec<Group> {
+    let mut groups = vec![apiextensions_group()];
+    let crds = registry.all();
+    let mut names: Vec<&str> = crds.values().filter(|c| c.established()).map(|c| c.group()).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let mut versions: Vec<String> = crds
+            .values()
+            .filter(|c| c.established() && c.group() == name)
+            .flat_map(|c| c.crd.definition.spec.versions.iter().filter(|v| v.served).map(|v| v.name.clone()))
+            .collect();
+        versions.sort_by(|a, b| version::compare(b, a));
+        versions.dedup();
+        let versions = versions
+            .into_iter()
+            .map(|v| {
+                let mut resources = Vec::new();
+                for crd in
+                    crds.values().filter(|c| c.established() && c.group() == name && c.served_version(&v).is_some())
+                {
+                    let accepted = &crd.crd.definition.status.accepted_names;
+                    let kind = (name.to_string(), v.clone(), accepted.kind.clone());
+                    let storage = crd.storage_version();
+                    let storage_served = crd.served_version(storage).is_some();
+                    resources.push(Resource {
+                        name: crd.plural().to_string(),
+                        singular: accepted.singular.clone(),
+                        namespaced: crd.namespaced(),
+                        kind: kind.clone(),
+                        verbs: if crd.terminating() { TERMINATING_VERBS.to_vec() } else { ALL_VERBS.to_vec() },
+                        short_names: accepted.short_names.clone(),
+                        categories: accepted.categories.clone(),
+                        storage_version_hash: storage_served
+                            .then(|| storage_version_hash(name, storage, &accepted.kind)),
+                    });
+                    if crd.has_status(&v) {
+                        resources.push(Resource {
+                            name: format!("{}/status", crd.plural()),
+                            singular: String::new(),
+                            namespaced: crd.namespaced(),
+                            kind: kind.clone(),
+                            verbs: SUBRESOURCE_VERBS.to_vec(),
+                            short_names: vec![],
+                            categories: vec![],
+                            storage_version_hash: None,
+                        });
+                    }
+                    if crd.has_scale(&v) {
+                        resources.push(Resource {
+                            name: format!("{}/scale", crd.plural()),
+                            singular: String::new(),
+                            namespaced: crd.namespaced(),
+                            kind: ("autoscaling".into(), "v1".into(), "Scale".into()),
+                            verbs: SUBRESOURCE_VERBS.to_vec(),
+                            short_names: vec![],
+                            categories: vec![],
+                            storage_version_hash: None,
+                        });
+                    }
+                }
+                resources.sort_by(|a, b| a.name.cmp(&b.name));
+                GroupVersion { version: v, resources }
+            })
+            .collect();
+        groups.push(Group { name: name.to_string(), versions });
+    }
+    groups
+}
+
+/// The core group alone, for `/api`.
+pub fn core_groups() -> Vec<Group> {
+    vec![core_group()]
+}
+
+fn group_version(group: &str, version: &str) -> String {
+    if group.is_empty() { version.to_string() } else { format!("{group}/{version}") }
+}
+
+/// `APIVersions` for `/api`.
+pub fn api_versions() -> Value {
+    json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]})
+}
+
+fn api_group(group: &Group) -> Value {
+    let versions: Vec<Value> = group
+        .versions
+        .iter()
+        .map(|v| json!({"groupVersion": group_version(&group.name, &v.version), "version": v.version}))
+        .collect();
+    json!({"name": group.name, "versions": versions, "preferredVersion": versions.first().cloned().unwrap_or(Value::Null)})
+}
+
+/// `APIGroupList` for `/apis`.
+pub fn api_group_list(groups: &[Group]) -> Value {
+    let groups: Vec<Value> = groups.iter().map(api_group).collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// `APIGroup` for `/apis/<group>`.
+pub fn api_group_document(group: &Group) -> Value {
+    let mut document = api_group(group);
+    document["kind"] = json!("APIGroup");
+    document["apiVersion"] = json!("v1");
+    document
+}
+
+/// `APIResourceList` for `/apis/<group>/<version>`.
+pub fn api_resource_list(group: &str, version: &GroupVersion) -> Value {
+    let resources: Vec<Value> = version
+        .resources
+        .iter()
+        .map(|r| {
+            let mut resource = json!({
+                "name": r.name, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind.2, "verbs": r.verbs,
+            });
+            if r.kind.0 != group || r.kind.1 != version.version {
+                resource["group"] = json!(r.kind.0);
+                resource["version"] = json!(r.kind.1);
+            }
+            if !r.short_names.is_empty() {
+                resource["shortNames"] = json!(r.short_names);
+            }
+            if !r.categories.is_empty() {
+                resource["categories"] = json!(r.categories);
+            }
+            if let Some(hash) = &r.storage_version_hash {
+                resource["storageVersionHash"] = json!(hash);
+            }
+            resource
+        })
+        .collect();
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version(group, &version.version), "resources": resources})
+}
+
+/// `APIGroupDiscoveryList` (aggregated discovery v2).
+pub fn aggregated(groups: &[Group]) -> Value {
+    let items: Vec<Value> = groups
+        .iter()
+        .map(|group| {
+            let versions: Vec<Value> = group
+                .versions
+                .iter()
+                .map(|v| {
+                    let mut resources: Vec<Value> = Vec::new();
+                    for r in v.resources.iter().filter(|r| !r.name.contains('/')) {
+                        let response_kind = json!({"group": r.kind.0, "version": r.kind.1, "kind": r.kind.2});
+                        let subresources: Vec<Value> = v
+                            .resources
+                            .iter()
+                            .filter_map(|s| {
+                                let sub = s.name.strip_prefix(&format!("{}/", r.name))?;
+                                Some(json!({"subresource": sub, "responseKind": {"group": s.kind.0, "version": s.kind.1, "kind": s.kind.2}, "verbs": s.verbs}))
+                            })
+                            .collect();
+                        let mut resource = json!({
+                            "resource": r.name,
+                            "responseKind": response_kind,
+                            "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+                            "singularResource": r.singular,
+                            "verbs": r.verbs,
+                        });
+                        if !r.short_names.is_empty() {
+                            resource["shortNames"] = json!(r.short_names);
+                        }
+                        if !r.categories.is_empty() {
+                            resource["categories"] = json!(r.categories);
+                        }
+                        if !subresources.is_empty() {
+                            resource["subresources"] = json!(subresources);
+                        }
+                        resources.push(resource);
+                    }
+                    json!({"version": v.version, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            json!({"metadata": {"name": group.name, "creationTimestamp": null}, "versions": versions})
+        })
+        .collect();
+    json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
+}
+
+/// The aggregated-discovery media type, when the client's `Accept` offers it before plain JSON.
+pub const AGGREGATED_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether the client asked for aggregated discovery v2 before anything else it accepts.
+pub fn wants_aggregated(ranges: &[crate::negotiate::MediaRange]) -> bool {
+    for range in ranges {
+        let aggregated = range.param("g") == Some("apidiscovery.k8s.io")
+            && range.param("v") == Some("v2")
+            && range.param("as") == Some("APIGroupDiscoveryList");
+        if aggregated && range.essence == "application/json" {
+            return true;
+        }
+        if range.param("as").is_none() && matches!(range.essence.as_str(), "application/json" | "*/*") {
+            return false;
+        }
+    }
+    false
+}
+
+/// A quoted ETag for a document.
+pub fn etag(document: &Value) -> String {
+    let digest = Sha256::digest(serde_json::to_vec(document).unwrap_or_default());
+    format!("\"{}\"", digest.iter().take(16).map(|b| format!("{b:02X}")).collect::<String>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_version_hash_matches_kube_apiserver() {
+        // kube-apiserver advertises this hash for apiextensions.k8s.io/v1 CustomResourceDefinition.
+        assert_eq!(storage_version_hash("apiextensions.k8s.io", "v1", "CustomResourceDefinition"), "jfWCUB31mvA=");
+    }
+}

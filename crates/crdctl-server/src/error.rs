@@ -1,0 +1,258 @@
+//! Errors as values that become Kubernetes `Status` responses, with upstream codes, reasons
+//! and message texts (apimachinery `pkg/api/errors`), so kubectl prints its familiar lines.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use crdctl_model::validation::Violation;
+use crdctl_storage::StoreError;
+use serde_json::{Value, json};
+
+/// The largest request body accepted, as kube-apiserver's 3 MiB limit.
+pub const MAX_REQUEST_BYTES: usize = 3 * 1024 * 1024;
+
+/// A failed request: HTTP code, `reason`, message and `details`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    /// The HTTP status code, also `Status.code`.
+    pub code: StatusCode,
+    /// `Status.reason` (`NotFound`, `Invalid`, ...); empty for `StatusReasonUnknown`.
+    pub reason: &'static str,
+    /// `Status.message`.
+    pub message: String,
+    /// `Status.details`, if any.
+    pub details: Option<Value>,
+}
+
+/// What an error is about: the resource (`crontabs.example.com`) and the object's name.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    /// The API group, empty for the core group.
+    pub group: &'a str,
+    /// The resource plural (`crontabs`).
+    pub resource: &'a str,
+    /// The object's name; may be empty.
+    pub name: &'a str,
+}
+
+impl Subject<'_> {
+    /// `crontabs.example.com`, or `namespaces` in the core group.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() { self.resource.to_string() } else { format!("{}.{}", self.resource, self.group) }
+    }
+
+    fn details(&self) -> Value {
+        let mut details = json!({"name": self.name, "group": self.group, "kind": self.resource});
+        if self.group.is_empty() {
+            details.as_object_mut().map(|d| d.remove("group"));
+        }
+        details
+    }
+}
+
+impl ApiError {
+    fn new(code: StatusCode, reason: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { code, reason, message: message.into(), details: None }
+    }
+
+    fn with_details(mut self, details: Value) -> ApiError {
+        self.details = Some(details);
+        self
+    }
+
+    /// 404 `<resource> "<name>" not found`.
+    pub fn not_found(subject: Subject<'_>) -> ApiError {
+        let message = format!("{} {:?} not found", subject.qualified(), subject.name);
+        ApiError::new(StatusCode::NOT_FOUND, "NotFound", message).with_details(subject.details())
+    }
+
+    /// 404 for a path that names no resource: what kubectl reads as
+    /// `the server could not find the requested resource`.
+    pub fn no_route() -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "NotFound", "the server could not find the requested resource")
+            .with_details(json!({}))
+    }
+
+    /// 409 `<resource> "<name>" already exists`.
+    pub fn already_exists(subject: Subject<'_>) -> ApiError {
+        let message = format!("{} {:?} already exists", subject.qualified(), subject.name);
+        ApiError::new(StatusCode::CONFLICT, "AlreadyExists", message).with_details(subject.details())
+    }
+
+    /// 409: an update based on a stale `resourceVersion`.
+    pub fn conflict(subject: Subject<'_>) -> ApiError {
+        let message = format!(
+            "Operation cannot be fulfilled on {} {:?}: the object has been modified; please apply your changes to the latest version and try again",
+            subject.qualified(),
+            subject.name
+        );
+        ApiError::new(StatusCode::CONFLICT, "Conflict", message).with_details(subject.details())
+    }
+
+    /// 409 with a custom message (e.g. a precondition on `uid`).
+    pub fn conflict_with(subject: Subject<'_>, detail: &str) -> ApiError {
+        let message = format!("Operation cannot be fulfilled on {} {:?}: {detail}", subject.qualified(), subject.name);
+        ApiError::new(StatusCode::CONFLICT, "Conflict", message).with_details(subject.details())
+    }
+
+    /// 422 `<Kind>.<group> "<name>" is invalid: <field errors>` with one cause per violation.
+    pub fn invalid(group: &str, kind: &str, name: &str, violations: &[Violation]) -> ApiError {
+        let mut lines: Vec<String> = Vec::new();
+        for line in violations.iter().map(ToString::to_string) {
+            if !lines.contains(&line) {
+                lines.push(line);
+            }
+        }
+        let aggregate = if lines.len() == 1 { lines[0].clone() } else { format!("[{}]", lines.join(", ")) };
+        let qualified_kind = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+        let message = format!("{qualified_kind} {name:?} is invalid: {aggregate}");
+        let causes: Vec<Value> = violations
+            .iter()
+            .map(|v| json!({"reason": v.kind.reason(), "message": v.body(), "field": v.field}))
+            .collect();
+        let mut details = json!({"name": name, "group": group, "kind": kind, "causes": causes});
+        if group.is_empty() {
+            details.as_object_mut().map(|d| d.remove("group"));
+        }
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", message).with_details(details)
+    }
+
+    /// 400 with a message.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "BadRequest", message)
+    }
+
+    /// 403 with a message.
+    pub fn forbidden(subject: Subject<'_>, detail: &str) -> ApiError {
+        let message = format!("{} {:?} is forbidden: {detail}", subject.qualified(), subject.name);
+        ApiError::new(StatusCode::FORBIDDEN, "Forbidden", message).with_details(subject.details())
+    }
+
+    /// 422 for a JSON patch that does not apply.
+    pub fn unprocessable_patch(detail: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            format!("the server rejected our request due to an error in our request: {detail}"),
+        )
+    }
+
+    /// 401 `Unauthorized`.
+    pub fn unauthorized() -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized")
+    }
+
+    /// 405 for a verb the resource does not support.
+    pub fn method_not_supported(subject: Subject<'_>, verb: &str) -> ApiError {
+        let message = format!("{verb} is not supported on resources of kind {:?}", subject.qualified());
+        ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", message).with_details(subject.details())
+    }
+
+    /// 406 for an `Accept` header no serializer matches.
+    pub fn not_acceptable(accept: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::NOT_ACCEPTABLE,
+            "NotAcceptable",
+            format!("the server was unable to respond with a content type that the client supports ({accept})"),
+        )
+    }
+
+    /// 413: the body is larger than [`MAX_REQUEST_BYTES`].
+    pub fn too_large() -> ApiError {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {MAX_REQUEST_BYTES}"),
+        )
+    }
+
+    /// 415: a patch or body type the resource does not accept.
+    pub fn unsupported_media_type(accepted: &[&str]) -> ApiError {
+        ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
+            ),
+        )
+    }
+
+    /// 410 `Expired`: a watch or list at a compacted revision.
+    pub fn expired(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::GONE, "Expired", message)
+    }
+
+    /// 500 with the message as is (`StatusReasonUnknown`), as conversion failures are reported.
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "", message)
+    }
+
+    /// 503: the store cannot be reached.
+    pub fn unavailable(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", message)
+    }
+
+    /// 504 `Too large resource version`.
+    pub fn too_large_resource_version(requested: u64, current: u64) -> ApiError {
+        ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "Timeout",
+            format!("Too large resource version: {requested}, current: {current}"),
+        )
+        .with_details(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}))
+    }
+
+    /// A store failure about `subject`.
+    pub fn from_store(err: StoreError, subject: Subject<'_>) -> ApiError {
+        match err {
+            StoreError::NotFound { .. } => ApiError::not_found(subject),
+            StoreError::AlreadyExists { .. } => ApiError::already_exists(subject),
+            StoreError::Conflict { .. } => ApiError::conflict(subject),
+            StoreError::Compacted { requested, compacted } => {
+                ApiError::expired(format!("too old resource version: {requested} ({compacted})"))
+            }
+            StoreError::FutureRevision { requested, current } => {
+                ApiError::too_large_resource_version(requested, current)
+            }
+            StoreError::Unavailable(message) => ApiError::unavailable(message),
+            other => ApiError::internal(other.to_string()),
+        }
+    }
+
+    /// The `Status` object.
+    pub fn status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code.as_u16(),
+        });
+        if self.reason.is_empty() {
+            status.as_object_mut().map(|s| s.remove("reason"));
+        }
+        if let Some(details) = &self.details {
+            status["details"] = details.clone();
+        }
+        status
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.code.is_server_error() {
+            tracing::warn!(code = self.code.as_u16(), message = %self.message, "request failed");
+        } else {
+            tracing::debug!(code = self.code.as_u16(), message = %self.message, "request refused");
+        }
+        let body = serde_json::to_vec(&self.status()).unwrap_or_default();
+        let mut response = (self.code, body).into_response();
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        response
+    }
+}
+
+/// The result type of handlers.
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,298 @@
+//! Routing: a request path becomes discovery, or a verb on an [`Endpoint`], after the checks
+//! apiextensions' `crdHandler.ServeHTTP` makes (served version, scope, names accepted), with
+//! the deprecation warning of the version and the response in the negotiated representation.
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, VARY};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+use crate::negotiate::{self, BodyType, Representation};
+use crate::registry::crd::GROUP as CRD_GROUP;
+use crate::rest::{self, Change, Endpoint, Kind, Params, Reply};
+
+/// Adds one `Warning` header per distinct text.
+pub fn add_warnings(response: &mut Response, warnings: &[String]) {
+    let mut seen: Vec<&String> = Vec::new();
+    for text in warnings {
+        if seen.contains(&text) {
+            continue;
+        }
+        seen.push(text);
+        if let Some(value) = crate::warnings::header(text) {
+            response.headers_mut().append("Warning", value);
+        }
+    }
+}
+
+fn json_response(code: StatusCode, body: &Value) -> Response {
+    let mut response = (code, serde_json::to_vec(body).unwrap_or_default()).into_response();
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// `PartialObjectMetadata` of an object.
+pub fn partial_metadata(object: &Value) -> Value {
+    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({}))})
+}
+
+/// The parsed path of a resource request.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Path {
+    group: String,
+    version: String,
+    namespace: Option<String>,
+    resource: Option<String>,
+    name: Option<String>,
+    subresource: Option<String>,
+}
+
+/// Splits `/api/v1/...` and `/apis/<g>/<v>/...` as kube-apiserver's RequestInfoFactory does.
+fn parse_path(path: &str) -> Option<Path> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    let (group, rest) = match segments.split_first()? {
+        (&"api", rest) => ("", rest),
+        (&"apis", [group, rest @ ..]) => (*group, rest),
+        (&"apis", []) => return Some(Path::default()),
+        _ => return None,
+    };
+    let mut parsed = Path { group: group.to_string(), ..Path::default() };
+    let Some((version, rest)) = rest.split_first() else { return Some(parsed) };
+    parsed.version = version.to_string();
+    let rest = match rest {
+        ["namespaces", namespace, rest @ ..] if !rest.is_empty() => {
+            parsed.namespace = Some(namespace.to_string());
+            rest
+        }
+        other => other,
+    };
+    parsed.resource = rest.first().map(|s| s.to_string());
+    parsed.name = rest.get(1).map(|s| s.to_string());
+    parsed.subresource = rest.get(2).map(|s| s.to_string());
+    if rest.len() > 3 {
+        return None;
+    }
+    Some(parsed)
+}
+
+/// Every `/api` and `/apis` request.
+pub async fn api(
+    State(state): State<AppState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    Query(params): Query<Params>,
+    body: Bytes,
+) -> Response {
+    match route(&state, &method, &uri, &headers, params, &body).await {
+        Ok(response) => response,
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn route(
+    state: &AppState,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    params: Params,
+    body: &Bytes,
+) -> ApiResult<Response> {
+    let path = parse_path(uri.path()).ok_or_else(ApiError::no_route)?;
+    let Some(resource) = path.resource.clone() else {
+        return discovery(state, &path, uri.path().starts_with("/apis"), headers);
+    };
+    let representation = negotiate::representation(headers)?;
+    let (endpoint, warnings) = endpoint(state, &path, &resource, method, &params)?;
+    let name = path.name.as_deref();
+    let status = match path.subresource.as_deref() {
+        None => false,
+        Some("status") if endpoint.has_status() => true,
+        Some(_) => return Err(ApiError::not_found(endpoint.subject(name.unwrap_or_default()))),
+    };
+    let decode = || -> ApiResult<(BodyType, Value)> {
+        let body_type = negotiate::body_type(headers)?;
+        Ok((body_type, negotiate::decode_body(body, body_type)?))
+    };
+    let delete_options =
+        || -> Option<Value> { if body.is_empty() { None } else { negotiate::decode_body(body, BodyType::Json).ok() } };
+    let reply = match (method.clone(), name) {
+        (Method::GET, None) if params.is_watch() => {
+            return crate::watch::watch(state.clone(), endpoint, params, representation, warnings).await;
+        }
+        (Method::GET, Some(_)) if params.is_watch() => {
+            return Err(ApiError::bad_request("watch of a single object: use a fieldSelector on metadata.name"));
+        }
+        (Method::GET, None) => rest::list(state, &endpoint, &params).await?,
+        (Method::GET, Some(name)) => rest::get(state, &endpoint, name).await?,
+        (Method::POST, None) if !status => {
+            let (body_type, object) = decode()?;
+            if matches!(body_type, BodyType::Json | BodyType::Yaml) {
+                rest::create(state, &endpoint, object, &params).await?
+            } else {
+                return Err(ApiError::unsupported_media_type(&["application/json", "application/yaml"]));
+            }
+        }
+        (Method::PUT, Some(name)) => {
+            let (_, object) = decode()?;
+            rest::update(state, &endpoint, name, Change::Replace(object), status, &params).await?
+        }
+        (Method::PATCH, Some(name)) => {
+            let body_type = negotiate::body_type(headers)?;
+            if body_type == BodyType::StrategicMergePatch {
+                return Err(ApiError::unsupported_media_type(&negotiate::PATCH_TYPES));
+            }
+            let patch = negotiate::decode_body(body, body_type)?;
+            rest::update(state, &endpoint, name, Change::Patch(body_type, patch), status, &params).await?
+        }
+        (Method::DELETE, Some(name)) if !status => {
+            rest::delete(state, &endpoint, name, delete_options().as_ref()).await?
+        }
+        (Method::DELETE, None) => rest::delete_collection(state, &endpoint, &params, delete_options().as_ref()).await?,
+        _ => return Err(ApiError::method_not_supported(endpoint.subject(name.unwrap_or_default()), method.as_str())),
+    };
+    render(&endpoint, reply, representation, &params, warnings)
+}
+
+/// Finds what a resource path addresses, with the version's deprecation warning.
+fn endpoint(
+    state: &AppState,
+    path: &Path,
+    resource: &str,
+    method: &Method,
+    params: &Params,
+) -> ApiResult<(Endpoint, Vec<String>)> {
+    let collection_read = *method == Method::GET && path.name.is_none();
+    let base = |kind: Kind, type_kind: &str, namespaced: bool| Endpoint {
+        kind,
+        group: path.group.clone(),
+        version: path.version.clone(),
+        resource: resource.to_string(),
+        namespace: path.namespace.clone(),
+        type_kind: type_kind.to_string(),
+        list_kind: format!("{type_kind}List"),
+        namespaced,
+    };
+    match (path.group.as_str(), path.version.as_str(), resource) {
+        ("", "v1", "namespaces") if path.namespace.is_none() => {
+            return Ok((base(Kind::Namespace, "Namespace", false), Vec::new()));
+        }
+        (CRD_GROUP, "v1", "customresourcedefinitions") if path.namespace.is_none() => {
+            return Ok((base(Kind::Crd, "CustomResourceDefinition", false), Vec::new()));
+        }
+        _ => {}
+    }
+    let served = state.registry.by_resource(&path.group, resource).filter(|crd| crd.serving());
+    let served = served.ok_or_else(ApiError::no_route)?;
+    let version = served.served_version(&path.version).ok_or_else(ApiError::no_route)?.clone();
+    // Scope: cluster-scoped objects have no namespace; namespaced ones need one, except for
+    // lists and watches across all namespaces.
+    match (served.namespaced(), path.namespace.is_some()) {
+        (false, true) => return Err(ApiError::no_route()),
+        (true, false) if !collection_read => return Err(ApiError::no_route()),
+        _ => {}
+    }
+    let _ = params;
+    let warnings = crate::warnings::deprecation_warning(&served.crd.definition, &version.name).into_iter().collect();
+    let mut endpoint = base(Kind::Custom(served.clone()), served.kind(), served.namespaced());
+    endpoint.list_kind = served.list_kind();
+    Ok((endpoint, warnings))
+}
+
+fn render(
+    endpoint: &Endpoint,
+    reply: Reply,
+    representation: Representation,
+    params: &Params,
+    mut warnings: Vec<String>,
+) -> ApiResult<Response> {
+    warnings.extend(reply.warnings);
+    let is_status_object = reply.body["kind"] == "Status";
+    let body = match representation {
+        Representation::Object => reply.body,
+        _ if is_status_object => reply.body,
+        Representation::Table => {
+            let (objects, metadata) = match reply.body.get("items").and_then(Value::as_array) {
+                Some(items) => (items.clone(), reply.body["metadata"].clone()),
+                None => (vec![reply.body.clone()], json!({})),
+            };
+            let include = params.include_object.as_deref().unwrap_or("Metadata");
+            crate::table::table(&endpoint.columns(), &objects, metadata, include, crate::object::now_seconds())
+        }
+        Representation::Metadata => match reply.body.get("items").and_then(Value::as_array) {
+            Some(items) => json!({
+                "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                "metadata": reply.body["metadata"], "items": items.iter().map(partial_metadata).collect::<Vec<_>>(),
+            }),
+            None => partial_metadata(&reply.body),
+        },
+    };
+    let mut response = json_response(reply.code, &body);
+    add_warnings(&mut response, &warnings);
+    Ok(response)
+}
+
+fn discovery(state: &AppState, path: &Path, apis: bool, headers: &HeaderMap) -> ApiResult<Response> {
+    let groups = if apis { crate::discovery::groups(&state.registry) } else { crate::discovery::core_groups() };
+    let ranges = negotiate::accept_ranges(headers);
+    if path.group.is_empty() && path.version.is_empty() {
+        if crate::discovery::wants_aggregated(&ranges) {
+            let document = crate::discovery::aggregated(&groups);
+            let etag = crate::discovery::etag(&document);
+            if headers.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()) == Some(etag.as_str()) {
+                let mut response = StatusCode::NOT_MODIFIED.into_response();
+                response
+                    .headers_mut()
+                    .insert(ETAG, HeaderValue::from_str(&etag).map_err(|e| ApiError::internal(e.to_string()))?);
+                return Ok(response);
+            }
+            let mut response = json_response(StatusCode::OK, &document);
+            let headers = response.headers_mut();
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static(crate::discovery::AGGREGATED_CONTENT_TYPE));
+            headers.insert(ETAG, HeaderValue::from_str(&etag).map_err(|e| ApiError::internal(e.to_string()))?);
+            headers.insert(VARY, HeaderValue::from_static("Accept"));
+            headers.insert(CACHE_CONTROL, HeaderValue::from_static("public"));
+            return Ok(response);
+        }
+        let _ = negotiate::representation(headers)?;
+        let document = if apis { crate::discovery::api_group_list(&groups) } else { crate::discovery::api_versions() };
+        return Ok(json_response(StatusCode::OK, &document));
+    }
+    let _ = negotiate::representation(headers)?;
+    let group = groups.iter().find(|g| g.name == path.group).ok_or_else(ApiError::no_route)?;
+    if path.version.is_empty() {
+        return Ok(json_response(StatusCode::OK, &crate::discovery::api_group_document(group)));
+    }
+    let version = group.versions.iter().find(|v| v.version == path.version).ok_or_else(ApiError::no_route)?;
+    Ok(json_response(StatusCode::OK, &crate::discovery::api_resource_list(&group.name, version)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_split_like_request_info() {
+        let path = parse_path("/apis/example.com/v1/namespaces/ns/crontabs/a/status").unwrap();
+        assert_eq!(
+            path,
+            Path {
+                group: "example.com".into(),
+                version: "v1".into(),
+                namespace: Some("ns".into()),
+                resource: Some("crontabs".into()),
+                name: Some("a".into()),
+                subresource: Some("status".into()),
+            }
+        );
+        let namespace = parse_path("/api/v1/namespaces/default").unwrap();
+        assert_eq!((namespace.resource.as_deref(), namespace.name.as_deref()), (Some("namespaces"), Some("default")));
+        assert_eq!(parse_path("/apis/example.com").unwrap().version, "");
+        assert!(parse_path("/apis/g/v/r/n/s/extra").is_none());
+        assert!(parse_path("/other").is_none());
+    }
+}

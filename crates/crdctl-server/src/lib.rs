@@ -1,0 +1,335 @@
+//! A Kubernetes-compatible API server for CustomResourceDefinitions and their objects, that the
+//! real `kubectl` and client libraries drive: discovery, OpenAPI, tables, watches, and the CRD
+//! versioning behaviour of the Kubernetes documentation — every served version at
+//! `/apis/<group>/<version>`, objects stored in the storage version and converted on the way
+//! in and out (None or a webhook), `status.storedVersions`, deprecation warnings.
+//!
+//! The request path: [`handler`] routes a path to discovery or to a verb on an
+//! [`rest::Endpoint`] → [`negotiate`] decodes the body → the kind's strategy in [`registry`]
+//! prunes, defaults and validates at the request version, then converts to the storage version
+//! ([`registry::ServedCrd::to_storage`]) → [`crdctl_storage::Store`] compares and swaps →
+//! the stored object is read back, converted to the request version and rendered (object,
+//! `Table` or metadata) with deprecation [`warnings`]. Errors are [`error::ApiError`] values that
+//! become `Status` responses.
+//!
+//! Routing follows the store, not memory: [`registry::Registry`] watches the CRD keys, so
+//! several servers on one store agree.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! let store = Arc::new(crdctl_storage::memory::open());
+//! let server = crdctl_server::Server::start(crdctl_server::Config::default(), store).await?;
+//! println!("serving on {}", server.url());
+//! # Ok(()) }
+//! ```
+
+pub mod discovery;
+pub mod error;
+pub mod handler;
+pub mod jsonpath;
+pub mod negotiate;
+pub mod object;
+pub mod openapi;
+pub mod registry;
+pub mod rest;
+pub mod selector;
+pub mod table;
+pub mod testing;
+pub mod warnings;
+pub mod watch;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use crdctl_model::crd::ServiceReference;
+use crdctl_storage::Store;
+use serde_json::json;
+
+use crate::error::ApiError;
+use crate::registry::Registry;
+pub use crate::registry::crd::UpgradeSafety;
+
+/// What `/version` reports; a 1.33 server, so kubectl prints no skew warning.
+pub struct Version {
+    /// `gitVersion`.
+    pub git_version: &'static str,
+    /// `major`.
+    pub major: &'static str,
+    /// `minor`.
+    pub minor: &'static str,
+}
+
+/// The Kubernetes version this server emulates.
+pub const VERSION: Version = Version { git_version: "v1.33.0-crdctl", major: "1", minor: "33" };
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// PEM certificate and key for HTTPS.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// The bearer token every request must carry, if set.
+    pub token: Option<String>,
+    /// The upgrade-safety gate on CRD updates.
+    pub upgrade_safety: UpgradeSafety,
+    /// Service references of conversion webhooks mapped to local addresses
+    /// (`<namespace>/<name>` → address).
+    pub webhook_services: HashMap<String, SocketAddr>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            tls: None,
+            token: None,
+            upgrade_safety: UpgradeSafety::Strict,
+            webhook_services: HashMap::new(),
+        }
+    }
+}
+
+/// Why the server did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// Listening beyond loopback needs TLS and a token.
+    #[error(
+        "refusing to listen on {0} without TLS and token authentication: pass --tls-cert, --tls-key and --token-file, or listen on a loopback address"
+    )]
+    Insecure(SocketAddr),
+    /// The address could not be bound.
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        /// The address.
+        address: SocketAddr,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The TLS files could not be used.
+    #[error("cannot use the TLS certificate and key: {0}")]
+    Tls(String),
+    /// The store could not be read.
+    #[error("cannot read the store: {0}")]
+    Store(String),
+}
+
+/// What every handler shares. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// The store.
+    pub store: Arc<dyn Store>,
+    /// The CRDs.
+    pub registry: Registry,
+    /// The configuration.
+    pub config: Arc<Config>,
+    /// Set on shutdown: watches end.
+    pub shutdown: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+/// Resolves `--webhook-service` mappings; unknown services fall back to DNS.
+struct MappedServices(HashMap<String, SocketAddr>);
+
+impl crdctl_conversion::webhook::ServiceResolver for MappedServices {
+    fn resolve(&self, service: &ServiceReference, port: u16) -> Result<SocketAddr, String> {
+        match self.0.get(&format!("{}/{}", service.namespace, service.name)) {
+            Some(address) => Ok(*address),
+            None => crdctl_conversion::webhook::DnsResolver.resolve(service, port),
+        }
+    }
+}
+
+impl AppState {
+    /// Loads the CRDs, makes sure the built-in namespaces exist, and starts the registry.
+    pub async fn new(config: Config, store: Arc<dyn Store>) -> Result<AppState, StartError> {
+        for name in registry::namespace::BUILT_IN {
+            let mut object = registry::namespace::new(name);
+            registry::namespace::prepare_create(&mut object).map_err(|e| StartError::Store(e.message))?;
+            let bytes = serde_json::to_vec(&object).map_err(|e| StartError::Store(e.to_string()))?;
+            match store.create(&registry::namespace::key(name), bytes).await {
+                Ok(_) | Err(crdctl_storage::StoreError::AlreadyExists { .. }) => {}
+                Err(err) => return Err(StartError::Store(err.to_string())),
+            }
+        }
+        let resolver = Arc::new(MappedServices(config.webhook_services.clone()));
+        let registry = Registry::start(Arc::clone(&store), resolver).await.map_err(|e| StartError::Store(e.message))?;
+        Ok(AppState {
+            store,
+            registry,
+            config: Arc::new(config),
+            shutdown: Arc::new(tokio::sync::watch::Sender::new(false)),
+        })
+    }
+}
+
+async fn version() -> Response {
+    let body = json!({
+        "major": VERSION.major, "minor": VERSION.minor, "gitVersion": VERSION.git_version,
+        "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+        "buildDate": "2026-12-01T00:00:00Z", "goVersion": "go1.24.0", "compiler": "gc", "platform": "linux/amd64",
+    });
+    axum::Json(body).into_response()
+}
+
+async fn health(State(state): State<AppState>) -> Response {
+    match state.store.revision().await {
+        Ok(_) => (StatusCode::OK, "ok").into_response(),
+        Err(err) => (StatusCode::SERVICE_UNAVAILABLE, format!("store: {err}")).into_response(),
+    }
+}
+
+async fn openapi_v2(State(state): State<AppState>) -> Response {
+    axum::Json(openapi::v2_document(&state.registry)).into_response()
+}
+
+async fn openapi_v3_index(State(state): State<AppState>) -> Response {
+    axum::Json(openapi::v3_index(&state.registry)).into_response()
+}
+
+async fn openapi_v3(State(state): State<AppState>, Path(path): Path<String>) -> Response {
+    let segments: Vec<&str> = path.split('/').collect();
+    let (group, version) = match segments.as_slice() {
+        ["api", version] => ("", *version),
+        ["apis", group, version] => (*group, *version),
+        _ => return ApiError::no_route().into_response(),
+    };
+    match openapi::v3_document(&state.registry, group, version) {
+        Some(document) => {
+            let mut response = axum::Json(document).into_response();
+            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, immutable"));
+            response
+        }
+        None => ApiError::no_route().into_response(),
+    }
+}
+
+async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if let Some(token) = &state.config.token {
+        let presented = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if presented != Some(token.as_str()) {
+            return ApiError::unauthorized().into_response();
+        }
+    }
+    next.run(request).await
+}
+
+async fn not_found() -> Response {
+    ApiError::no_route().into_response()
+}
+
+/// The whole API as one router, for `crdctl serve` and tests alike.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route("/version", get(version))
+        .route("/healthz", get(health))
+        .route("/readyz", get(health))
+        .route("/livez", get(health))
+        .route("/openapi/v2", get(openapi_v2))
+        .route("/openapi/v3", get(openapi_v3_index))
+        .route("/openapi/v3/{*path}", get(openapi_v3))
+        .route("/api", axum::routing::any(handler::api))
+        .route("/api/{*path}", axum::routing::any(handler::api))
+        .route("/apis", axum::routing::any(handler::api))
+        .route("/apis/{*path}", axum::routing::any(handler::api))
+        .fallback(not_found)
+        // One byte over the limit is enough to answer 413 from the handler.
+        .layer(DefaultBodyLimit::max(error::MAX_REQUEST_BYTES + 1))
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .with_state(state)
+}
+
+/// A running server.
+pub struct Server {
+    address: SocketAddr,
+    tls: bool,
+    state: AppState,
+    handle: axum_server::Handle<SocketAddr>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Server {
+    /// Binds and starts serving; refuses a non-loopback address without TLS and a token.
+    pub async fn start(config: Config, store: Arc<dyn Store>) -> Result<Server, StartError> {
+        if !config.listen.ip().is_loopback() && (config.tls.is_none() || config.token.is_none()) {
+            return Err(StartError::Insecure(config.listen));
+        }
+        let listener = std::net::TcpListener::bind(config.listen)
+            .map_err(|source| StartError::Bind { address: config.listen, source })?;
+        listener.set_nonblocking(true).map_err(|source| StartError::Bind { address: config.listen, source })?;
+        let address = listener.local_addr().map_err(|source| StartError::Bind { address: config.listen, source })?;
+        let tls = config.tls.clone();
+        let state = AppState::new(config, store).await?;
+        let router = app(state.clone()).into_make_service();
+        let handle = axum_server::Handle::new();
+        let task = match tls {
+            Some((cert, key)) => {
+                let rustls = axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key)
+                    .await
+                    .map_err(|err| StartError::Tls(err.to_string()))?;
+                let server = axum_server::from_tcp_rustls(listener, rustls)
+                    .map_err(|source| StartError::Bind { address, source })?
+                    .handle(handle.clone());
+                tokio::spawn(server.serve(router))
+            }
+            None => {
+                let server = axum_server::from_tcp(listener)
+                    .map_err(|source| StartError::Bind { address, source })?
+                    .handle(handle.clone());
+                tokio::spawn(server.serve(router))
+            }
+        };
+        Ok(Server { address, tls: state.config.tls.is_some(), state, handle, task })
+    }
+
+    /// The bound address.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// `http://127.0.0.1:<port>` (or https).
+    pub fn url(&self) -> String {
+        format!("{}://{}", if self.tls { "https" } else { "http" }, self.address)
+    }
+
+    /// The shared state (store and registry), for tests.
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// A kubeconfig that points kubectl at this server.
+    pub fn kubeconfig(&self, ca_file: Option<&std::path::Path>) -> String {
+        let mut cluster = format!("    server: {}\n", self.url());
+        if let Some(ca) = ca_file {
+            cluster.push_str(&format!("    certificate-authority: {}\n", ca.display()));
+        }
+        let user = match &self.state.config.token {
+            Some(token) => format!("    token: {token}\n"),
+            None => "    {}\n".replace("    {}\n", "    username: crdctl\n"),
+        };
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: crdctl\n  cluster:\n{cluster}users:\n- name: crdctl\n  user:\n{user}contexts:\n- name: crdctl\n  context:\n    cluster: crdctl\n    user: crdctl\n    namespace: default\ncurrent-context: crdctl\n"
+        )
+    }
+
+    /// Stops accepting, ends watches, lets in-flight requests finish, and waits.
+    pub async fn shutdown(self) {
+        self.state.shutdown.send_replace(true);
+        self.handle.graceful_shutdown(Some(std::time::Duration::from_secs(10)));
+        let _ = self.task.await;
+    }
+}

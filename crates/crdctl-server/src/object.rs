@@ -1,0 +1,160 @@
+//! Object metadata the server owns: names, `uid`, timestamps, `resourceVersion`, `generation`.
+
+use serde_json::{Map, Value, json};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::error::ApiError;
+
+/// Now, as `metadata.creationTimestamp` writes it (`2026-12-01T10:00:00Z`).
+pub fn now_timestamp() -> String {
+    let now = OffsetDateTime::now_utc().replace_nanosecond(0).unwrap_or_else(|_| OffsetDateTime::now_utc());
+    now.format(&Rfc3339).unwrap_or_default()
+}
+
+/// Seconds since the epoch, now.
+pub fn now_seconds() -> i64 {
+    OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// Seconds since the epoch of an RFC 3339 timestamp.
+pub fn parse_timestamp(text: &str) -> Option<i64> {
+    OffsetDateTime::parse(text, &Rfc3339).ok().map(OffsetDateTime::unix_timestamp)
+}
+
+/// A new random `uid`.
+pub fn new_uid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// `generateName` plus five random characters from the upstream alphabet.
+pub fn generated_name(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let random = uuid::Uuid::new_v4();
+    let suffix: String =
+        random.as_bytes().iter().take(5).map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect();
+    let prefix = if prefix.len() > 58 { &prefix[..58] } else { prefix };
+    format!("{prefix}{suffix}")
+}
+
+/// `metadata` of an object, created if missing or not an object.
+pub fn meta_mut(object: &mut Value) -> &mut Map<String, Value> {
+    if !object.get("metadata").is_some_and(Value::is_object) {
+        object["metadata"] = json!({});
+    }
+    object["metadata"].as_object_mut().expect("metadata was just made an object")
+}
+
+/// A string field of `metadata`.
+pub fn meta_str<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
+    object.get("metadata")?.get(field)?.as_str()
+}
+
+/// `metadata.name`, or empty.
+pub fn name(object: &Value) -> &str {
+    meta_str(object, "name").unwrap_or_default()
+}
+
+/// Sets `metadata.resourceVersion` from the store revision.
+pub fn set_resource_version(object: &mut Value, revision: u64) {
+    meta_mut(object).insert("resourceVersion".into(), Value::String(revision.to_string()));
+}
+
+/// Parses a `resourceVersion` the client sent.
+pub fn parse_resource_version(text: &str) -> Result<u64, ApiError> {
+    text.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {text:?}")))
+}
+
+/// The object's finalizers.
+pub fn finalizers(object: &Value) -> Vec<String> {
+    object
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|f| f.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Whether two objects differ outside `metadata` (and `status`, when it is a subresource):
+/// what bumps `generation`.
+pub fn spec_changed(old: &Value, new: &Value, ignore_status: bool) -> bool {
+    let strip = |object: &Value| -> Value {
+        let mut copy = object.clone();
+        if let Some(fields) = copy.as_object_mut() {
+            fields.remove("metadata");
+            fields.remove("apiVersion");
+            if ignore_status {
+                fields.remove("status");
+            }
+        }
+        copy
+    };
+    strip(old) != strip(new)
+}
+
+/// Fills what the server owns on create: name from `generateName`, `uid`,
+/// `creationTimestamp`, `generation`; drops `resourceVersion` and `deletionTimestamp`.
+pub fn prepare_create(object: &mut Value, namespace: Option<&str>) {
+    let meta = meta_mut(object);
+    if meta.get("name").and_then(Value::as_str).is_none_or(str::is_empty)
+        && let Some(prefix) = meta.get("generateName").and_then(Value::as_str).filter(|p| !p.is_empty())
+    {
+        let generated = generated_name(prefix);
+        meta.insert("name".into(), Value::String(generated));
+    }
+    if let Some(namespace) = namespace {
+        meta.insert("namespace".into(), Value::String(namespace.to_string()));
+    }
+    meta.insert("uid".into(), Value::String(new_uid()));
+    meta.insert("creationTimestamp".into(), Value::String(now_timestamp()));
+    meta.insert("generation".into(), Value::from(1));
+    for owned in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+        meta.remove(owned);
+    }
+}
+
+/// Keeps what the client may not change on update: `uid`, `creationTimestamp`, `generation`,
+/// `deletionTimestamp`, `namespace`, `name`.
+pub fn keep_server_fields(new: &mut Value, old: &Value) {
+    let old_meta = old.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
+    let meta = meta_mut(new);
+    for owned in [
+        "uid",
+        "creationTimestamp",
+        "generation",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "namespace",
+        "name",
+    ] {
+        match old_meta.get(owned) {
+            Some(value) => meta.insert(owned.into(), value.clone()),
+            None => meta.remove(owned),
+        };
+    }
+    meta.remove("resourceVersion");
+}
+
+/// The name problems of `metadata.name` (a DNS-1123 subdomain), as `metadata.name` violations.
+pub fn name_violations(object: &Value) -> Vec<crdctl_model::validation::Violation> {
+    use crdctl_model::validation::{ErrorKind, Violation};
+    let name = name(object);
+    let has_generate = meta_str(object, "generateName").is_some_and(|g| !g.is_empty());
+    if name.is_empty() {
+        let detail = if has_generate { String::new() } else { "name or generateName is required".to_string() };
+        return vec![Violation {
+            field: "metadata.name".into(),
+            pointer: String::new(),
+            kind: ErrorKind::Required,
+            detail,
+        }];
+    }
+    crdctl_model::validation::dns1123_subdomain_errors(name)
+        .into_iter()
+        .map(|detail| Violation {
+            field: "metadata.name".into(),
+            pointer: String::new(),
+            kind: ErrorKind::Invalid(crdctl_model::validation::go_quote(name)),
+            detail,
+        })
+        .collect()
+}

@@ -1,0 +1,286 @@
+//! The CustomResourceDefinition strategy: v1 defaulting, status handled as upstream
+//! (`storedVersions` appended, never removed but through `/status`), the naming and
+//! establishing controllers' conditions, validation with upstream messages, the upgrade-safety
+//! gate, and the finalizer that deletes a CRD's objects before the CRD.
+//!
+//! Upstream: apiextensions' `pkg/registry/customresourcedefinition/strategy.go`,
+//! `pkg/controller/{status/naming_controller.go,establish,finalizer}`.
+
+use std::sync::Arc;
+
+use crdctl_model::Crd;
+use crdctl_model::crd::{API_VERSION_V1, KIND};
+use crdctl_safety::{Config, Dialect, Severity};
+use crdctl_storage::{ListOptions, Store, StoreError};
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, Subject};
+use crate::registry::{CRD_PREFIX, Registry, ServedCrd};
+
+/// The group of CRDs.
+pub const GROUP: &str = "apiextensions.k8s.io";
+/// The finalizer that holds a CRD until its objects are gone.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// What `--crd-upgrade-safety` asks for on CRD updates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UpgradeSafety {
+    /// Refuse updates OLM v1's preflight refuses.
+    #[default]
+    Strict,
+    /// Behave like plain Kubernetes.
+    None,
+}
+
+/// The store key of a CRD.
+pub fn key(name: &str) -> String {
+    format!("{CRD_PREFIX}{name}")
+}
+
+/// What errors about the CRD `name` name.
+pub fn subject(name: &str) -> Subject<'_> {
+    Subject { group: GROUP, resource: "customresourcedefinitions", name }
+}
+
+fn invalid(name: &str, violations: &[crdctl_model::validation::Violation]) -> ApiError {
+    ApiError::invalid(GROUP, KIND, name, violations)
+}
+
+/// v1 defaulting on the JSON itself (`SetDefaults_*`): singular, listKind, conversion,
+/// webhook service port.
+fn apply_defaults(object: &mut Value) {
+    let spec = &mut object["spec"];
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
+        let kind = names.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+        if !kind.is_empty() {
+            names.entry("singular").or_insert_with(|| Value::String(kind.to_lowercase()));
+            names.entry("listKind").or_insert_with(|| Value::String(format!("{kind}List")));
+        }
+    }
+    if spec.is_object() && spec.get("conversion").is_none_or(Value::is_null) {
+        spec["conversion"] = json!({"strategy": "None"});
+    }
+    if let Some(service) = spec.pointer_mut("/conversion/webhook/clientConfig/service").and_then(Value::as_object_mut) {
+        service.entry("port").or_insert(json!(443));
+    }
+}
+
+fn load(object: &Value) -> Result<Crd, ApiError> {
+    let name = crate::object::name(object);
+    Crd::from_value(name, object.clone()).map_err(|err| ApiError::bad_request(err.to_string()))
+}
+
+fn check_type(object: &Value) -> Result<(), ApiError> {
+    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    if api_version != API_VERSION_V1 {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({API_VERSION_V1})"
+        )));
+    }
+    if object.get("kind").and_then(Value::as_str) != Some(KIND) {
+        return Err(ApiError::bad_request(format!(
+            "Object 'Kind' is {:?}, not {KIND:?}",
+            object.get("kind").and_then(Value::as_str).unwrap_or_default()
+        )));
+    }
+    Ok(())
+}
+
+fn storage_version(object: &Value) -> Option<String> {
+    object.pointer("/spec/versions")?.as_array()?.iter().find(|v| v["storage"] == true)?["name"]
+        .as_str()
+        .map(str::to_string)
+}
+
+fn condition(type_: &str, status: bool, reason: &str, message: &str) -> Value {
+    json!({
+        "type": type_,
+        "status": if status { "True" } else { "False" },
+        "lastTransitionTime": crate::object::now_timestamp(),
+        "reason": reason,
+        "message": message,
+    })
+}
+
+/// Sets `NamesAccepted`, `Established` and `acceptedNames` as the naming and establishing
+/// controllers would once they ran, keeping conditions that did not change.
+fn set_conditions(object: &mut Value, others: &Registry) {
+    let name = crate::object::name(object).to_string();
+    let group = object.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default().to_string();
+    let names = object.pointer("/spec/names").cloned().unwrap_or_else(|| json!({}));
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+    let conflict =
+        others.all().values().filter(|other| other.crd.name() != name && other.group() == group).find_map(|other| {
+            let accepted = &other.crd.definition.status.accepted_names;
+            if accepted.kind == text(&names, "kind") {
+                Some(("KindConflict", format!("{:?} is already in use", accepted.kind)))
+            } else if accepted.list_kind == text(&names, "listKind") {
+                Some(("ListKindConflict", format!("{:?} is already in use", accepted.list_kind)))
+            } else {
+                let short: Vec<String> = names
+                    .get("shortNames")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect();
+                short
+                    .iter()
+                    .find(|s| accepted.short_names.contains(s) || accepted.plural == **s)
+                    .map(|s| ("ShortNamesConflict", format!("{s:?} is already in use")))
+            }
+        });
+    let mut conditions: Vec<Value> =
+        object.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut set = |new: Value| match conditions.iter_mut().find(|c| c["type"] == new["type"]) {
+        Some(existing) if existing["status"] == new["status"] && existing["reason"] == new["reason"] => {}
+        Some(existing) => *existing = new,
+        None => conditions.push(new),
+    };
+    match &conflict {
+        None => {
+            set(condition("NamesAccepted", true, "NoConflicts", "no conflicts found"));
+            set(condition("Established", true, "InitialNamesAccepted", "the initial names have been accepted"));
+            object["status"]["acceptedNames"] = names;
+        }
+        Some((reason, message)) => {
+            set(condition("NamesAccepted", false, reason, message));
+            set(condition("Established", false, "NotAccepted", "not all names are accepted"));
+            if object.pointer("/status/acceptedNames").is_none() {
+                object["status"]["acceptedNames"] = json!({"plural": "", "kind": ""});
+            }
+        }
+    }
+    object["status"]["conditions"] = Value::Array(conditions);
+}
+
+/// Prepares a CRD for create: defaults, a fresh status, conditions, validation.
+pub fn prepare_create(object: &mut Value, registry: &Registry) -> Result<(), ApiError> {
+    check_type(object)?;
+    apply_defaults(object);
+    let name = crate::object::name(object).to_string();
+    let crd = load(object)?;
+    let violations = crdctl_model::validation::validate(&crd);
+    if !violations.is_empty() {
+        return Err(invalid(&name, &violations));
+    }
+    crate::object::prepare_create(object, None);
+    object["status"] = json!({"storedVersions": storage_version(object).into_iter().collect::<Vec<_>>()});
+    set_conditions(object, registry);
+    crate::object::meta_mut(object).insert("finalizers".into(), json!([CLEANUP_FINALIZER]));
+    Ok(())
+}
+
+/// Prepares an update of the main resource: status kept from `old` with the new storage
+/// version appended, generation bumped on spec changes, validation, the upgrade-safety gate.
+pub fn prepare_update(
+    new: &mut Value,
+    old: &Value,
+    registry: &Registry,
+    safety: UpgradeSafety,
+) -> Result<(), ApiError> {
+    check_type(new)?;
+    apply_defaults(new);
+    let name = crate::object::name(old).to_string();
+    crate::object::keep_server_fields(new, old);
+    new["status"] = old.get("status").cloned().unwrap_or_else(|| json!({}));
+    if let Some(storage) = storage_version(new) {
+        let stored = new["status"]["storedVersions"].as_array().cloned().unwrap_or_default();
+        if !stored.iter().any(|v| v == storage.as_str()) {
+            let mut stored = stored;
+            stored.push(Value::String(storage));
+            new["status"]["storedVersions"] = Value::Array(stored);
+        }
+    }
+    if old.get("spec") != new.get("spec") {
+        let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        crate::object::meta_mut(new).insert("generation".into(), json!(generation + 1));
+    }
+    let (old_crd, new_crd) = (load(old)?, load(new)?);
+    let violations = crdctl_model::validation::validate_update(&new_crd, &old_crd);
+    if !violations.is_empty() {
+        return Err(invalid(&name, &violations));
+    }
+    if safety == UpgradeSafety::Strict {
+        let report = crdctl_safety::check(&old_crd, &new_crd, &Config::default());
+        let lines = crdctl_safety::dialect::lines(&report, Dialect::Olm, Severity::Error);
+        if !lines.is_empty() {
+            let findings: Vec<crdctl_model::validation::Violation> = lines
+                .into_iter()
+                .map(|line| crdctl_model::validation::Violation {
+                    field: "spec".into(),
+                    pointer: String::new(),
+                    kind: crdctl_model::validation::ErrorKind::Forbidden,
+                    detail: format!("CRD upgrade safety: {line}"),
+                })
+                .collect();
+            return Err(invalid(&name, &findings));
+        }
+    }
+    set_conditions(new, registry);
+    Ok(())
+}
+
+/// Prepares an update of `/status`: only `status` is taken; an empty `storedVersions` becomes
+/// the storage version.
+pub fn prepare_status_update(new: &mut Value, old: &Value) -> Result<(), ApiError> {
+    let mut status = new.get("status").cloned().unwrap_or_else(|| json!({}));
+    let stored_empty = status.get("storedVersions").and_then(Value::as_array).is_none_or(Vec::is_empty);
+    if stored_empty {
+        status["storedVersions"] = json!(storage_version(old).into_iter().collect::<Vec<_>>());
+    }
+    let mut updated = old.clone();
+    updated["status"] = status;
+    crate::object::meta_mut(&mut updated).remove("resourceVersion");
+    *new = updated;
+    Ok(())
+}
+
+/// Marks a CRD as terminating: `deletionTimestamp` and the `Terminating` condition; the
+/// finalizer then deletes its objects and the CRD.
+pub fn mark_terminating(object: &mut Value) {
+    crate::object::meta_mut(object).insert("deletionTimestamp".into(), json!(crate::object::now_timestamp()));
+    crate::object::meta_mut(object).remove("resourceVersion");
+    let mut conditions: Vec<Value> =
+        object.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    conditions.retain(|c| c["type"] != "Terminating");
+    conditions.push(condition(
+        "Terminating",
+        true,
+        "InstanceDeletionInProgress",
+        "CustomResource deletion is in progress",
+    ));
+    object["status"]["conditions"] = Value::Array(conditions);
+}
+
+/// Deletes every object of a terminating CRD, then the CRD. Safe to run more than once (every
+/// replica may); objects already gone are skipped.
+pub async fn finalize(store: Arc<dyn Store>, crd: Arc<ServedCrd>) {
+    let prefix = crd.prefix(None);
+    loop {
+        let page = match store.list(ListOptions { prefix: &prefix, limit: 500, ..Default::default() }).await {
+            Ok(page) => page,
+            Err(err) => {
+                tracing::warn!(crd = %crd.crd.name(), error = %err, "cannot list objects to delete");
+                return;
+            }
+        };
+        for entry in &page.entries {
+            match store.delete(&entry.key, None).await {
+                Ok(_) | Err(StoreError::NotFound { .. }) => {}
+                Err(err) => {
+                    tracing::warn!(key = %entry.key, error = %err, "cannot delete object of a terminating CRD");
+                    return;
+                }
+            }
+        }
+        if !page.more {
+            break;
+        }
+    }
+    match store.delete(&key(crd.crd.name()), None).await {
+        Ok(_) | Err(StoreError::NotFound { .. }) => tracing::info!(crd = %crd.crd.name(), "CRD deleted"),
+        Err(err) => tracing::warn!(crd = %crd.crd.name(), error = %err, "cannot delete the CRD"),
+    }
+}

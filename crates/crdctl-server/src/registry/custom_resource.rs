@@ -1,0 +1,138 @@
+//! The custom-resource strategy at a request version V: `apiVersion` and `kind` checks,
+//! pruning with `fieldValidation`, defaulting and validation with V's schema, server-owned
+//! metadata, `generation`, and the status subresource's split of what each endpoint may change.
+//!
+//! Upstream: apiextensions' `pkg/registry/customresource/{strategy.go,status_strategy.go}` and
+//! the decoding steps of `customresource_handler.go` (`schemaCoercingDecoder`).
+
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::registry::ServedCrd;
+
+/// `?fieldValidation=`: what to do with fields the schema does not know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them and say so in `Warning` headers (the API server's default).
+    #[default]
+    Warn,
+    /// Refuse the request (kubectl's default).
+    Strict,
+}
+
+impl FieldValidation {
+    /// Parses the query parameter.
+    pub fn parse(text: Option<&str>) -> Result<FieldValidation, ApiError> {
+        match text {
+            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "fieldValidation parameter unsupported: {other}. Supported values are Ignore, Warn, Strict"
+            ))),
+        }
+    }
+}
+
+/// Decodes a written object at `version`: checks its type, prunes (reporting unknown fields as
+/// `fieldValidation` asks), defaults and validates it. Returns the warnings to send.
+pub fn admit(
+    object: &mut Value,
+    crd: &ServedCrd,
+    version: &str,
+    field_validation: FieldValidation,
+) -> Result<Vec<String>, ApiError> {
+    let expected = crd.api_version(version);
+    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+    if api_version != expected {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({expected})"
+        )));
+    }
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+    if kind != crd.kind() {
+        return Err(ApiError::bad_request(format!(
+            "{} in version {version:?} cannot be handled as a {}: the kind in the data ({kind}) does not match the expected kind ({})",
+            crd.kind(),
+            crd.kind(),
+            crd.kind()
+        )));
+    }
+    if !object.get("metadata").is_none_or(Value::is_object) {
+        return Err(ApiError::bad_request(format!(
+            "{} in version {version:?} cannot be handled as a {}: metadata must be an object",
+            crd.kind(),
+            crd.kind()
+        )));
+    }
+    let mut warnings = Vec::new();
+    if let Some(schema) = crd.schema(version) {
+        let unknown = crdctl_model::schema::prune(object, schema);
+        let texts: Vec<String> = unknown.iter().map(|path| format!("unknown field {path:?}")).collect();
+        match field_validation {
+            FieldValidation::Strict if !texts.is_empty() => {
+                return Err(ApiError::bad_request(format!(
+                    "{} in version {version:?} cannot be handled as a {}: strict decoding error: {}",
+                    crd.kind(),
+                    crd.kind(),
+                    texts.join(", ")
+                )));
+            }
+            FieldValidation::Warn => warnings.extend(texts),
+            _ => {}
+        }
+        crdctl_model::schema::default(object, schema);
+    }
+    let mut violations = crate::object::name_violations(object);
+    if let Some(schema) = crd.schema(version) {
+        violations.extend(crdctl_model::schema::validate(object, schema));
+    }
+    if !violations.is_empty() {
+        let name = crate::object::name(object).to_string();
+        return Err(ApiError::invalid(crd.group(), crd.kind(), &name, &violations));
+    }
+    Ok(warnings)
+}
+
+/// Server-owned fields on create; `status` is dropped when it is a subresource.
+pub fn prepare_create(object: &mut Value, crd: &ServedCrd, version: &str, namespace: Option<&str>) {
+    crate::object::prepare_create(object, namespace);
+    if crd.has_status(version)
+        && let Some(fields) = object.as_object_mut()
+    {
+        fields.remove("status");
+    }
+}
+
+/// Server-owned fields on update: kept from `old`, `status` kept when it is a subresource,
+/// `generation` bumped when anything but metadata (and status) changed.
+pub fn prepare_update(new: &mut Value, old: &Value, crd: &ServedCrd, version: &str) {
+    crate::object::keep_server_fields(new, old);
+    let has_status = crd.has_status(version);
+    if has_status {
+        match old.get("status") {
+            Some(status) => new["status"] = status.clone(),
+            None => {
+                new.as_object_mut().map(|fields| fields.remove("status"));
+            }
+        }
+    }
+    let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+    let bumped = if crate::object::spec_changed(old, new, has_status) { generation + 1 } else { generation };
+    crate::object::meta_mut(new).insert("generation".into(), json!(bumped));
+}
+
+/// An update through `/status`: everything but `status` comes from `old`.
+pub fn prepare_status_update(new: &mut Value, old: &Value) {
+    let mut updated = old.clone();
+    match new.get("status") {
+        Some(status) => updated["status"] = status.clone(),
+        None => {
+            updated.as_object_mut().map(|fields| fields.remove("status"));
+        }
+    }
+    crate::object::meta_mut(&mut updated).remove("resourceVersion");
+    *new = updated;
+}

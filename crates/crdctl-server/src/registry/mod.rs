@@ -1,0 +1,310 @@
+//! The CRDs the server serves, kept current by a watch on their keys in the store (not by the
+//! request that wrote them), so every replica on one store routes alike; and the per-concern
+//! strategies of the three kinds of resource: [`crd`], [`custom_resource`], [`namespace`].
+//!
+//! Upstream counterparts: apiextensions' `pkg/apiserver/customresource_handler.go`
+//! (`crdInfo`, serving info per CRD) and `pkg/registry/`.
+
+pub mod crd;
+pub mod custom_resource;
+pub mod namespace;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use crdctl_conversion::webhook::ServiceResolver;
+use crdctl_conversion::{ConversionError, Converter, Shape};
+use crdctl_model::Crd;
+use crdctl_model::crd::Version;
+use crdctl_storage::{EventKind, ListOptions, Revision, Store};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::error::ApiError;
+
+/// Where CRDs are stored.
+pub const CRD_PREFIX: &str = "/registry/apiextensions.k8s.io/customresourcedefinitions/";
+
+/// One CRD as served: the model, the stored object, and its converter.
+pub struct ServedCrd {
+    /// The CRD, loaded and defaulted.
+    pub crd: Crd,
+    /// The stored object, with `resourceVersion`.
+    pub object: Value,
+    /// The converter its `spec.conversion` asks for, or why there is none.
+    pub converter: Result<Converter, ConversionError>,
+}
+
+impl std::fmt::Debug for ServedCrd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServedCrd").field("name", &self.crd.name()).finish_non_exhaustive()
+    }
+}
+
+impl ServedCrd {
+    /// `spec.group`.
+    pub fn group(&self) -> &str {
+        &self.crd.definition.spec.group
+    }
+
+    /// `status.acceptedNames.plural`, falling back to `spec.names.plural`.
+    pub fn plural(&self) -> &str {
+        let accepted = &self.crd.definition.status.accepted_names.plural;
+        if accepted.is_empty() { &self.crd.definition.spec.names.plural } else { accepted }
+    }
+
+    /// `spec.names.kind`.
+    pub fn kind(&self) -> &str {
+        &self.crd.definition.spec.names.kind
+    }
+
+    /// `spec.names.listKind`.
+    pub fn list_kind(&self) -> String {
+        let list_kind = &self.crd.definition.spec.names.list_kind;
+        if list_kind.is_empty() { format!("{}List", self.kind()) } else { list_kind.clone() }
+    }
+
+    /// Whether objects live in namespaces.
+    pub fn namespaced(&self) -> bool {
+        self.crd.definition.spec.scope == "Namespaced"
+    }
+
+    /// The served version `name`.
+    pub fn served_version(&self, name: &str) -> Option<&Version> {
+        self.crd.definition.spec.versions.iter().find(|v| v.name == name && v.served)
+    }
+
+    /// The storage version's name.
+    pub fn storage_version(&self) -> &str {
+        self.crd.definition.storage_version().map(|v| v.name.as_str()).unwrap_or_default()
+    }
+
+    fn version_json(&self, name: &str) -> Option<&Value> {
+        self.crd.value.pointer("/spec/versions")?.as_array()?.iter().find(|v| v["name"] == name)
+    }
+
+    /// The version's `openAPIV3Schema`.
+    pub fn schema(&self, version: &str) -> Option<&Value> {
+        self.version_json(version)?.pointer("/schema/openAPIV3Schema")
+    }
+
+    /// Whether the version has the status subresource.
+    pub fn has_status(&self, version: &str) -> bool {
+        self.version_json(version).and_then(|v| v.pointer("/subresources/status")).is_some()
+    }
+
+    /// Whether the version has the scale subresource.
+    pub fn has_scale(&self, version: &str) -> bool {
+        self.version_json(version).and_then(|v| v.pointer("/subresources/scale")).is_some()
+    }
+
+    /// The version's `additionalPrinterColumns`.
+    pub fn printer_columns(&self, version: &str) -> Option<&Value> {
+        self.version_json(version)?.get("additionalPrinterColumns")
+    }
+
+    /// Whether the CRD has condition `Established=True`.
+    pub fn established(&self) -> bool {
+        self.crd.definition.condition_is_true("Established")
+    }
+
+    /// Whether the CRD is being deleted.
+    pub fn terminating(&self) -> bool {
+        self.object.pointer("/metadata/deletionTimestamp").is_some()
+    }
+
+    /// Whether custom resources are served (names accepted or established).
+    pub fn serving(&self) -> bool {
+        self.established() || self.crd.definition.condition_is_true("NamesAccepted")
+    }
+
+    /// `<group>/<version>`.
+    pub fn api_version(&self, version: &str) -> String {
+        format!("{}/{version}", self.group())
+    }
+
+    /// Where objects of this CRD are stored: `/registry/<group>/<plural>/[<namespace>/]`.
+    pub fn prefix(&self, namespace: Option<&str>) -> String {
+        match namespace {
+            Some(namespace) => format!("/registry/{}/{}/{namespace}/", self.group(), self.plural()),
+            None => format!("/registry/{}/{}/", self.group(), self.plural()),
+        }
+    }
+
+    /// Reads stored objects as `version`: each is pruned and defaulted with the schema of the
+    /// version it was stored in, converted (the webhook only sees objects in other versions),
+    /// then pruned with the requested version's schema.
+    pub async fn read_as(&self, mut objects: Vec<Value>, version: &str, shape: Shape) -> Result<Vec<Value>, ApiError> {
+        for object in &mut objects {
+            let stored_in = object["apiVersion"].as_str().and_then(|a| a.rsplit_once('/')).map(|(_, v)| v.to_string());
+            let Some(stored_in) = stored_in.filter(|v| self.version_json(v).is_some()) else {
+                let api_version = object["apiVersion"].as_str().unwrap_or_default();
+                return Err(ApiError::internal(format!(
+                    "request to convert CR from an invalid group/version: {api_version}"
+                )));
+            };
+            if let Some(schema) = self.schema(&stored_in) {
+                crdctl_model::schema::prune(object, schema);
+                crdctl_model::schema::default(object, schema);
+            }
+        }
+        let mut converted = self.convert(objects, version, shape).await?;
+        if let Some(schema) = self.schema(version) {
+            for object in &mut converted {
+                crdctl_model::schema::prune(object, schema);
+            }
+        }
+        Ok(converted)
+    }
+
+    /// Converts an object written at its version to the storage version and prunes it there.
+    pub async fn to_storage(&self, object: Value) -> Result<Value, ApiError> {
+        let storage = self.storage_version().to_string();
+        let mut converted = self.convert(vec![object], &storage, Shape::Object).await?;
+        let mut object = converted.pop().ok_or_else(|| ApiError::internal("conversion returned no object"))?;
+        if let Some(schema) = self.schema(&storage) {
+            crdctl_model::schema::prune(&mut object, schema);
+        }
+        Ok(object)
+    }
+
+    async fn convert(&self, objects: Vec<Value>, version: &str, shape: Shape) -> Result<Vec<Value>, ApiError> {
+        let converter = self.converter.as_ref().map_err(|err| ApiError::internal(err.message.clone()))?;
+        converter
+            .convert(objects, &self.api_version(version), shape)
+            .await
+            .map_err(|err| ApiError::internal(err.message))
+    }
+}
+
+/// The CRD cache. Cheap to clone.
+#[derive(Clone)]
+pub struct Registry {
+    crds: Arc<RwLock<Arc<BTreeMap<String, Arc<ServedCrd>>>>>,
+    observed: watch::Sender<Revision>,
+    resolver: Arc<dyn ServiceResolver>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry").finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// Loads every CRD from the store and starts following their changes.
+    pub async fn start(store: Arc<dyn Store>, resolver: Arc<dyn ServiceResolver>) -> Result<Registry, ApiError> {
+        let registry = Registry {
+            crds: Arc::new(RwLock::new(Arc::new(BTreeMap::new()))),
+            observed: watch::Sender::new(0),
+            resolver,
+        };
+        let revision = registry.reload(&*store).await?;
+        tokio::spawn(registry.clone().follow(store, revision));
+        Ok(registry)
+    }
+
+    /// Every CRD, by name.
+    pub fn all(&self) -> Arc<BTreeMap<String, Arc<ServedCrd>>> {
+        Arc::clone(&self.crds.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// The CRD named `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<ServedCrd>> {
+        self.all().get(name).cloned()
+    }
+
+    /// The CRD serving `<plural>.<group>`.
+    pub fn by_resource(&self, group: &str, plural: &str) -> Option<Arc<ServedCrd>> {
+        self.all().values().find(|crd| crd.group() == group && crd.plural() == plural).cloned()
+    }
+
+    /// Waits until the cache has seen the store at `revision` (after a CRD write), so the next
+    /// request routes by what was written.
+    pub async fn wait_for(&self, revision: Revision) {
+        let mut observed = self.observed.subscribe();
+        let _ = tokio::time::timeout(Duration::from_secs(5), observed.wait_for(|seen| *seen >= revision)).await;
+    }
+
+    fn load(&self, object: Value) -> Option<Arc<ServedCrd>> {
+        let name = crate::object::name(&object).to_string();
+        let crd = match Crd::from_value(&name, object.clone()) {
+            Ok(crd) => crd,
+            Err(err) => {
+                tracing::error!(crd = %name, error = %err, "stored CRD cannot be loaded");
+                return None;
+            }
+        };
+        let converter = Converter::for_crd(&crd.definition, &*self.resolver);
+        Some(Arc::new(ServedCrd { crd, object, converter }))
+    }
+
+    fn replace(&self, crds: BTreeMap<String, Arc<ServedCrd>>) {
+        *self.crds.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(crds);
+    }
+
+    async fn reload(&self, store: &dyn Store) -> Result<Revision, ApiError> {
+        let page = store
+            .list(ListOptions { prefix: CRD_PREFIX, ..Default::default() })
+            .await
+            .map_err(|err| ApiError::unavailable(err.to_string()))?;
+        let mut crds = BTreeMap::new();
+        for entry in page.entries {
+            if let Some(served) = decode(&entry.value, entry.mod_revision).and_then(|object| self.load(object)) {
+                crds.insert(served.crd.name().to_string(), served);
+            }
+        }
+        self.replace(crds);
+        self.observed.send_replace(page.revision);
+        Ok(page.revision)
+    }
+
+    async fn follow(self, store: Arc<dyn Store>, mut revision: Revision) {
+        loop {
+            let mut watch = match store.watch(CRD_PREFIX, revision).await {
+                Ok(watch) => watch,
+                Err(err) => {
+                    tracing::warn!(error = %err, "CRD watch failed; reloading");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    if let Ok(reloaded) = self.reload(&*store).await {
+                        revision = reloaded;
+                    }
+                    continue;
+                }
+            };
+            while let Some(event) = watch.next().await {
+                let Ok(event) = event else { break };
+                let mut crds = (*self.all()).clone();
+                let name = event.key.trim_start_matches(CRD_PREFIX).to_string();
+                match (event.kind, event.entry) {
+                    (EventKind::Put, Some(entry)) => {
+                        if let Some(served) = decode(&entry.value, entry.mod_revision).and_then(|o| self.load(o)) {
+                            if served.terminating() {
+                                tokio::spawn(crate::registry::crd::finalize(Arc::clone(&store), Arc::clone(&served)));
+                            }
+                            crds.insert(name, served);
+                        }
+                    }
+                    _ => {
+                        crds.remove(&name);
+                    }
+                }
+                self.replace(crds);
+                revision = event.revision;
+                self.observed.send_replace(revision);
+            }
+            if Arc::strong_count(&store) == 1 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// A stored object with its `resourceVersion`.
+pub fn decode(bytes: &[u8], revision: Revision) -> Option<Value> {
+    let mut object: Value = serde_json::from_slice(bytes).ok()?;
+    crate::object::set_resource_version(&mut object, revision);
+    Some(object)
+}

@@ -1,0 +1,652 @@
+//! The verbs every resource shares — get, list, create, update, patch, delete,
+//! deletecollection, and their `/status` forms — written once over an [`Endpoint`] that says
+//! what kind of resource is addressed and supplies its strategy.
+//!
+//! Upstream: apiserver's `pkg/endpoints/handlers/{get,create,update,patch,delete}.go` and
+//! `pkg/registry/generic/registry/store.go` (`GuaranteedUpdate`, finalizers, preconditions).
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use base64::Engine;
+use crdctl_conversion::Shape;
+use crdctl_storage::{Entry, ListOptions, Revision, StoreError};
+use serde_json::{Value, json};
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult, Subject};
+use crate::negotiate::{BodyType, PATCH_TYPES};
+use crate::registry::custom_resource::FieldValidation;
+use crate::registry::{ServedCrd, crd, custom_resource, namespace};
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::table::Column;
+
+/// How often an update is retried when it lost a race it did not ask to detect.
+const UPDATE_ATTEMPTS: usize = 5;
+
+/// What kind of resource a request addresses.
+#[derive(Debug, Clone)]
+pub enum Kind {
+    /// Core `v1` namespaces.
+    Namespace,
+    /// `apiextensions.k8s.io/v1` CustomResourceDefinitions.
+    Crd,
+    /// Objects of a CRD, at a served version.
+    Custom(Arc<ServedCrd>),
+}
+
+/// A resource at a version, in a namespace or across all of them.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// Which resource.
+    pub kind: Kind,
+    /// The group, empty for core.
+    pub group: String,
+    /// The request version.
+    pub version: String,
+    /// The plural.
+    pub resource: String,
+    /// The namespace in the URL.
+    pub namespace: Option<String>,
+    /// The object kind.
+    pub type_kind: String,
+    /// The list kind.
+    pub list_kind: String,
+    /// Whether objects are namespaced.
+    pub namespaced: bool,
+}
+
+/// Query parameters the verbs read.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Params {
+    /// `labelSelector`.
+    pub label_selector: Option<String>,
+    /// `fieldSelector`.
+    pub field_selector: Option<String>,
+    /// `limit`.
+    pub limit: Option<usize>,
+    /// `continue`.
+    #[serde(rename = "continue")]
+    pub continue_: Option<String>,
+    /// `resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `resourceVersionMatch`.
+    pub resource_version_match: Option<String>,
+    /// `watch`.
+    pub watch: Option<String>,
+    /// `allowWatchBookmarks`.
+    pub allow_watch_bookmarks: Option<bool>,
+    /// `sendInitialEvents`.
+    pub send_initial_events: Option<bool>,
+    /// `timeoutSeconds`.
+    pub timeout_seconds: Option<u64>,
+    /// `fieldValidation`.
+    pub field_validation: Option<String>,
+    /// `dryRun`.
+    pub dry_run: Option<String>,
+    /// `includeObject` for tables.
+    pub include_object: Option<String>,
+}
+
+impl Params {
+    /// Whether this is a watch request.
+    pub fn is_watch(&self) -> bool {
+        matches!(self.watch.as_deref(), Some("true" | "1"))
+    }
+}
+
+/// A response body with the warnings to send with it.
+#[derive(Debug)]
+pub struct Reply {
+    /// HTTP status.
+    pub code: StatusCode,
+    /// The body.
+    pub body: Value,
+    /// `Warning` header texts.
+    pub warnings: Vec<String>,
+}
+
+impl Reply {
+    fn ok(body: Value) -> Reply {
+        Reply { code: StatusCode::OK, body, warnings: Vec::new() }
+    }
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    v: String,
+    rv: Revision,
+    start: String,
+}
+
+impl Endpoint {
+    /// `v1`, `apiextensions.k8s.io/v1`, `<group>/<version>`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// The subject of errors about `name`.
+    pub fn subject<'a>(&'a self, name: &'a str) -> Subject<'a> {
+        Subject { group: &self.group, resource: &self.resource, name }
+    }
+
+    /// The store key of object `name` in the request's namespace.
+    pub fn key(&self, name: &str) -> String {
+        match &self.kind {
+            Kind::Namespace => namespace::key(name),
+            Kind::Crd => crd::key(name),
+            Kind::Custom(served) => format!("{}{name}", served.prefix(self.namespace.as_deref())),
+        }
+    }
+
+    /// The store prefix a list or watch reads.
+    pub fn prefix(&self) -> String {
+        match &self.kind {
+            Kind::Namespace => namespace::PREFIX.to_string(),
+            Kind::Crd => crate::registry::CRD_PREFIX.to_string(),
+            Kind::Custom(served) => served.prefix(self.namespace.as_deref()),
+        }
+    }
+
+    /// Whether the version has the status subresource.
+    pub fn has_status(&self) -> bool {
+        match &self.kind {
+            Kind::Custom(served) => served.has_status(&self.version),
+            Kind::Crd | Kind::Namespace => true,
+        }
+    }
+
+    /// The Table columns.
+    pub fn columns(&self) -> Vec<Column> {
+        match &self.kind {
+            Kind::Custom(served) => crate::table::custom_resource_columns(served.printer_columns(&self.version)),
+            Kind::Crd | Kind::Namespace => crate::table::created_at_columns(),
+        }
+    }
+
+    /// Stored objects as the client sees them: converted to the request version for custom
+    /// resources.
+    pub async fn present(&self, objects: Vec<Value>, shape: Shape) -> ApiResult<Vec<Value>> {
+        match &self.kind {
+            Kind::Custom(served) => served.read_as(objects, &self.version, shape).await,
+            Kind::Crd | Kind::Namespace => Ok(objects),
+        }
+    }
+
+    async fn present_one(&self, object: Value) -> ApiResult<Value> {
+        self.present(vec![object], Shape::Object)
+            .await?
+            .pop()
+            .ok_or_else(|| ApiError::internal("conversion lost the object"))
+    }
+
+    async fn present_entry(&self, entry: &Entry) -> ApiResult<Value> {
+        self.present_one(decode_entry(entry)?).await
+    }
+
+    /// Creates a terminating CRD's refusal.
+    fn refuse_if_terminating(&self, name: &str) -> ApiResult<()> {
+        if let Kind::Custom(served) = &self.kind
+            && served.terminating()
+        {
+            return Err(ApiError::forbidden(
+                self.subject(name),
+                "create not allowed while custom resource definition is terminating",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A stored entry as an object with its `resourceVersion`.
+pub fn decode_entry(entry: &Entry) -> ApiResult<Value> {
+    crate::registry::decode(&entry.value, entry.mod_revision)
+        .ok_or_else(|| ApiError::internal(format!("stored object {} is not JSON", entry.key)))
+}
+
+fn encode(object: &Value) -> ApiResult<Vec<u8>> {
+    let mut object = object.clone();
+    crate::object::meta_mut(&mut object).remove("resourceVersion");
+    serde_json::to_vec(&object).map_err(|err| ApiError::internal(err.to_string()))
+}
+
+fn store_error(endpoint: &Endpoint, name: &str) -> impl Fn(StoreError) -> ApiError {
+    move |err| ApiError::from_store(err, endpoint.subject(name))
+}
+
+/// GET one object.
+pub async fn get(state: &AppState, endpoint: &Endpoint, name: &str) -> ApiResult<Reply> {
+    let entry = state.store.get(&endpoint.key(name)).await.map_err(store_error(endpoint, name))?;
+    let entry = entry.ok_or_else(|| ApiError::not_found(endpoint.subject(name)))?;
+    Ok(Reply::ok(endpoint.present_entry(&entry).await?))
+}
+
+/// Reads a list: objects (as stored, with `resourceVersion`) matching the selectors, the
+/// revision they were read at, and the continue token.
+pub async fn read_list(
+    state: &AppState,
+    endpoint: &Endpoint,
+    params: &Params,
+) -> ApiResult<(Vec<Value>, Revision, Option<String>)> {
+    let labels = LabelSelector::parse(params.label_selector.as_deref().unwrap_or_default())?;
+    let fields = FieldSelector::parse(params.field_selector.as_deref().unwrap_or_default(), endpoint.namespaced)?;
+    let prefix = endpoint.prefix();
+    let (mut revision, mut start_after) = match params.continue_.as_deref().filter(|c| !c.is_empty()) {
+        Some(token) => {
+            let token = decode_continue(token)?;
+            (Some(token.rv), Some(format!("{prefix}{}", token.start)))
+        }
+        None => (list_revision(state, params).await?, None),
+    };
+    let limit = params.limit.unwrap_or(0);
+    let mut objects = Vec::new();
+    loop {
+        let page = state
+            .store
+            .list(ListOptions { prefix: &prefix, start_after: start_after.as_deref(), limit, revision })
+            .await
+            .map_err(|err| match err {
+                StoreError::Compacted { .. } if params.continue_.is_some() => ApiError::expired(EXPIRED_CONTINUE),
+                other => ApiError::from_store(other, endpoint.subject("")),
+            })?;
+        revision = Some(page.revision);
+        start_after = page.entries.last().map(|e| e.key.clone());
+        for entry in &page.entries {
+            let object = decode_entry(entry)?;
+            if labels.matches(&object) && fields.matches(&object) {
+                objects.push(object);
+            }
+        }
+        let full = limit > 0 && objects.len() >= limit;
+        if !page.more || limit == 0 || full {
+            let revision = page.revision;
+            let token = match (&start_after, page.more) {
+                (Some(last), true) => Some(encode_continue(revision, last.trim_start_matches(&prefix))),
+                _ => None,
+            };
+            return Ok((objects, revision, token));
+        }
+    }
+}
+
+const EXPIRED_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// The revision a list reads at: current for `""` and `"0"` and for `NotOlderThan` (after
+/// checking it was reached), the given one for `Exact`.
+async fn list_revision(state: &AppState, params: &Params) -> ApiResult<Option<Revision>> {
+    let Some(text) = params.resource_version.as_deref().filter(|rv| !rv.is_empty() && *rv != "0") else {
+        return Ok(None);
+    };
+    let requested = crate::object::parse_resource_version(text)?;
+    match params.resource_version_match.as_deref() {
+        Some("Exact") => Ok(Some(requested)),
+        _ => {
+            let current = state.store.revision().await.map_err(|err| ApiError::unavailable(err.to_string()))?;
+            if requested > current {
+                return Err(ApiError::too_large_resource_version(requested, current));
+            }
+            Ok(None)
+        }
+    }
+}
+
+fn encode_continue(revision: Revision, start: &str) -> String {
+    let token = ContinueToken { v: "meta.k8s.io/v1".into(), rv: revision, start: start.to_string() };
+    base64::engine::general_purpose::URL_SAFE.encode(serde_json::to_vec(&token).unwrap_or_default())
+}
+
+fn decode_continue(token: &str) -> ApiResult<ContinueToken> {
+    let bad = || {
+        ApiError::bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        )
+    };
+    let bytes = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|_| bad())?;
+    serde_json::from_slice(&bytes).map_err(|_| bad())
+}
+
+/// GET a list.
+pub async fn list(state: &AppState, endpoint: &Endpoint, params: &Params) -> ApiResult<Reply> {
+    let (objects, revision, token) = read_list(state, endpoint, params).await?;
+    let items = endpoint.present(objects, Shape::List).await?;
+    let mut metadata = json!({"resourceVersion": revision.to_string()});
+    if let Some(token) = token {
+        metadata["continue"] = Value::String(token);
+    }
+    Ok(Reply::ok(json!({
+        "apiVersion": endpoint.api_version(),
+        "kind": endpoint.list_kind,
+        "metadata": metadata,
+        "items": items,
+    })))
+}
+
+/// POST: create an object.
+pub async fn create(state: &AppState, endpoint: &Endpoint, mut object: Value, params: &Params) -> ApiResult<Reply> {
+    let mut warnings = Vec::new();
+    match &endpoint.kind {
+        Kind::Namespace => namespace::prepare_create(&mut object)?,
+        Kind::Crd => crd::prepare_create(&mut object, &state.registry)?,
+        Kind::Custom(served) => {
+            if let Some(namespace) = &endpoint.namespace {
+                let body_namespace = crate::object::meta_str(&object, "namespace").unwrap_or(namespace);
+                if body_namespace != namespace {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                require_namespace(state, namespace).await?;
+            }
+            let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
+            warnings = custom_resource::admit(&mut object, served, &endpoint.version, field_validation)?;
+            custom_resource::prepare_create(&mut object, served, &endpoint.version, endpoint.namespace.as_deref());
+        }
+    }
+    let name = crate::object::name(&object).to_string();
+    endpoint.refuse_if_terminating(&name)?;
+    let stored = match &endpoint.kind {
+        Kind::Custom(served) => served.to_storage(object).await?,
+        _ => object,
+    };
+    if params.dry_run.is_some() {
+        let body = endpoint.present_one(stored).await?;
+        return Ok(Reply { code: StatusCode::CREATED, body, warnings });
+    }
+    let entry =
+        state.store.create(&endpoint.key(&name), encode(&stored)?).await.map_err(store_error(endpoint, &name))?;
+    if matches!(endpoint.kind, Kind::Crd) {
+        state.registry.wait_for(entry.mod_revision).await;
+    }
+    let body = endpoint.present_entry(&entry).await?;
+    Ok(Reply { code: StatusCode::CREATED, body, warnings })
+}
+
+async fn require_namespace(state: &AppState, name: &str) -> ApiResult<()> {
+    let found = state.store.get(&namespace::key(name)).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
+    match found {
+        Some(entry) if decode_entry(&entry)?.pointer("/metadata/deletionTimestamp").is_some() => {
+            Err(ApiError::forbidden(
+                namespace::subject(name),
+                &format!("unable to create new content in namespace {name} because it is being terminated"),
+            ))
+        }
+        Some(_) => Ok(()),
+        None => Err(ApiError::not_found(namespace::subject(name))),
+    }
+}
+
+/// How an update computes the new object from the current one (both in the request version).
+pub enum Change {
+    /// PUT: the body replaces the object.
+    Replace(Value),
+    /// PATCH with a body of this type.
+    Patch(BodyType, Value),
+}
+
+/// PUT or PATCH of the main resource or `/status`: read, compute, admit, compare-and-swap,
+/// retried on conflicts the client did not ask to detect.
+pub async fn update(
+    state: &AppState,
+    endpoint: &Endpoint,
+    name: &str,
+    change: Change,
+    status: bool,
+    params: &Params,
+) -> ApiResult<Reply> {
+    if let Change::Patch(BodyType::StrategicMergePatch, _) = change {
+        return Err(ApiError::unsupported_media_type(&PATCH_TYPES));
+    }
+    for _ in 0..UPDATE_ATTEMPTS {
+        let key = endpoint.key(name);
+        let current = state.store.get(&key).await.map_err(store_error(endpoint, name))?;
+        let Some(current) = current else {
+            if let Change::Patch(BodyType::ApplyPatch, body) = &change
+                && !status
+            {
+                return create(state, endpoint, body.clone(), params).await;
+            }
+            return Err(ApiError::not_found(endpoint.subject(name)));
+        };
+        let old = endpoint.present_entry(&current).await?;
+        let (new, precondition) = match &change {
+            Change::Replace(body) => {
+                let rv = crate::object::meta_str(body, "resourceVersion").map(str::to_string);
+                if rv.is_none() && matches!(endpoint.kind, Kind::Custom(_)) {
+                    return Err(ApiError::invalid(
+                        &endpoint.group,
+                        &endpoint.type_kind,
+                        name,
+                        &[crdctl_model::validation::Violation {
+                            field: "metadata.resourceVersion".into(),
+                            pointer: String::new(),
+                            kind: crdctl_model::validation::ErrorKind::Invalid("0x0".into()),
+                            detail: "must be specified for an update".into(),
+                        }],
+                    ));
+                }
+                (body.clone(), rv)
+            }
+            Change::Patch(body_type, patch) => {
+                let rv = crate::object::meta_str(patch, "resourceVersion").map(str::to_string);
+                (apply_patch(&old, *body_type, patch)?, rv)
+            }
+        };
+        if let Some(rv) = &precondition
+            && *rv != current.mod_revision.to_string()
+        {
+            return Err(ApiError::conflict(endpoint.subject(name)));
+        }
+        if crate::object::name(&new) != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({name})",
+                crate::object::name(&new)
+            )));
+        }
+        let (stored, warnings) = admit_update(state, endpoint, new, &old, status, params).await?;
+        if params.dry_run.is_some() {
+            return Ok(Reply { code: StatusCode::OK, body: endpoint.present_one(stored).await?, warnings });
+        }
+        let deleting = stored.pointer("/metadata/deletionTimestamp").is_some()
+            && crate::object::finalizers(&stored).is_empty()
+            && !matches!(endpoint.kind, Kind::Crd);
+        let result = if deleting {
+            state.store.delete(&key, Some(current.mod_revision)).await.map(|event| event.prev)
+        } else {
+            state.store.update(&key, encode(&stored)?, current.mod_revision).await.map(Some)
+        };
+        match result {
+            Ok(entry) => {
+                let entry = entry.ok_or_else(|| ApiError::internal("the store returned no object"))?;
+                if matches!(endpoint.kind, Kind::Crd) {
+                    state.registry.wait_for(entry.mod_revision).await;
+                }
+                return Ok(Reply { code: StatusCode::OK, body: endpoint.present_entry(&entry).await?, warnings });
+            }
+            Err(StoreError::Conflict { .. }) if precondition.is_none() => continue,
+            Err(err) => return Err(ApiError::from_store(err, endpoint.subject(name))),
+        }
+    }
+    Err(ApiError::conflict(endpoint.subject(name)))
+}
+
+/// Runs the strategy for an update; returns the object to store (in the storage version for
+/// custom resources) and warnings.
+async fn admit_update(
+    state: &AppState,
+    endpoint: &Endpoint,
+    mut new: Value,
+    old: &Value,
+    status: bool,
+    params: &Params,
+) -> ApiResult<(Value, Vec<String>)> {
+    let mut warnings = Vec::new();
+    match (&endpoint.kind, status) {
+        (Kind::Namespace, _) => {
+            crate::object::keep_server_fields(&mut new, old);
+            new["status"] = old.get("status").cloned().unwrap_or_else(|| json!({}));
+        }
+        (Kind::Crd, false) => crd::prepare_update(&mut new, old, &state.registry, state.config.upgrade_safety)?,
+        (Kind::Crd, true) => crd::prepare_status_update(&mut new, old)?,
+        (Kind::Custom(served), _) => {
+            let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
+            warnings = custom_resource::admit(&mut new, served, &endpoint.version, field_validation)?;
+            if status {
+                custom_resource::prepare_status_update(&mut new, old);
+            } else {
+                custom_resource::prepare_update(&mut new, old, served, &endpoint.version);
+            }
+            new = served.to_storage(new).await?;
+        }
+    }
+    Ok((new, warnings))
+}
+
+/// Applies a patch to the current object (in the request version).
+fn apply_patch(current: &Value, body_type: BodyType, patch: &Value) -> ApiResult<Value> {
+    let mut patched = current.clone();
+    match body_type {
+        BodyType::MergePatch | BodyType::ApplyPatch => json_patch::merge(&mut patched, patch),
+        BodyType::JsonPatch => {
+            let operations: json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|err| {
+                ApiError::bad_request(format!("the server rejected our request due to an error in our request: {err}"))
+            })?;
+            json_patch::patch(&mut patched, &operations)
+                .map_err(|err| ApiError::unprocessable_patch(&err.to_string()))?;
+        }
+        BodyType::Json | BodyType::Yaml | BodyType::StrategicMergePatch => {
+            return Err(ApiError::unsupported_media_type(&PATCH_TYPES));
+        }
+    }
+    if !patched.is_object() {
+        return Err(ApiError::bad_request("the patch did not produce an object"));
+    }
+    Ok(patched)
+}
+
+/// DeleteOptions' preconditions.
+fn check_preconditions(endpoint: &Endpoint, name: &str, object: &Value, options: Option<&Value>) -> ApiResult<()> {
+    let Some(preconditions) = options.and_then(|o| o.get("preconditions")) else { return Ok(()) };
+    for (field, label) in [("uid", "UID"), ("resourceVersion", "ResourceVersion")] {
+        if let Some(expected) = preconditions.get(field).and_then(Value::as_str) {
+            let actual = crate::object::meta_str(object, field).unwrap_or_default();
+            if expected != actual {
+                return Err(ApiError::conflict_with(
+                    endpoint.subject(name),
+                    &format!(
+                        "Precondition failed: {label} in precondition: {expected}, {label} in object meta: {actual}"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// DELETE one object: finalizers first mark it; otherwise it is removed.
+pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: Option<&Value>) -> ApiResult<Reply> {
+    for _ in 0..UPDATE_ATTEMPTS {
+        let key = endpoint.key(name);
+        let current = state.store.get(&key).await.map_err(store_error(endpoint, name))?;
+        let current = current.ok_or_else(|| ApiError::not_found(endpoint.subject(name)))?;
+        let mut object = decode_entry(&current)?;
+        check_preconditions(endpoint, name, &object, options)?;
+        let result = match &endpoint.kind {
+            Kind::Crd => {
+                if object.pointer("/metadata/deletionTimestamp").is_none() {
+                    crd::mark_terminating(&mut object);
+                }
+                state.store.update(&key, encode(&object)?, current.mod_revision).await.map(Some)
+            }
+            Kind::Namespace => {
+                delete_namespace_content(state, name).await?;
+                state.store.delete(&key, Some(current.mod_revision)).await.map(|e| e.prev)
+            }
+            Kind::Custom(_) if !crate::object::finalizers(&object).is_empty() => {
+                if object.pointer("/metadata/deletionTimestamp").is_some() {
+                    return Ok(Reply::ok(endpoint.present_entry(&current).await?));
+                }
+                crate::object::meta_mut(&mut object)
+                    .insert("deletionTimestamp".into(), json!(crate::object::now_timestamp()));
+                crate::object::meta_mut(&mut object).insert("deletionGracePeriodSeconds".into(), json!(0));
+                state.store.update(&key, encode(&object)?, current.mod_revision).await.map(Some)
+            }
+            Kind::Custom(_) => state.store.delete(&key, Some(current.mod_revision)).await.map(|_| None),
+        };
+        match result {
+            Ok(Some(entry)) => {
+                if matches!(endpoint.kind, Kind::Crd) {
+                    state.registry.wait_for(entry.mod_revision).await;
+                }
+                let mut body = endpoint.present_entry(&entry).await?;
+                if matches!(endpoint.kind, Kind::Namespace) {
+                    body["status"] = json!({"phase": "Terminating"});
+                }
+                return Ok(Reply::ok(body));
+            }
+            Ok(None) => {
+                let uid = crate::object::meta_str(&object, "uid").unwrap_or_default();
+                let mut details = json!({"name": name, "group": endpoint.group, "kind": endpoint.resource, "uid": uid});
+                if endpoint.group.is_empty() {
+                    details.as_object_mut().map(|d| d.remove("group"));
+                }
+                return Ok(Reply::ok(json!({
+                    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details,
+                })));
+            }
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(err) => return Err(ApiError::from_store(err, endpoint.subject(name))),
+        }
+    }
+    Err(ApiError::conflict(endpoint.subject(name)))
+}
+
+/// Deletes every namespaced custom resource in `namespace`.
+async fn delete_namespace_content(state: &AppState, namespace: &str) -> ApiResult<()> {
+    for served in state.registry.all().values().filter(|crd| crd.namespaced()) {
+        let prefix = served.prefix(Some(namespace));
+        let page = state
+            .store
+            .list(ListOptions { prefix: &prefix, ..Default::default() })
+            .await
+            .map_err(|err| ApiError::unavailable(err.to_string()))?;
+        for entry in page.entries {
+            match state.store.delete(&entry.key, None).await {
+                Ok(_) | Err(StoreError::NotFound { .. }) => {}
+                Err(err) => return Err(ApiError::unavailable(err.to_string())),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// DELETE a collection: every object the selectors match.
+pub async fn delete_collection(
+    state: &AppState,
+    endpoint: &Endpoint,
+    params: &Params,
+    options: Option<&Value>,
+) -> ApiResult<Reply> {
+    let (objects, revision, _) =
+        read_list(state, endpoint, &Params { limit: None, continue_: None, ..params.clone() }).await?;
+    let mut deleted = Vec::new();
+    for object in objects {
+        let name = crate::object::name(&object).to_string();
+        let mut scoped = endpoint.clone();
+        if endpoint.namespaced && scoped.namespace.is_none() {
+            scoped.namespace = crate::object::meta_str(&object, "namespace").map(str::to_string);
+        }
+        match delete(state, &scoped, &name, options).await {
+            Ok(_) => deleted.push(object),
+            Err(err) if err.code == StatusCode::NOT_FOUND => {}
+            Err(err) => return Err(err),
+        }
+    }
+    let items = endpoint.present(deleted, Shape::List).await?;
+    Ok(Reply::ok(json!({
+        "apiVersion": endpoint.api_version(),
+        "kind": endpoint.list_kind,
+        "metadata": {"resourceVersion": revision.to_string()},
+        "items": items,
+    })))
+}

@@ -1,0 +1,157 @@
+//! Label and field selectors on lists and watches (`?labelSelector=`, `?fieldSelector=`), with
+//! the operators kubectl sends: `=`, `==`, `!=`, `in`, `notin`, existence and `!` absence.
+
+use serde_json::Value;
+
+use crate::error::ApiError;
+
+/// One requirement of a label selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Requirement {
+    Equals(String, String),
+    NotEquals(String, String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    NotExists(String),
+}
+
+/// A parsed label selector; the empty selector matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabelSelector(Vec<Requirement>);
+
+/// Splits on commas outside parentheses.
+fn split_top_level(text: &str) -> Vec<&str> {
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0usize, 0);
+    for (idx, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&text[start..idx]);
+                start = idx + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts.into_iter().map(str::trim).filter(|p| !p.is_empty()).collect()
+}
+
+fn set_values(text: &str) -> Option<Vec<String>> {
+    let inner = text.trim().strip_prefix('(')?.strip_suffix(')')?;
+    Some(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
+}
+
+impl LabelSelector {
+    /// Parses `?labelSelector=`.
+    pub fn parse(text: &str) -> Result<LabelSelector, ApiError> {
+        let bad = || ApiError::bad_request(format!("unable to parse requirement: invalid label selector {text:?}"));
+        let mut requirements = Vec::new();
+        for part in split_top_level(text) {
+            let requirement = if let Some(key) = part.strip_prefix('!') {
+                Requirement::NotExists(key.trim().to_string())
+            } else if let Some((key, value)) = part.split_once("!=") {
+                Requirement::NotEquals(key.trim().to_string(), value.trim().to_string())
+            } else if let Some((key, value)) = part.split_once("==").or_else(|| part.split_once('=')) {
+                Requirement::Equals(key.trim().to_string(), value.trim().to_string())
+            } else if let Some((key, values)) = part.split_once(" notin ") {
+                Requirement::NotIn(key.trim().to_string(), set_values(values).ok_or_else(bad)?)
+            } else if let Some((key, values)) = part.split_once(" in ") {
+                Requirement::In(key.trim().to_string(), set_values(values).ok_or_else(bad)?)
+            } else if part.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c)) {
+                Requirement::Exists(part.to_string())
+            } else {
+                return Err(bad());
+            };
+            requirements.push(requirement);
+        }
+        Ok(LabelSelector(requirements))
+    }
+
+    /// Whether an object's labels satisfy every requirement.
+    pub fn matches(&self, object: &Value) -> bool {
+        let labels = object.pointer("/metadata/labels").and_then(Value::as_object);
+        let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+        self.0.iter().all(|requirement| match requirement {
+            Requirement::Equals(key, value) => label(key) == Some(value.as_str()),
+            Requirement::NotEquals(key, value) => label(key) != Some(value.as_str()),
+            Requirement::In(key, values) => label(key).is_some_and(|v| values.iter().any(|x| x == v)),
+            Requirement::NotIn(key, values) => label(key).is_none_or(|v| !values.iter().any(|x| x == v)),
+            Requirement::Exists(key) => label(key).is_some(),
+            Requirement::NotExists(key) => label(key).is_none(),
+        })
+    }
+}
+
+/// A field selector over `metadata.name` and `metadata.namespace`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSelector(Vec<(String, bool, String)>);
+
+impl FieldSelector {
+    /// Parses `?fieldSelector=`; `namespaced` decides whether `metadata.namespace` is allowed.
+    pub fn parse(text: &str, namespaced: bool) -> Result<FieldSelector, ApiError> {
+        let mut terms = Vec::new();
+        for part in split_top_level(text) {
+            let (field, equal, value) = if let Some((f, v)) = part.split_once("!=") {
+                (f, false, v)
+            } else if let Some((f, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
+                (f, true, v)
+            } else {
+                return Err(ApiError::bad_request(format!("invalid field selector: {part:?}")));
+            };
+            let field = field.trim();
+            if field != "metadata.name" && !(namespaced && field == "metadata.namespace") {
+                return Err(ApiError::bad_request(format!("field label not supported: {field}")));
+            }
+            terms.push((field.to_string(), equal, value.trim().to_string()));
+        }
+        Ok(FieldSelector(terms))
+    }
+
+    /// Whether the object matches every term.
+    pub fn matches(&self, object: &Value) -> bool {
+        self.0.iter().all(|(field, equal, value)| {
+            let pointer = format!("/{}", field.replace('.', "/"));
+            let actual = object.pointer(&pointer).and_then(Value::as_str).unwrap_or_default();
+            (actual == value) == *equal
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn label_selectors_match_as_kubectl_means_them() {
+        let object = json!({"metadata": {"labels": {"app": "web", "tier": "front"}}});
+        for (selector, expected) in [
+            ("", true),
+            ("app=web", true),
+            ("app==web,tier=front", true),
+            ("app!=web", false),
+            ("app in (web, db)", true),
+            ("app notin (web)", false),
+            ("tier", true),
+            ("!tier", false),
+            ("!missing", true),
+            ("missing notin (x)", true),
+        ] {
+            assert_eq!(LabelSelector::parse(selector).unwrap().matches(&object), expected, "{selector}");
+        }
+        assert!(LabelSelector::parse("app in web").is_err());
+    }
+
+    #[test]
+    fn field_selectors_allow_name_and_namespace_only() {
+        let object = json!({"metadata": {"name": "a", "namespace": "ns"}});
+        assert!(FieldSelector::parse("metadata.name=a", true).unwrap().matches(&object));
+        assert!(!FieldSelector::parse("metadata.namespace!=ns", true).unwrap().matches(&object));
+        let err = FieldSelector::parse("spec.x=1", true).unwrap_err();
+        assert_eq!(err.message, "field label not supported: spec.x");
+        assert!(FieldSelector::parse("metadata.namespace=ns", false).is_err());
+    }
+}

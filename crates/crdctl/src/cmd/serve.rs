@@ -1,0 +1,142 @@
+//! `crdctl serve`: a Kubernetes-compatible API server for CRDs and custom resources.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use crdctl_server::{Config, Server, UpgradeSafety};
+
+use super::Outcome;
+
+/// Serve CRDs and custom resources to kubectl and client libraries.
+///
+/// Data is kept on disk in --data (an embedded redb database; every acknowledged write is
+/// durable), or only in memory with --in-memory. On start it prints the address and the
+/// KUBECONFIG line that points kubectl at it. Listening beyond loopback requires --tls-cert,
+/// --tls-key and --token-file. SIGTERM or Ctrl-C stops it gracefully.
+///
+/// --crd-upgrade-safety Strict (the default) refuses CRD updates that OLM v1's preflight
+/// refuses (the same checks as `crdctl check`, with the live storedVersions), with HTTP 422 and
+/// one cause per finding; None behaves like plain Kubernetes.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    listen: SocketAddr,
+    /// Directory of the on-disk store.
+    #[arg(long, default_value = ".crdctl", conflicts_with = "in_memory")]
+    data: PathBuf,
+    /// Keep everything in memory; nothing survives a restart.
+    #[arg(long)]
+    in_memory: bool,
+    /// PEM certificate for HTTPS.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key for HTTPS.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// File holding the bearer token every request must carry.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Where to write the kubeconfig (default: <data>/kubeconfig).
+    #[arg(long)]
+    write_kubeconfig: Option<PathBuf>,
+    /// Refuse CRD updates OLM v1 would refuse (Strict) or behave like Kubernetes (None).
+    #[arg(long, value_enum, default_value_t = SafetyArg::Strict)]
+    crd_upgrade_safety: SafetyArg,
+    /// Reach a conversion webhook Service at a local address: NAMESPACE/NAME=HOST:PORT
+    /// (TLS is still verified for NAME.NAMESPACE.svc against the CRD's caBundle).
+    #[arg(long = "webhook-service", value_parser = parse_service)]
+    webhook_services: Vec<(String, SocketAddr)>,
+}
+
+/// `--crd-upgrade-safety`, spelled as OLM's enforcement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SafetyArg {
+    #[value(name = "Strict")]
+    Strict,
+    #[value(name = "None")]
+    None,
+}
+
+fn parse_service(text: &str) -> Result<(String, SocketAddr), String> {
+    let (service, address) = text.split_once('=').ok_or("expected NAMESPACE/NAME=HOST:PORT")?;
+    if service.split('/').count() != 2 {
+        return Err("expected NAMESPACE/NAME=HOST:PORT".into());
+    }
+    use std::net::ToSocketAddrs;
+    let address = address
+        .to_socket_addrs()
+        .map_err(|err| format!("{address}: {err}"))?
+        .next()
+        .ok_or_else(|| format!("{address}: no address"))?;
+    Ok((service.to_string(), address))
+}
+
+/// Runs the server until SIGTERM or Ctrl-C.
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(serve(args))
+}
+
+async fn serve(args: Args) -> anyhow::Result<Outcome> {
+    let token = match &args.token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("{}: cannot read the token file", path.display()))?
+                .trim()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let config = Config {
+        listen: args.listen,
+        tls: args.tls_cert.clone().zip(args.tls_key.clone()),
+        token,
+        upgrade_safety: match args.crd_upgrade_safety {
+            SafetyArg::Strict => UpgradeSafety::Strict,
+            SafetyArg::None => UpgradeSafety::None,
+        },
+        webhook_services: args.webhook_services.iter().cloned().collect::<HashMap<_, _>>(),
+    };
+    let (store, where_): (Arc<dyn crdctl_storage::Store>, String) = if args.in_memory {
+        (Arc::new(crdctl_storage::memory::open()), "in memory".into())
+    } else {
+        let store = crdctl_storage::redb::open(&args.data)
+            .with_context(|| format!("{}: cannot open the store", args.data.display()))?;
+        (Arc::new(store), format!("data in {}", args.data.display()))
+    };
+    let server = Server::start(config, store).await?;
+    let kubeconfig_path = match (&args.write_kubeconfig, args.in_memory) {
+        (Some(path), _) => path.clone(),
+        (None, false) => args.data.join("kubeconfig"),
+        (None, true) => std::env::temp_dir().join(format!("crdctl-{}.kubeconfig", server.address().port())),
+    };
+    let ca = args.tls_cert.as_deref().map(std::path::absolute).transpose()?;
+    std::fs::write(&kubeconfig_path, server.kubeconfig(ca.as_deref()))
+        .with_context(|| format!("{}: cannot write the kubeconfig", kubeconfig_path.display()))?;
+    let kubeconfig_path = std::path::absolute(&kubeconfig_path)?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "crdctl serve: listening on {} ({where_})", server.url())?;
+        writeln!(out, "export KUBECONFIG={}", kubeconfig_path.display())?;
+        writeln!(out, "kubectl get crds")?;
+        out.flush()?;
+    }
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    server.shutdown().await;
+    Ok(Outcome::Clean)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = async { match term.as_mut() { Some(term) => { term.recv().await; } None => std::future::pending().await } } => {}
+    }
+}
