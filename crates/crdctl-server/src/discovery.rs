@@ -343,7 +343,8 @@ mod tests {
 
     #[test]
     fn storage_version_hash_matches_kube_apiserver() {
-        // kube-apiserver advertises this hash for apiextensions.k8s.io/v1 CustomResourceDefinition.
-        assert_eq!(storage_version_hash("apiextensions.k8s.io", "v1", "CustomResourceDefinition"), "jfWCUB31mvA=");
+        // Hashes a real kube-apiserver advertises in its discovery documents.
+        assert_eq!(storage_version_hash("", "v1", "ConfigMap"), "qFsyl6wFWjQ=");
+        assert_eq!(storage_version_hash("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"), "48tpQ8gZHFc=");
     }
 }

@@ -189,7 +189,20 @@ async fn health(State(state): State<AppState>) -> Response {
     }
 }
 
-async fn openapi_v2(State(state): State<AppState>) -> Response {
+/// `/openapi/v2`: JSON, or for clients that accept only protobuf (kubectl 1.27–1.29 `apply`
+/// loads it that way and fails without it) the protobuf header of the document.
+async fn openapi_v2(State(state): State<AppState>, headers: axum::http::HeaderMap) -> Response {
+    let ranges = negotiate::accept_ranges(&headers);
+    let json = ranges.is_empty()
+        || ranges.iter().any(|r| matches!(r.essence.as_str(), "application/json" | "*/*" | "application/*"));
+    if !json {
+        let mut response = openapi::v2_protobuf_header().into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/com.github.proto-openapi.spec.v2.v1.0+protobuf"),
+        );
+        return response;
+    }
     axum::Json(openapi::v2_document(&state.registry)).into_response()
 }
 

@@ -187,7 +187,11 @@ mod tests {
         assert_eq!(decode_body(b"\xff", BodyType::Json).unwrap_err().code, 400);
         let deep = format!("{}{}", "[".repeat(1000), "]".repeat(1000));
         assert!(decode_body(deep.as_bytes(), BodyType::Json).unwrap_err().message.contains("max depth"));
-        let bomb = "a: &a [x, x]\nb: &b [*a, *a, *a, *a]\nc: &c [*b, *b, *b, *b]\nd: &d [*c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d]\n";
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x]\n");
+        for level in 1..9 {
+            let refs = vec![format!("*a{}", level - 1); 9].join(", ");
+            bomb.push_str(&format!("a{level}: &a{level} [{refs}]\n"));
+        }
         assert_eq!(decode_body(bomb.as_bytes(), BodyType::Yaml).unwrap_err().code, 400);
     }
 }

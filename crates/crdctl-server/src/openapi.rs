@@ -298,3 +298,28 @@ fn swagger2_operation(op: &mut Value) {
         }
     }
 }
+
+/// The gnostic `openapi_v2.Document` protobuf of a document with `swagger` and `info` only:
+/// valid for clients that decode it, with no definitions, so they treat every custom resource
+/// as a kind without a schema (client-side apply then uses a JSON merge patch, as it does for
+/// CRDs anyway). Field numbers: Document.swagger = 1, Document.info = 2, Info.title = 1,
+/// Info.version = 2.
+pub fn v2_protobuf_header() -> Vec<u8> {
+    fn field(number: u8, bytes: &[u8]) -> Vec<u8> {
+        let mut out = vec![(number << 3) | 2];
+        let mut len = bytes.len();
+        loop {
+            let byte = (len & 0x7f) as u8;
+            len >>= 7;
+            if len == 0 {
+                out.push(byte);
+                break;
+            }
+            out.push(byte | 0x80);
+        }
+        out.extend_from_slice(bytes);
+        out
+    }
+    let info = [field(1, b"Kubernetes"), field(2, crate::VERSION.git_version.as_bytes())].concat();
+    [field(1, b"2.0"), field(2, &info)].concat()
+}

@@ -50,21 +50,12 @@ pub async fn watch(
     tokio::spawn(async move {
         let _ = tokio::time::timeout(timeout, stream.run(initial, from, bookmarks, initial_end_bookmark)).await;
     });
-    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx).map_ok());
+    let lines = tokio_stream::wrappers::ReceiverStream::new(rx);
+    let body = Body::from_stream(futures_util::StreamExt::map(lines, Ok::<Bytes, std::convert::Infallible>));
     let mut response = Response::new(body);
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     crate::handler::add_warnings(&mut response, &warnings);
     Ok(response)
-}
-
-trait MapOk: Sized {
-    fn map_ok(self) -> futures_util::stream::Map<Self, fn(Bytes) -> Result<Bytes, std::convert::Infallible>>;
-}
-
-impl<S: futures_util::Stream<Item = Bytes>> MapOk for S {
-    fn map_ok(self) -> futures_util::stream::Map<Self, fn(Bytes) -> Result<Bytes, std::convert::Infallible>> {
-        futures_util::StreamExt::map(self, Ok)
-    }
 }
 
 struct Stream {

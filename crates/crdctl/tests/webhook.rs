@@ -13,7 +13,7 @@ use crate::util::*;
 const OBJECTS: &str = "apiVersion: example.com/v1beta1\nkind: CronTab\nmetadata:\n  name: local-crontab\n  namespace: default\nhostPort: localhost:1234\n---\napiVersion: example.com/v1beta1\nkind: CronTab\nmetadata:\n  name: remote-crontab\nhostPort: example.com:2345\n";
 
 /// Certificates made by `crdctl webhook certs`, valid for localhost too.
-fn certs(dir: &Path) -> PathBuf {
+pub(crate) fn certs(dir: &Path) -> PathBuf {
     let out = dir.join("certs");
     let run = crdctl_in(
         dir,
@@ -36,9 +36,9 @@ fn certs(dir: &Path) -> PathBuf {
 }
 
 /// The example webhook, as a real process.
-struct ExampleWebhook {
+pub(crate) struct ExampleWebhook {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for ExampleWebhook {
@@ -48,7 +48,7 @@ impl Drop for ExampleWebhook {
     }
 }
 
-fn start_example(certs: &Path) -> ExampleWebhook {
+pub(crate) fn start_example(certs: &Path) -> ExampleWebhook {
     // Examples are built next to the test binaries: target/<profile>/examples.
     let exe = std::env::current_exe().unwrap();
     let binary = exe.parent().unwrap().parent().unwrap().join("examples/crontab-conversion-webhook");

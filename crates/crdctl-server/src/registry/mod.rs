@@ -178,10 +178,13 @@ impl ServedCrd {
     }
 }
 
+/// Every CRD by name, replaced whole on each change so readers never lock for long.
+pub type Crds = Arc<BTreeMap<String, Arc<ServedCrd>>>;
+
 /// The CRD cache. Cheap to clone.
 #[derive(Clone)]
 pub struct Registry {
-    crds: Arc<RwLock<Arc<BTreeMap<String, Arc<ServedCrd>>>>>,
+    crds: Arc<RwLock<Crds>>,
     observed: watch::Sender<Revision>,
     resolver: Arc<dyn ServiceResolver>,
 }
@@ -206,7 +209,7 @@ impl Registry {
     }
 
     /// Every CRD, by name.
-    pub fn all(&self) -> Arc<BTreeMap<String, Arc<ServedCrd>>> {
+    pub fn all(&self) -> Crds {
         Arc::clone(&self.crds.read().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 

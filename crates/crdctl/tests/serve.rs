@@ -1,0 +1,378 @@
+//! `crdctl serve` driven by the real kubectl through the whole story of the Kubernetes page on
+//! CRD versions, with the oldest and newest kubectl by default; `CRDCTL_KUBECTL_VERSIONS`
+//! (e.g. `1.27,1.28,...,1.33`, as `scripts/kubectl-matrix.sh` sets it) picks others.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::repo_root;
+
+/// A `crdctl serve` process on a free loopback port with its data in a temporary directory.
+pub struct Served {
+    child: Child,
+    pub dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Served {
+    /// Starts the real binary with `args` after `serve --listen 127.0.0.1:0 --data <tmp>/data`.
+    pub fn start(args: &[&str]) -> Served {
+        let dir = tempfile::tempdir().unwrap();
+        Served::start_in(dir, args)
+    }
+
+    /// Starts it on the data already in `dir`.
+    pub fn start_in(dir: tempfile::TempDir, args: &[&str]) -> Served {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_crdctl"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+            .arg(dir.path().join("data"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("crdctl serve starts");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().expect("crdctl serve prints its address").unwrap();
+        assert!(first.contains("listening on http://127.0.0.1:"), "{first}");
+        let export = lines.next().unwrap().unwrap();
+        let kubeconfig = PathBuf::from(export.strip_prefix("export KUBECONFIG=").expect("the export line"));
+        assert_eq!(lines.next().unwrap().unwrap(), "kubectl get crds");
+        Served { child, dir, kubeconfig }
+    }
+
+    /// Sends SIGTERM and returns the exit code.
+    pub fn terminate(mut self) -> (i32, tempfile::TempDir) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        let status = self.child.wait().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let data = std::mem::replace(&mut self.dir, dir);
+        (status.code().unwrap_or(-1), data)
+    }
+}
+
+/// The kubectl versions to test with.
+fn kubectl_versions() -> Vec<String> {
+    std::env::var("CRDCTL_KUBECTL_VERSIONS")
+        .unwrap_or_else(|_| "1.27,1.33".to_string())
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .collect()
+}
+
+/// `kubectl.<version>` beside the `kubectl` on the PATH (the Google Cloud SDK's bin folder).
+pub fn kubectl_binary(version: &str) -> PathBuf {
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .map(|dir| dir.join("kubectl"))
+        .find(|candidate| candidate.exists())
+        .expect("kubectl is on the PATH");
+    let dir = on_path.canonicalize().unwrap().parent().unwrap().to_path_buf();
+    let binary = dir.join(format!("kubectl.{version}"));
+    assert!(binary.exists(), "{} is missing: the kubectl versions ship beside kubectl", binary.display());
+    binary
+}
+
+/// One kubectl, pinned to a version, with its own cache directory.
+pub struct Kubectl {
+    binary: PathBuf,
+    kubeconfig: PathBuf,
+    cache: tempfile::TempDir,
+}
+
+/// What a kubectl run printed.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Kubectl {
+    pub fn new(version: &str, served: &Served) -> Kubectl {
+        Kubectl {
+            binary: kubectl_binary(version),
+            kubeconfig: served.kubeconfig.clone(),
+            cache: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(&self.binary);
+        command.env("KUBECONFIG", &self.kubeconfig).arg("--cache-dir").arg(self.cache.path()).args(args);
+        command
+    }
+
+    #[track_caller]
+    pub fn run_with(&self, args: &[&str], stdin: Option<&str>) -> Run {
+        let mut child = self
+            .command(args)
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if let Some(input) = stdin {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        }
+        let output = child.wait_with_output().unwrap();
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    #[track_caller]
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.run_with(args, None)
+    }
+
+    /// Runs and requires success.
+    #[track_caller]
+    pub fn ok(&self, args: &[&str]) -> Run {
+        let run = self.run(args);
+        assert_eq!(run.code, 0, "kubectl {args:?}: {run:?}");
+        run
+    }
+
+    /// Applies YAML from standard input and requires success.
+    #[track_caller]
+    pub fn apply(&self, yaml: &str) -> Run {
+        let run = self.run_with(&["apply", "-f", "-"], Some(yaml));
+        assert_eq!(run.code, 0, "kubectl apply of\n{yaml}\n{run:?}");
+        run
+    }
+
+    #[track_caller]
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut full = args.to_vec();
+        full.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&full).stdout).unwrap()
+    }
+}
+
+fn example(name: &str) -> String {
+    std::fs::read_to_string(repo_root().join("examples/crontab").join(name)).unwrap()
+}
+
+/// The CRD at a stage, with printer columns on v1 so `kubectl get` shows them.
+fn with_columns(crd: &str) -> String {
+    crd.replace(
+        "  - name: v1\n    served: true\n    storage: true\n",
+        "  - name: v1\n    served: true\n    storage: true\n    additionalPrinterColumns:\n    - {name: Host, type: string, jsonPath: .host}\n    - {name: Port, type: string, jsonPath: .port}\n",
+    )
+}
+
+/// Drops a version's entry from `spec.versions` (what the seed's last step does).
+fn without_version(crd: &str, version: &str) -> String {
+    let start = crd.find(&format!("  - name: {version}\n")).unwrap();
+    let end = crd[start + 1..].find("  - name: ").map_or_else(|| crd.find("  conversion:").unwrap(), |e| e + start + 1);
+    format!("{}{}", &crd[..start], &crd[end..])
+}
+
+const OBJECT_V1BETA1: &str = "apiVersion: example.com/v1beta1\nkind: CronTab\nmetadata:\n  name: my-new-cron-object\nhost: localhost\nport: \"1234\"\n";
+const DEPRECATED: &str = "Warning: example.com/v1beta1 CronTab is deprecated; use example.com/v1 CronTab";
+
+fn without_api_version(mut object: Value) -> Value {
+    object.as_object_mut().unwrap().remove("apiVersion");
+    object
+}
+
+#[track_caller]
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The seed's whole story with the None strategy, for one kubectl version.
+fn seed_story(version: &str) {
+    let served = Served::start(&[]);
+    let k = Kubectl::new(version, &served);
+
+    // A CRD with v1beta1 only; kubectl waits for Established.
+    let created = k.apply(&example("1-v1beta1.yaml"));
+    assert_eq!(created.stdout.trim(), "customresourcedefinition.apiextensions.k8s.io/crontabs.example.com created");
+    k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+    let crds = k.ok(&["get", "crd"]);
+    assert!(crds.stdout.starts_with("NAME                   CREATED AT\ncrontabs.example.com   20"), "{}", crds.stdout);
+    assert_eq!(k.apply(OBJECT_V1BETA1).stdout.trim(), "crontab.example.com/my-new-cron-object created");
+    assert_eq!(k.apply(OBJECT_V1BETA1).stdout.trim(), "crontab.example.com/my-new-cron-object unchanged");
+
+    // v1 is added, then becomes the storage version; v1beta1 is deprecated.
+    k.apply(&with_columns(&example("2-v1-added.yaml")));
+    k.apply(&with_columns(&example("3-v1-storage.yaml")));
+    let stored = k.ok(&["get", "crd", "crontabs.example.com", "-o", "jsonpath={.status.storedVersions}"]);
+    assert_eq!(stored.stdout, r#"["v1beta1","v1"]"#);
+
+    // The same object at both versions: identical but apiVersion; v1beta1 warns.
+    let old = k.run(&["get", "crontabs.v1beta1.example.com", "my-new-cron-object", "-o", "json"]);
+    assert_eq!(old.code, 0, "{old:?}");
+    assert!(old.stderr.contains(DEPRECATED), "{}", old.stderr);
+    let old: Value = serde_json::from_str(&old.stdout).unwrap();
+    let new = k.json(&["get", "crontabs.v1.example.com", "my-new-cron-object"]);
+    assert_eq!(old["apiVersion"], "example.com/v1beta1");
+    assert_eq!(new["apiVersion"], "example.com/v1");
+    assert_eq!(without_api_version(old), without_api_version(new.clone()));
+    assert_eq!(new["host"], "localhost");
+
+    // Printer columns of the preferred version (v1).
+    let table = k.ok(&["get", "crontabs"]);
+    let lines: Vec<&str> = table.stdout.lines().collect();
+    assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["NAME", "HOST", "PORT"], "{}", table.stdout);
+    assert_eq!(lines[1].split_whitespace().collect::<Vec<_>>(), ["my-new-cron-object", "localhost", "1234"]);
+
+    // explain reads the served schema.
+    let explain = k.ok(&["explain", "crontab.host"]);
+    assert!(explain.stdout.contains("FIELD: host <string>"), "{}", explain.stdout);
+
+    // Removing a stored version from spec.versions is refused with the upstream message.
+    let v1_only = without_version(&with_columns(&example("3-v1-storage.yaml")), "v1beta1");
+    let refused = k.run_with(&["apply", "-f", "-"], Some(&v1_only));
+    assert_ne!(refused.code, 0);
+    assert!(
+        refused.stderr.contains(r#"The CustomResourceDefinition "crontabs.example.com" is invalid: status.storedVersions[0]: Invalid value: "v1beta1": missing from spec.versions; v1beta1 was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in v1beta1 and removes v1beta1 from status.storedVersions"#),
+        "{}",
+        refused.stderr
+    );
+
+    // Stop serving v1beta1: its requests are 404.
+    k.apply(&with_columns(&example("3-v1-storage.yaml")).replacen(
+        "    served: true\n    storage: false",
+        "    served: false\n    storage: false",
+        1,
+    ));
+    wait_until("v1beta1 to stop being served", || {
+        let run = k.run(&["get", "crontabs.v1beta1.example.com", "my-new-cron-object"]);
+        run.code != 0 && run.stderr.contains("the server could not find the requested resource")
+    });
+
+    // Migrate: rewrite every object in the storage version, then trim storedVersions.
+    let objects = k.ok(&["get", "crontabs", "-o", "json"]).stdout;
+    k.run_with(&["replace", "-f", "-"], Some(&objects));
+    k.ok(&[
+        "patch",
+        "customresourcedefinitions",
+        "crontabs.example.com",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"storedVersions":["v1"]}}"#,
+    ]);
+    let stored = k.ok(&["get", "crd", "crontabs.example.com", "-o", "jsonpath={.status.storedVersions}"]);
+    assert_eq!(stored.stdout, r#"["v1"]"#);
+
+    // Now v1beta1 can go, and the migrated object is still readable.
+    let removed = k.run_with(&["apply", "-f", "-"], Some(&v1_only));
+    assert_eq!(removed.code, 0, "{removed:?}");
+    assert_eq!(k.json(&["get", "crontab", "my-new-cron-object"])["port"], "1234");
+
+    // get -w streams a new object; delete waits until it is gone.
+    let mut watch = k
+        .command(&["get", "crontabs", "-w", "--request-timeout=30s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut watched = BufReader::new(watch.stdout.take().unwrap()).lines();
+    assert!(watched.next().unwrap().unwrap().starts_with("NAME"));
+    assert!(watched.next().unwrap().unwrap().starts_with("my-new-cron-object"));
+    k.apply("apiVersion: example.com/v1\nkind: CronTab\nmetadata:\n  name: watched\nhost: h\nport: \"9\"\n");
+    let line = watched.next().unwrap().unwrap();
+    assert_eq!(line.split_whitespace().collect::<Vec<_>>(), ["watched", "h", "9"]);
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert_eq!(k.ok(&["delete", "crontab", "watched"]).stdout.trim(), r#"crontab.example.com "watched" deleted"#);
+    let gone = k.run(&["get", "crontab", "watched"]);
+    assert!(gone.stderr.contains(r#"crontabs.example.com "watched" not found"#), "{gone:?}");
+
+    // Deleting the CRD deletes its objects; kubectl waits for it.
+    k.ok(&["delete", "crd", "crontabs.example.com"]);
+    assert_eq!(k.ok(&["get", "crd"]).stderr.trim(), "No resources found");
+}
+
+#[test]
+fn kubectl_drives_the_seed_story() {
+    for version in kubectl_versions() {
+        seed_story(&version);
+    }
+}
+
+#[test]
+fn data_survives_a_restart_and_sigterm_exits_cleanly() {
+    let served = Served::start(&[]);
+    let k = Kubectl::new("1.33", &served);
+    k.apply(&example("3-v1-storage.yaml"));
+    k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+    k.apply("apiVersion: example.com/v1\nkind: CronTab\nmetadata:\n  name: kept\nhost: h\nport: \"1\"\n");
+    let (code, dir) = served.terminate();
+    assert_eq!(code, 0, "SIGTERM is a clean stop");
+    let served = Served::start_in(dir, &[]);
+    let k = Kubectl::new("1.33", &served);
+    assert_eq!(k.json(&["get", "crontab", "kept"])["host"], "h");
+}
+
+#[test]
+fn refuses_to_listen_beyond_loopback_without_tls_and_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_crdctl"))
+        .args(["serve", "--in-memory", "--listen", "0.0.0.0:0"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("refusing to listen on 0.0.0.0:0 without TLS and token authentication"), "{stderr}");
+}
+
+/// Where the webhook example's certificates and the data live for the webhook story.
+fn webhook_crd(ca_bundle: &str) -> String {
+    example("4-webhook.yaml").replace("caBundle: \"Cg==\"", &format!("caBundle: \"{ca_bundle}\""))
+}
+
+#[test]
+fn webhook_conversion_through_the_example_over_tls() {
+    let work = tempfile::tempdir().unwrap();
+    let certs = crate::webhook::certs(work.path());
+    let webhook = crate::webhook::start_example(&certs);
+    let mapping = format!("default/example-conversion-webhook-server=127.0.0.1:{}", webhook.port);
+    let served = Served::start(&["--webhook-service", &mapping]);
+    let k = Kubectl::new("1.33", &served);
+    let ca_bundle = std::fs::read_to_string(certs.join("ca-bundle.txt")).unwrap();
+    k.apply(&webhook_crd(ca_bundle.trim()));
+    k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+    // Written at v1beta1 with hostPort, stored in v1 as host and port by the webhook.
+    let written = k.run_with(
+        &["apply", "-f", "-"],
+        Some("apiVersion: example.com/v1beta1\nkind: CronTab\nmetadata:\n  name: converted\nhostPort: \"localhost:8080\"\n"),
+    );
+    assert_eq!(written.code, 0, "{written:?}");
+    let v1 = k.json(&["get", "crontabs.v1.example.com", "converted"]);
+    assert_eq!((v1["host"].as_str(), v1["port"].as_str(), v1.get("hostPort")), (Some("localhost"), Some("8080"), None));
+    let v1beta1 = k.json(&["get", "crontabs.v1beta1.example.com", "converted"]);
+    assert_eq!(v1beta1["hostPort"], "localhost:8080");
+    assert!(v1beta1.get("host").is_none());
+    let list = k.json(&["get", "crontabs.v1beta1.example.com"]);
+    assert_eq!(list["items"][0]["hostPort"], "localhost:8080");
+    drop(webhook);
+    // Without the webhook, reads fail with the API server's wording.
+    let failed = k.run(&["get", "crontabs.v1beta1.example.com", "converted"]);
+    assert!(failed.stderr.contains("conversion webhook for example.com/v1, Kind=CronTab failed:"), "{failed:?}");
+}
