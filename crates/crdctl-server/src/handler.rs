@@ -85,9 +85,15 @@ pub async fn api(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    Query(params): Query<Params>,
-    body: Bytes,
+    params: Result<Query<Params>, axum::extract::rejection::QueryRejection>,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
+    let Ok(Query(params)) = params else {
+        return ApiError::bad_request(format!("invalid query parameters: {}", uri.query().unwrap_or_default()))
+            .into_response();
+    };
+    // The only way reading a body fails is the size limit (or a client that went away).
+    let Ok(body) = body else { return ApiError::too_large().into_response() };
     match route(&state, &method, &uri, &headers, params, &body).await {
         Ok(response) => response,
         Err(err) => err.into_response(),

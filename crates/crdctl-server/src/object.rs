@@ -91,9 +91,8 @@ pub fn spec_changed(old: &Value, new: &Value, ignore_status: bool) -> bool {
     strip(old) != strip(new)
 }
 
-/// Fills what the server owns on create: name from `generateName`, `uid`,
-/// `creationTimestamp`, `generation`; drops `resourceVersion` and `deletionTimestamp`.
-pub fn prepare_create(object: &mut Value, namespace: Option<&str>) {
+/// Gives an object without a name one from its `generateName`.
+pub fn resolve_generate_name(object: &mut Value) {
     let meta = meta_mut(object);
     if meta.get("name").and_then(Value::as_str).is_none_or(str::is_empty)
         && let Some(prefix) = meta.get("generateName").and_then(Value::as_str).filter(|p| !p.is_empty())
@@ -101,6 +100,13 @@ pub fn prepare_create(object: &mut Value, namespace: Option<&str>) {
         let generated = generated_name(prefix);
         meta.insert("name".into(), Value::String(generated));
     }
+}
+
+/// Fills what the server owns on create: name from `generateName`, `uid`,
+/// `creationTimestamp`, `generation`; drops `resourceVersion` and `deletionTimestamp`.
+pub fn prepare_create(object: &mut Value, namespace: Option<&str>) {
+    resolve_generate_name(object);
+    let meta = meta_mut(object);
     if let Some(namespace) = namespace {
         meta.insert("namespace".into(), Value::String(namespace.to_string()));
     }

@@ -339,6 +339,7 @@ pub async fn create(state: &AppState, endpoint: &Endpoint, mut object: Value, pa
                 require_namespace(state, namespace).await?;
             }
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
+            crate::object::resolve_generate_name(&mut object);
             warnings = custom_resource::admit(&mut object, served, &endpoint.version, field_validation)?;
             custom_resource::prepare_create(&mut object, served, &endpoint.version, endpoint.namespace.as_deref());
         }

@@ -1,0 +1,512 @@
+//! The API over HTTP, as clients see it: discovery, CRD lifecycle, custom-resource verbs,
+//! concurrency, subresources, watches, paging, and bad input — each answered with the upstream
+//! code and `Status`, with nothing stored. One suite, run on both store backends.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crdctl_server::testing::TestServer;
+use crdctl_server::{Config, UpgradeSafety};
+use serde_json::{Value, json};
+
+const CRD: &str = r#"{
+  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "crontabs.example.com"},
+  "spec": {"group": "example.com", "scope": "Namespaced",
+    "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "shortNames": ["ct"]},
+    "versions": [
+      {"name": "v1beta1", "served": true, "storage": false, "deprecated": true,
+       "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+         "spec": {"type": "object", "properties": {"cronSpec": {"type": "string"}, "replicas": {"type": "integer", "default": 1}}},
+         "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}}}},
+       "subresources": {"status": {}}},
+      {"name": "v1", "served": true, "storage": true,
+       "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+         "spec": {"type": "object", "required": ["cronSpec"], "properties": {
+           "cronSpec": {"type": "string"}, "replicas": {"type": "integer", "default": 1},
+           "mode": {"type": "string", "enum": ["a", "b"]}}},
+         "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}}}},
+       "subresources": {"status": {}},
+       "additionalPrinterColumns": [{"name": "Spec", "type": "string", "jsonPath": ".spec.cronSpec"}]}
+    ]}
+}"#;
+
+struct Api {
+    server: TestServer,
+    http: reqwest::Client,
+    _dir: Option<tempfile::TempDir>,
+}
+
+async fn memory() -> Api {
+    let server = TestServer::start().await.unwrap();
+    Api { server, http: reqwest::Client::new(), _dir: None }
+}
+
+async fn redb() -> Api {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(crdctl_storage::redb::open(dir.path()).unwrap());
+    let server = TestServer::start_with(Config::default(), store).await.unwrap();
+    Api { server, http: reqwest::Client::new(), _dir: Some(dir) }
+}
+
+/// A response: code, `Warning` headers, body.
+#[derive(Debug)]
+struct Answer {
+    code: u16,
+    warnings: Vec<String>,
+    content_type: String,
+    body: Value,
+}
+
+impl Api {
+    async fn send(&self, method: &str, path: &str, content_type: &str, body: Option<Vec<u8>>) -> Answer {
+        let url = format!("{}{path}", self.server.url());
+        let mut request = self.http.request(method.parse().unwrap(), url).header("Content-Type", content_type);
+        if let Some(body) = body {
+            request = request.body(body);
+        }
+        let response = request.send().await.unwrap();
+        let code = response.status().as_u16();
+        let warnings = response.headers().get_all("Warning").iter().map(|v| v.to_str().unwrap().to_string()).collect();
+        let content_type =
+            response.headers().get("Content-Type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+        let bytes = response.bytes().await.unwrap();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Answer { code, warnings, content_type, body }
+    }
+
+    async fn get(&self, path: &str) -> Answer {
+        self.send("GET", path, "application/json", None).await
+    }
+
+    async fn post(&self, path: &str, body: &Value) -> Answer {
+        self.send("POST", path, "application/json", Some(body.to_string().into_bytes())).await
+    }
+
+    async fn put(&self, path: &str, body: &Value) -> Answer {
+        self.send("PUT", path, "application/json", Some(body.to_string().into_bytes())).await
+    }
+
+    async fn patch(&self, path: &str, content_type: &str, body: &Value) -> Answer {
+        self.send("PATCH", path, content_type, Some(body.to_string().into_bytes())).await
+    }
+
+    async fn delete(&self, path: &str) -> Answer {
+        self.send("DELETE", path, "application/json", None).await
+    }
+
+    async fn with_crd(self) -> Api {
+        let created = self
+            .post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &serde_json::from_str(CRD).unwrap())
+            .await;
+        assert_eq!(created.code, 201, "{created:?}");
+        self
+    }
+}
+
+const CRONTABS_V1: &str = "/apis/example.com/v1/namespaces/default/crontabs";
+const CRONTABS_V1BETA1: &str = "/apis/example.com/v1beta1/namespaces/default/crontabs";
+
+fn crontab(name: &str, version: &str) -> Value {
+    json!({"apiVersion": format!("example.com/{version}"), "kind": "CronTab", "metadata": {"name": name}, "spec": {"cronSpec": "* * * * */5"}})
+}
+
+async fn crd_lifecycle(api: Api) {
+    let crd = api.with_crd().await;
+    let got = crd.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com").await;
+    let conditions = got.body["status"]["conditions"].as_array().unwrap();
+    assert!(conditions.iter().any(|c| c["type"] == "Established" && c["status"] == "True"));
+    assert!(conditions.iter().any(|c| c["type"] == "NamesAccepted" && c["reason"] == "NoConflicts"));
+    assert_eq!(got.body["status"]["storedVersions"], json!(["v1"]));
+    assert_eq!(got.body["status"]["acceptedNames"]["listKind"], "CronTabList");
+    assert_eq!(got.body["metadata"]["generation"], 1);
+
+    // status on the main resource is ignored; a spec change bumps generation.
+    let mut changed = got.body.clone();
+    changed["status"]["storedVersions"] = json!(["bogus"]);
+    changed["spec"]["names"]["shortNames"] = json!(["ct", "cts"]);
+    let updated =
+        crd.put("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com", &changed).await;
+    assert_eq!(updated.code, 200, "{updated:?}");
+    assert_eq!(updated.body["status"]["storedVersions"], json!(["v1"]));
+    assert_eq!(updated.body["metadata"]["generation"], 2);
+
+    // Invalid CRDs get 422 with upstream causes.
+    let mut invalid: Value = serde_json::from_str(CRD).unwrap();
+    invalid["metadata"]["name"] = json!("wrong.example.com");
+    let refused = crd.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &invalid).await;
+    assert_eq!(refused.code, 422);
+    assert_eq!(refused.body["reason"], "Invalid");
+    assert_eq!(refused.body["details"]["causes"][0]["field"], "metadata.name");
+    assert_eq!(
+        refused.body["message"],
+        r#"CustomResourceDefinition.apiextensions.k8s.io "wrong.example.com" is invalid: metadata.name: Invalid value: "wrong.example.com": must be spec.names.plural+"."+spec.group"#
+    );
+    let again =
+        crd.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &serde_json::from_str(CRD).unwrap()).await;
+    assert_eq!((again.code, again.body["reason"].as_str()), (409, Some("AlreadyExists")));
+
+    // Deleting the CRD deletes its objects, then the CRD.
+    assert_eq!(crd.post(CRONTABS_V1, &crontab("a", "v1")).await.code, 201);
+    let deleting = crd.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com").await;
+    assert_eq!(deleting.code, 200);
+    assert!(deleting.body["status"]["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "Terminating"));
+    for _ in 0..100 {
+        if crd.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com").await.code == 404 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(crd.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com").await.code, 404);
+    let left = crd
+        .server
+        .server()
+        .state()
+        .store
+        .list(crdctl_storage::ListOptions { prefix: "/registry/example.com/", ..Default::default() })
+        .await;
+    assert!(left.unwrap().entries.is_empty(), "the objects went with the CRD");
+}
+
+async fn discovery(api: Api) {
+    let api = api.with_crd().await;
+    let group = api.get("/apis/example.com").await;
+    assert_eq!(group.body["preferredVersion"]["version"], "v1");
+    assert_eq!(group.body["versions"].as_array().unwrap().len(), 2);
+    let resources = api.get("/apis/example.com/v1").await;
+    let names: Vec<&str> =
+        resources.body["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["crontabs", "crontabs/status"]);
+    assert_eq!(resources.body["resources"][0]["shortNames"], json!(["ct"]));
+    assert_eq!(resources.body["resources"][0]["storageVersionHash"].as_str().unwrap().len(), 12);
+
+    let aggregated_accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let response =
+        api.http.get(format!("{}/apis", api.server.url())).header("Accept", aggregated_accept).send().await.unwrap();
+    assert_eq!(
+        response.headers()["Content-Type"],
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    );
+    let etag = response.headers()["ETag"].to_str().unwrap().to_string();
+    let document: Value = response.json().await.unwrap();
+    let group = document["items"].as_array().unwrap().iter().find(|g| g["metadata"]["name"] == "example.com").unwrap();
+    assert_eq!(group["versions"][0]["version"], "v1", "preferred first");
+    assert_eq!(group["versions"][0]["resources"][0]["responseKind"]["kind"], "CronTab");
+    assert_eq!(group["versions"][0]["resources"][0]["subresources"][0]["subresource"], "status");
+    let cached = api
+        .http
+        .get(format!("{}/apis", api.server.url()))
+        .header("Accept", aggregated_accept)
+        .header("If-None-Match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cached.status().as_u16(), 304);
+    let legacy = api.get("/apis").await;
+    assert_eq!(legacy.body["kind"], "APIGroupList");
+
+    let index = api.get("/openapi/v3").await;
+    assert!(index.body["paths"]["apis/example.com/v1"]["serverRelativeURL"].as_str().unwrap().contains("?hash="));
+    let document = api.get("/openapi/v3/apis/example.com/v1").await;
+    let patch = &document.body["paths"]["/apis/example.com/v1/namespaces/{namespace}/crontabs/{name}"]["patch"];
+    assert_eq!(
+        patch["x-kubernetes-group-version-kind"],
+        json!({"group": "example.com", "kind": "CronTab", "version": "v1"})
+    );
+    assert!(patch["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation"));
+    assert!(api.get("/openapi/v3/api/v1").await.body["paths"]["/api/v1/namespaces/{name}"]["patch"].is_object());
+    assert!(api.get("/openapi/v2").await.body["definitions"]["com.example.v1.CronTab"].is_object());
+    assert_eq!(api.get("/apis/example.com/v2").await.code, 404);
+    let not_acceptable = api
+        .http
+        .get(format!("{}/apis/example.com/v1/crontabs", api.server.url()))
+        .header("Accept", "application/vnd.kubernetes.unknown")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_acceptable.status().as_u16(), 406);
+}
+
+async fn custom_resources(api: Api) {
+    let api = api.with_crd().await;
+    // Create with generateName; defaults applied; uid, timestamps, generation.
+    let mut generated = crontab("", "v1");
+    generated["metadata"] = json!({"generateName": "job-"});
+    let created = api.post(CRONTABS_V1, &generated).await;
+    assert_eq!(created.code, 201, "{created:?}");
+    let name = created.body["metadata"]["name"].as_str().unwrap().to_string();
+    assert!(name.starts_with("job-") && name.len() == 9, "{name}");
+    assert_eq!(created.body["spec"]["replicas"], 1);
+    assert_eq!(created.body["metadata"]["generation"], 1);
+    assert_eq!(created.body["metadata"]["namespace"], "default");
+    let rv = created.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+
+    // The same object at the deprecated version, with its warning.
+    let old = api.get(&format!("{CRONTABS_V1BETA1}/{name}")).await;
+    assert_eq!(old.body["apiVersion"], "example.com/v1beta1");
+    assert_eq!(old.warnings, [r#"299 - "example.com/v1beta1 CronTab is deprecated; use example.com/v1 CronTab""#]);
+
+    // Optimistic concurrency: a stale resourceVersion is 409 Conflict.
+    let mut update = created.body.clone();
+    update["spec"]["cronSpec"] = json!("1 * * * *");
+    let first = api.put(&format!("{CRONTABS_V1}/{name}"), &update).await;
+    assert_eq!(first.code, 200);
+    assert_eq!(first.body["metadata"]["generation"], 2);
+    update["metadata"]["resourceVersion"] = json!(rv);
+    let stale = api.put(&format!("{CRONTABS_V1}/{name}"), &update).await;
+    assert_eq!(stale.code, 409);
+    assert_eq!(
+        stale.body["message"],
+        format!(
+            "Operation cannot be fulfilled on crontabs.example.com \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+        )
+    );
+
+    // status: ignored on the main resource, the only thing /status takes.
+    let with_status = api
+        .patch(&format!("{CRONTABS_V1}/{name}"), "application/merge-patch+json", &json!({"status": {"ready": true}}))
+        .await;
+    assert!(with_status.body.get("status").is_none(), "{with_status:?}");
+    let status = api
+        .patch(
+            &format!("{CRONTABS_V1}/{name}/status"),
+            "application/merge-patch+json",
+            &json!({"status": {"ready": true}, "spec": {"cronSpec": "ignored"}}),
+        )
+        .await;
+    assert_eq!(status.body["status"]["ready"], true);
+    assert_eq!(status.body["spec"]["cronSpec"], "1 * * * *");
+    assert_eq!(status.body["metadata"]["generation"], 2, "status writes keep generation");
+
+    // JSON patch; strategic merge patch is 415 with the upstream text.
+    let json_patch = api
+        .patch(
+            &format!("{CRONTABS_V1}/{name}"),
+            "application/json-patch+json",
+            &json!([{"op": "replace", "path": "/spec/replicas", "value": 3}]),
+        )
+        .await;
+    assert_eq!(json_patch.body["spec"]["replicas"], 3);
+    let strategic =
+        api.patch(&format!("{CRONTABS_V1}/{name}"), "application/strategic-merge-patch+json", &json!({})).await;
+    assert_eq!(strategic.code, 415);
+    assert_eq!(
+        strategic.body["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    );
+
+    // fieldValidation: Strict refuses unknown fields, Warn drops them with a warning.
+    let mut unknown = crontab("unknown", "v1");
+    unknown["spec"]["x"] = json!(1);
+    let strict = api.post(&format!("{CRONTABS_V1}?fieldValidation=Strict"), &unknown).await;
+    assert_eq!(strict.code, 400);
+    assert_eq!(
+        strict.body["message"],
+        r#"CronTab in version "v1" cannot be handled as a CronTab: strict decoding error: unknown field "spec.x""#
+    );
+    let warned = api.post(&format!("{CRONTABS_V1}?fieldValidation=Warn"), &unknown).await;
+    assert_eq!(warned.code, 201);
+    assert_eq!(warned.warnings, [r#"299 - "unknown field \"spec.x\"""#]);
+    assert!(warned.body["spec"].get("x").is_none());
+
+    // Schema validation with upstream messages.
+    let mut bad = crontab("bad", "v1");
+    bad["spec"] = json!({"replicas": "three", "mode": "c"});
+    let invalid = api.post(CRONTABS_V1, &bad).await;
+    assert_eq!(invalid.code, 422);
+    assert_eq!(
+        invalid.body["message"],
+        r#"CronTab.example.com "bad" is invalid: [spec.cronSpec: Required value, spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string", spec.mode: Unsupported value: "c": supported values: "a", "b"]"#
+    );
+
+    // Finalizers: delete marks; removing the last finalizer deletes.
+    let mut held = crontab("held", "v1");
+    held["metadata"]["finalizers"] = json!(["example.com/cleanup"]);
+    assert_eq!(api.post(CRONTABS_V1, &held).await.code, 201);
+    let marked = api.delete(&format!("{CRONTABS_V1}/held")).await;
+    assert!(marked.body["metadata"]["deletionTimestamp"].is_string(), "{marked:?}");
+    let released = api
+        .patch(
+            &format!("{CRONTABS_V1}/held"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"finalizers": null}}),
+        )
+        .await;
+    assert_eq!(released.code, 200, "{released:?}");
+    assert_eq!(api.get(&format!("{CRONTABS_V1}/held")).await.code, 404);
+
+    // Namespaces must exist; unserved or unknown versions are 404; wrong apiVersion is 400.
+    let missing = api.post("/apis/example.com/v1/namespaces/nope/crontabs", &crontab("a", "v1")).await;
+    assert_eq!((missing.code, missing.body["message"].as_str()), (404, Some(r#"namespaces "nope" not found"#)));
+    assert_eq!(api.get("/apis/example.com/v2/namespaces/default/crontabs").await.code, 404);
+    let mismatch = api.post(CRONTABS_V1, &crontab("a", "v1beta1")).await;
+    assert_eq!(mismatch.code, 400);
+    assert_eq!(
+        mismatch.body["message"],
+        "the API version in the data (example.com/v1beta1) does not match the expected API version (example.com/v1)"
+    );
+    assert_eq!(
+        api.get("/apis/example.com/v1/crontabs").await.body["items"].as_array().unwrap().len(),
+        2,
+        "list across namespaces"
+    );
+    assert_eq!(api.get(&format!("{CRONTABS_V1}/{name}/scale")).await.code, 404);
+}
+
+async fn lists_and_watches(api: Api) {
+    let api = api.with_crd().await;
+    for idx in 0..7 {
+        let mut object = crontab(&format!("item-{idx}"), "v1");
+        object["metadata"]["labels"] = json!({"parity": if idx % 2 == 0 { "even" } else { "odd" }});
+        assert_eq!(api.post(CRONTABS_V1, &object).await.code, 201);
+    }
+    // Pages of 3 at one revision, even while writes happen between them.
+    let first = api.get(&format!("{CRONTABS_V1}?limit=3")).await;
+    assert_eq!(first.body["items"].as_array().unwrap().len(), 3);
+    let token = first.body["metadata"]["continue"].as_str().unwrap().to_string();
+    api.delete(&format!("{CRONTABS_V1}/item-5")).await;
+    let second = api.get(&format!("{CRONTABS_V1}?limit=10&continue={token}")).await;
+    let names: Vec<&str> =
+        second.body["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["item-3", "item-4", "item-5", "item-6"]);
+    assert!(second.body["metadata"].get("continue").is_none());
+    let bad_token = api.get(&format!("{CRONTABS_V1}?limit=1&continue=garbage")).await;
+    assert_eq!(bad_token.code, 400);
+
+    let odd = api.get(&format!("{CRONTABS_V1}?labelSelector=parity%3Dodd")).await;
+    assert_eq!(odd.body["items"].as_array().unwrap().len(), 2);
+    let named = api.get(&format!("{CRONTABS_V1}?fieldSelector=metadata.name%3Ditem-2")).await;
+    assert_eq!(named.body["items"][0]["metadata"]["name"], "item-2");
+    assert_eq!(api.get(&format!("{CRONTABS_V1}?fieldSelector=spec.x%3D1")).await.code, 400);
+    let future = api.get(&format!("{CRONTABS_V1}?resourceVersion=999999")).await;
+    assert_eq!(future.code, 504);
+
+    // Tables carry the version's printer columns.
+    let table = api
+        .http
+        .get(format!("{}{CRONTABS_V1}", api.server.url()))
+        .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    let columns: Vec<&str> =
+        table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(columns, ["Name", "Spec"]);
+    assert_eq!(table["rows"][0]["cells"], json!(["item-0", "* * * * */5"]));
+
+    // A watch from a revision delivers later events, in the watch's version.
+    let rv = api.get(CRONTABS_V1).await.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let mut watch = api
+        .http
+        .get(format!("{}{CRONTABS_V1BETA1}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true", api.server.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        watch.headers()["Warning"],
+        r#"299 - "example.com/v1beta1 CronTab is deprecated; use example.com/v1 CronTab""#
+    );
+    api.post(CRONTABS_V1, &crontab("late", "v1")).await;
+    api.delete(&format!("{CRONTABS_V1}/late")).await;
+    let mut buffer = String::new();
+    while buffer.lines().count() < 2 {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), watch.chunk()).await.unwrap().unwrap().unwrap();
+        buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let events: Vec<Value> = buffer.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events[0]["type"], "ADDED");
+    assert_eq!(events[0]["object"]["apiVersion"], "example.com/v1beta1");
+    assert_eq!(events[1]["type"], "DELETED");
+    assert_eq!(events[1]["object"]["metadata"]["name"], "late");
+}
+
+async fn bad_input(api: Api) {
+    let api = api.with_crd().await;
+    let before = api.server.server().state().store.revision().await.unwrap();
+    let cases: Vec<(&str, Vec<u8>, &str, u16)> = vec![
+        ("malformed JSON", b"{\"apiVersion\": ".to_vec(), "application/json", 400),
+        ("malformed YAML", b"a: [b\n".to_vec(), "application/yaml", 400),
+        ("invalid UTF-8", b"{\"a\": \"\xff\"}".to_vec(), "application/json", 400),
+        ("deep nesting", format!("{}{}", "[".repeat(5000), "]".repeat(5000)).into_bytes(), "application/json", 400),
+        ("too large", vec![b' '; 3 * 1024 * 1024 + 10], "application/json", 413),
+        ("wrong kind", json!({"apiVersion": "example.com/v1", "kind": "Other", "metadata": {"name": "x"}}).to_string().into_bytes(), "application/json", 400),
+        ("bad name", json!({"apiVersion": "example.com/v1", "kind": "CronTab", "metadata": {"name": "Not_DNS"}, "spec": {"cronSpec": "x"}}).to_string().into_bytes(), "application/json", 422),
+        ("unknown content type", b"x".to_vec(), "text/plain", 415),
+    ];
+    for (what, body, content_type, code) in cases {
+        let answer = api.send("POST", CRONTABS_V1, content_type, Some(body)).await;
+        assert_eq!(answer.code, code, "{what}: {answer:?}");
+        assert_eq!(answer.body["kind"], "Status", "{what}");
+        assert_eq!(answer.body["code"], code, "{what}");
+        assert_eq!(answer.content_type, "application/json", "{what}");
+    }
+    let bad_name = api.post(CRONTABS_V1, &json!({"apiVersion": "example.com/v1", "kind": "CronTab", "metadata": {"name": "Not_DNS"}, "spec": {"cronSpec": "x"}})).await;
+    assert!(
+        bad_name.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("metadata.name: Invalid value: \"Not_DNS\": a lowercase RFC 1123 subdomain"),
+        "{bad_name:?}"
+    );
+    assert_eq!(api.server.server().state().store.revision().await.unwrap(), before, "nothing was stored");
+}
+
+async fn upgrade_safety_gate(api: Api) {
+    let api = api.with_crd().await;
+    let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com";
+    let mut crd = api.get(path).await.body;
+    crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["cronSpec"]["type"] =
+        json!("integer");
+    let refused = api.put(path, &crd).await;
+    assert_eq!(refused.code, 422, "{refused:?}");
+    assert!(refused.body["message"].as_str().unwrap().contains("CRD upgrade safety"), "{refused:?}");
+}
+
+macro_rules! backend_suite {
+    ($($backend:ident),*) => {$(
+        mod $backend {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn crd_lifecycle() { super::crd_lifecycle(super::$backend().await).await }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn discovery() { super::discovery(super::$backend().await).await }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn custom_resources() { super::custom_resources(super::$backend().await).await }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn lists_and_watches() { super::lists_and_watches(super::$backend().await).await }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn bad_input() { super::bad_input(super::$backend().await).await }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn upgrade_safety_gate() { super::upgrade_safety_gate(super::$backend().await).await }
+        }
+    )*};
+}
+
+backend_suite!(memory, redb);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_kubernetes_mode_skips_the_safety_gate() {
+    let config = Config { upgrade_safety: UpgradeSafety::None, ..Config::default() };
+    let server = TestServer::start_with(config, Arc::new(crdctl_storage::memory::open())).await.unwrap();
+    let api = Api { server, http: reqwest::Client::new(), _dir: None }.with_crd().await;
+    let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com";
+    let mut crd = api.get(path).await.body;
+    crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["cronSpec"]["type"] =
+        json!("integer");
+    assert_eq!(api.put(path, &crd).await.code, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_is_required_when_configured() {
+    let config = Config { token: Some("s3cret".into()), ..Config::default() };
+    let server = TestServer::start_with(config, Arc::new(crdctl_storage::memory::open())).await.unwrap();
+    let http = reqwest::Client::new();
+    let anonymous = http.get(format!("{}/apis", server.url())).send().await.unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401);
+    let status: Value = anonymous.json().await.unwrap();
+    assert_eq!((status["kind"].as_str(), status["reason"].as_str()), (Some("Status"), Some("Unauthorized")));
+    let authorized = http.get(format!("{}/apis", server.url())).bearer_auth("s3cret").send().await.unwrap();
+    assert_eq!(authorized.status().as_u16(), 200);
+}
