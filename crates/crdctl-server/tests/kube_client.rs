@@ -58,10 +58,8 @@ async fn kube_rs_client_round_trip() {
     assert_eq!(listed.items.len(), 2);
     assert!(listed.items.iter().all(|o| o.types.as_ref().unwrap().api_version == "example.com/v1"));
 
-    let patched = v1
-        .patch_status("a", &PatchParams::default(), &Patch::Merge(json!({"status": {"ready": true}})))
-        .await
-        .unwrap();
+    let patched =
+        v1.patch_status("a", &PatchParams::default(), &Patch::Merge(json!({"status": {"ready": true}}))).await.unwrap();
     assert_eq!(patched.data["status"]["ready"], true);
     assert_eq!(v1beta1.get("a").await.unwrap().data["status"]["ready"], true);
 
@@ -74,7 +72,8 @@ async fn kube_rs_client_round_trip() {
             watcher::Event::Apply(object) | watcher::Event::InitApply(object) => vec![object],
             _ => vec![],
         };
-        seen_ready = objects.iter().any(|o| o.metadata.name.as_deref() == Some("a") && o.data["status"]["ready"] == true);
+        seen_ready =
+            objects.iter().any(|o| o.metadata.name.as_deref() == Some("a") && o.data["status"]["ready"] == true);
     }
     v1.delete("b", &Default::default()).await.unwrap();
     assert!(v1.get_opt("b").await.unwrap().is_none());

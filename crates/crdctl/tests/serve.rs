@@ -51,6 +51,20 @@ impl Served {
         Served { child, dir, kubeconfig }
     }
 
+    /// The server's base URL, read from its kubeconfig.
+    pub fn url(&self) -> String {
+        let kubeconfig = std::fs::read_to_string(&self.kubeconfig).unwrap();
+        let line = kubeconfig.lines().find(|l| l.trim_start().starts_with("server: ")).unwrap();
+        line.trim_start().trim_start_matches("server: ").to_string()
+    }
+
+    /// Kills the process with SIGKILL, keeping the data.
+    pub fn kill(mut self) -> tempfile::TempDir {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap())
+    }
+
     /// Sends SIGTERM and returns the exit code.
     pub fn terminate(mut self) -> (i32, tempfile::TempDir) {
         let pid = self.child.id().to_string();
@@ -375,4 +389,65 @@ fn webhook_conversion_through_the_example_over_tls() {
     // Without the webhook, reads fail with the API server's wording.
     let failed = k.run(&["get", "crontabs.v1beta1.example.com", "converted"]);
     assert!(failed.stderr.contains("conversion webhook for example.com/v1, Kind=CronTab failed:"), "{failed:?}");
+}
+
+#[test]
+fn acknowledged_writes_survive_sigkill() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut served = Served::start(&[]);
+    let k = Kubectl::new("1.33", &served);
+    k.apply(&example("3-v1-storage.yaml"));
+    k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+    let mut acknowledged: Vec<String> = Vec::new();
+    for round in 0..2 {
+        let url = format!("{}/apis/example.com/v1/namespaces/default/crontabs", served.url());
+        let acked = runtime.block_on(async {
+            let http = reqwest::Client::new();
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let writers: Vec<_> = (0..8)
+                .map(|writer| {
+                    let (http, url, tx) = (http.clone(), url.clone(), tx.clone());
+                    tokio::spawn(async move {
+                        for i in 0.. {
+                            let name = format!("r{round}-w{writer}-{i}");
+                            let body = format!(r#"{{"apiVersion":"example.com/v1","kind":"CronTab","metadata":{{"name":"{name}"}},"host":"h"}}"#);
+                            let Ok(response) = http.post(&url).header("Content-Type", "application/json").body(body).send().await
+                            else {
+                                return;
+                            };
+                            if response.status().as_u16() == 201 && tx.send(name).is_err() {
+                                return;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            drop(tx);
+            let mut acked = Vec::new();
+            while acked.len() < 400 {
+                match tokio::time::timeout(Duration::from_secs(20), rx.recv()).await {
+                    Ok(Some(name)) => acked.push(name),
+                    _ => break,
+                }
+            }
+            (writers, acked)
+        });
+        let (writers, acked) = acked;
+        // Kill while the writers are still sending.
+        let dir = served.kill();
+        runtime.block_on(async {
+            for writer in writers {
+                let _ = writer.await;
+            }
+        });
+        assert!(acked.len() >= 400, "only {} writes were acknowledged", acked.len());
+        acknowledged.extend(acked);
+        served = Served::start_in(dir, &[]);
+        let listed = Kubectl::new("1.33", &served).json(&["get", "crontabs"]);
+        let names: std::collections::HashSet<&str> =
+            listed["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+        for name in &acknowledged {
+            assert!(names.contains(name.as_str()), "round {round}: acknowledged {name} was lost");
+        }
+    }
 }
