@@ -13,21 +13,27 @@ const LABEL_VALUE_ERROR: &str = "a valid label must be an empty string or consis
 
 /// `restoreObjectMeta`: the original metadata with the converted object's labels and annotations.
 /// Returns the metadata to store, or the API server's error text.
+///
+/// This runs for every object a webhook converts, so it works in the webhook's map: fields that
+/// already equal the original's (the common case) are left alone, and only what differs is
+/// copied from the original.
 pub(crate) fn restore(original: Option<&Value>, converted: Option<Value>) -> Result<Option<Value>, String> {
-    let converted = match converted {
+    const FIELDS: [&str; 2] = ["labels", "annotations"];
+    let mut converted = match converted {
         None => return Err("missing metadata in converted object".into()),
         Some(Value::Object(map)) => map,
         Some(other) => return Err(format!("invalid metadata of type {} in converted object", go_type(&other))),
     };
-    let mut restored = match original {
-        Some(Value::Object(map)) => map.clone(),
-        None => Map::new(),
+    let original = match original {
+        Some(Value::Object(map)) => Some(map),
+        None => None,
         Some(other) => return Err(format!("invalid metadata of type {} in input object", go_type(other))),
     };
-    for field in ["labels", "annotations"] {
+    let empty = Map::new();
+    for field in FIELDS {
         let response = match converted.get(field) {
             None | Some(Value::Null) => {
-                restored.remove(field);
+                converted.remove(field);
                 continue;
             }
             Some(Value::Object(map)) => map,
@@ -35,9 +41,9 @@ pub(crate) fn restore(original: Option<&Value>, converted: Option<Value>) -> Res
                 return Err(format!("invalid metadata.{field} of type {} in converted object", go_type(other)));
             }
         };
-        let previous = match restored.get(field) {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(map)) => map.clone(),
+        let previous = match original.and_then(|o| o.get(field)) {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(map)) => map,
             Some(other) => {
                 return Err(format!("invalid metadata.{field} of type {} in original object", go_type(other)));
             }
@@ -58,9 +64,22 @@ pub(crate) fn restore(original: Option<&Value>, converted: Option<Value>) -> Res
                 return Err(aggregate(errors));
             }
         }
-        restored.insert(field.into(), Value::Object(response.clone()));
     }
-    Ok(Some(Value::Object(restored)))
+    // Every other field is the original's.
+    converted.retain(|key, _| FIELDS.contains(&key.as_str()) || original.is_some_and(|o| o.contains_key(key)));
+    for (key, value) in original.into_iter().flatten() {
+        if FIELDS.contains(&key.as_str()) {
+            continue;
+        }
+        match converted.get_mut(key) {
+            Some(slot) if slot == value => {}
+            Some(slot) => *slot = value.clone(),
+            None => {
+                converted.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Ok(Some(Value::Object(converted)))
 }
 
 fn label_errors(labels: &Map<String, Value>) -> Vec<String> {

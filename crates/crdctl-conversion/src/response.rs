@@ -138,8 +138,10 @@ fn check_object(sent: &Sent<'_>, idx: usize, original: &Value, converted: Value)
             }
         });
     };
-    let text =
-        |map: &Map<String, Value>, key: &str| map.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+    // Field reads borrow: this runs once per converted object, on every list through a webhook.
+    fn text<'a>(map: &'a Map<String, Value>, key: &str) -> &'a str {
+        map.get(key).and_then(Value::as_str).unwrap_or_default()
+    }
     let received_api_version = text(&converted, "apiVersion");
     if received_api_version != sent.desired_api_version {
         return Err(invalid(format!(
@@ -152,13 +154,15 @@ fn check_object(sent: &Sent<'_>, idx: usize, original: &Value, converted: Value)
     if received_kind != original_kind {
         return Err(invalid(format!("invalid kind (expected {original_kind}, received {received_kind})")));
     }
-    let identity = |object: &Value, key: &str| {
-        object.pointer(&format!("/metadata/{key}")).and_then(Value::as_str).unwrap_or_default().to_string()
+    let (original_meta, converted_meta) = (original.get("metadata"), converted.get("metadata"));
+    let field = |metadata: Option<&Value>, key: &str| -> String {
+        metadata.and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or_default().to_string()
     };
-    let converted_value = Value::Object(converted.clone());
     for (key, label) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
-        let (expected, actual) = (identity(original, key), identity(&converted_value, key));
+        let expected = original_meta.and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or_default();
+        let actual = converted_meta.and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or_default();
         if expected != actual {
+            let (expected, actual) = (field(original_meta, key), field(converted_meta, key));
             let detail = format!("must have the same {label}: {expected} != {actual}");
             return Err(match sent.shape {
                 Shape::Object => ConversionError::webhook(gvk, format!("returned invalid object: {detail}")),
@@ -168,16 +172,14 @@ fn check_object(sent: &Sent<'_>, idx: usize, original: &Value, converted: Value)
             });
         }
     }
-    let metadata =
-        metadata::restore(original.get("metadata"), converted.get("metadata").cloned()).map_err(|detail| match sent
-            .shape
-        {
+    let metadata = metadata::restore(original.get("metadata"), converted.get_mut("metadata").map(Value::take))
+        .map_err(|detail| match sent.shape {
             Shape::Object => ConversionError::webhook(gvk, format!("returned invalid metadata: {detail}")),
             Shape::List => {
                 ConversionError::webhook(gvk, format!("returned invalid metadata in object at index {idx}: {detail}"))
             }
         })?;
-    // Replace in place, keeping the field order the webhook wrote.
+    // Back into the same slot, keeping the field order the webhook wrote.
     match (metadata, converted.get_mut("metadata")) {
         (Some(metadata), Some(slot)) => *slot = metadata,
         (Some(metadata), None) => {
