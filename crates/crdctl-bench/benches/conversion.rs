@@ -10,8 +10,9 @@
 //!   the API server) and the clients on the other, so client/s falls below framework/s only
 //!   where the client's work per review exceeds the webhook's.
 //! - client÷fw is the ratio the API-server issue sets a target for (≥ 80% at 100 objects).
-//! Each rate is the best of three interleaved one-second runs.
 //! - in-proc/s: the webhook's parse, convert and serialise without the network, on one core.
+//!
+//! Each rate is the best of three interleaved one-second runs.
 //!
 //! Run: `cargo bench -p crdctl-bench --bench conversion`.
 #![allow(clippy::print_stdout)]
