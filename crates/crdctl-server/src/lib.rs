@@ -287,6 +287,7 @@ impl Server {
         let address = listener.local_addr().map_err(|source| StartError::Bind { address: config.listen, source })?;
         let tls = config.tls.clone();
         let state = AppState::new(config, store).await?;
+        // Responses go out as soon as they are written (TCP_NODELAY), as Go's net/http does.
         let router = app(state.clone()).into_make_service();
         let handle = axum_server::Handle::new();
         let task = match tls {
@@ -294,8 +295,11 @@ impl Server {
                 let rustls = axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key)
                     .await
                     .map_err(|err| StartError::Tls(err.to_string()))?;
-                let server = axum_server::from_tcp_rustls(listener, rustls)
+                let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(rustls)
+                    .acceptor(axum_server::accept::NoDelayAcceptor::new());
+                let server = axum_server::from_tcp(listener)
                     .map_err(|source| StartError::Bind { address, source })?
+                    .acceptor(acceptor)
                     .handle(handle.clone());
                 tokio::spawn(server.serve(router))
             }

@@ -1,0 +1,277 @@
+//! `crdctl serve` throughput on the embedded redb store, against the store's own durable commit
+//! rate measured in the same run.
+//!
+//! Baselines: raw redb (one durable transaction per write, the floor of any durable write) and
+//! the store engine with 1 and 16 writers (16 share commits: group commit). Then the server,
+//! in-process on a random loopback port, driven over HTTP by a Rust load generator with 1 and 16
+//! concurrent clients: creates/s, gets/s and the time to list 10,000 objects, for a CRD with the
+//! None strategy and one whose objects pass through the CronTab conversion webhook (HTTPS, the
+//! example converter on the framework). Targets: creates with one client ≥ 50% of the raw
+//! single-writer commit rate; with 16 clients, more creates/s than that rate.
+//!
+//! Run: `cargo bench -p crdctl-bench --bench server`.
+#![allow(clippy::print_stdout)]
+
+#[path = "../../../examples/crontab-conversion-webhook/convert.rs"]
+mod convert;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crdctl_server::testing::TestServer;
+use crdctl_storage::Store;
+use serde_json::{Value, json};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const RUN_FOR: Duration = Duration::from_secs(2);
+const LIST_SIZE: usize = 10_000;
+
+fn value_bytes() -> Vec<u8> {
+    br#"{"apiVersion":"example.com/v1","kind":"CronTab","metadata":{"name":"crontab-000000","namespace":"default","uid":"6ea9ddfe-bfc3-498e-bc6a-7993137f7788","creationTimestamp":"2026-12-01T09:14:45Z","generation":1},"host":"localhost","port":"1234"}"#.to_vec()
+}
+
+/// Durable redb transactions, one write each, one after another.
+fn raw_redb() -> f64 {
+    const TABLE: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("bench");
+    let dir = tempfile::tempdir().unwrap();
+    let db = redb::Database::create(dir.path().join("raw.redb")).unwrap();
+    let value = value_bytes();
+    let started = Instant::now();
+    let mut n = 0u64;
+    while started.elapsed() < RUN_FOR {
+        let txn = db.begin_write().unwrap();
+        txn.open_table(TABLE).unwrap().insert(format!("/k/{n}").as_str(), value.as_slice()).unwrap();
+        txn.commit().unwrap();
+        n += 1;
+    }
+    n as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Creates through the store engine from `writers` concurrent tasks.
+async fn store_writes(writers: usize) -> f64 {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(crdctl_storage::redb::open(dir.path()).unwrap());
+    let count = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..writers)
+        .map(|writer| {
+            let (store, count) = (Arc::clone(&store), Arc::clone(&count));
+            tokio::spawn(async move {
+                let mut i = 0;
+                while started.elapsed() < RUN_FOR {
+                    store.create(&format!("/k/{writer}/{i}"), value_bytes()).await.unwrap();
+                    count.fetch_add(1, Ordering::Relaxed);
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+struct Load {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Load {
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<String>) -> (u16, bytes::Bytes) {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(body) = body {
+            request = request.header("Content-Type", "application/json").body(body);
+        }
+        let response = request.send().await.unwrap();
+        (response.status().as_u16(), response.bytes().await.unwrap())
+    }
+
+    /// Creates objects from `clients` tasks for `RUN_FOR`, or until `until` objects exist.
+    async fn creates(
+        self: &Arc<Self>,
+        version: &str,
+        body: fn(&str, &str) -> String,
+        clients: usize,
+        until: Option<usize>,
+        prefix: &str,
+    ) -> (f64, usize) {
+        let count = Arc::new(AtomicUsize::new(0));
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..clients)
+            .map(|client| {
+                let (load, count, version, prefix) =
+                    (Arc::clone(self), Arc::clone(&count), version.to_string(), prefix.to_string());
+                tokio::spawn(async move {
+                    let path = format!("/apis/example.com/{version}/namespaces/default/crontabs");
+                    let mut i = 0;
+                    loop {
+                        let done = count.load(Ordering::Relaxed);
+                        match until {
+                            Some(limit) if done >= limit => break,
+                            None if started.elapsed() >= RUN_FOR => break,
+                            _ => {}
+                        }
+                        let name = format!("{prefix}-{client:02}-{i:06}");
+                        let (code, answer) = load.send(reqwest::Method::POST, &path, Some(body(&name, &version))).await;
+                        assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
+                        count.fetch_add(1, Ordering::Relaxed);
+                        i += 1;
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let n = count.load(Ordering::Relaxed);
+        (n as f64 / started.elapsed().as_secs_f64(), n)
+    }
+
+    async fn gets(self: &Arc<Self>, names: Arc<Vec<String>>, clients: usize) -> f64 {
+        let count = Arc::new(AtomicUsize::new(0));
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..clients)
+            .map(|client| {
+                let (load, count, names) = (Arc::clone(self), Arc::clone(&count), Arc::clone(&names));
+                tokio::spawn(async move {
+                    let mut i = client;
+                    while started.elapsed() < RUN_FOR {
+                        let path =
+                            format!("/apis/example.com/v1/namespaces/default/crontabs/{}", names[i % names.len()]);
+                        assert_eq!(load.send(reqwest::Method::GET, &path, None).await.0, 200);
+                        count.fetch_add(1, Ordering::Relaxed);
+                        i += clients;
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+    }
+
+    /// The median time of three full lists at `version`, checking the item count.
+    async fn list(&self, version: &str, expected: usize) -> Duration {
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            let (code, body) = self
+                .send(reqwest::Method::GET, &format!("/apis/example.com/{version}/namespaces/default/crontabs"), None)
+                .await;
+            let elapsed = t.elapsed();
+            assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+            let list: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(list["items"].as_array().unwrap().len(), expected);
+            assert_eq!(list["items"][0]["apiVersion"], format!("example.com/{version}"));
+            times.push(elapsed);
+        }
+        times.sort();
+        times[1]
+    }
+}
+
+fn crd(webhook: Option<(u16, String)>) -> Value {
+    let schema_v1 = json!({"openAPIV3Schema": {"type": "object", "properties": {"host": {"type": "string"}, "port": {"type": "string"}}}});
+    let schema_v1beta1 = match &webhook {
+        Some(_) => json!({"openAPIV3Schema": {"type": "object", "properties": {"hostPort": {"type": "string"}}}}),
+        None => schema_v1.clone(),
+    };
+    let conversion = match webhook {
+        Some((port, ca_bundle)) => json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+            "clientConfig": {"url": format!("https://localhost:{port}/crdconvert"), "caBundle": ca_bundle}}}),
+        None => json!({"strategy": "None"}),
+    };
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "crontabs.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "crontabs", "kind": "CronTab"}, "conversion": conversion,
+            "versions": [{"name": "v1beta1", "served": true, "storage": false, "schema": schema_v1beta1},
+                         {"name": "v1", "served": true, "storage": true, "schema": schema_v1}]}})
+}
+
+fn v1_body(name: &str, version: &str) -> String {
+    format!(
+        r#"{{"apiVersion":"example.com/{version}","kind":"CronTab","metadata":{{"name":"{name}"}},"host":"localhost","port":"1234"}}"#
+    )
+}
+
+fn v1beta1_body(name: &str, version: &str) -> String {
+    format!(
+        r#"{{"apiVersion":"example.com/{version}","kind":"CronTab","metadata":{{"name":"{name}"}},"hostPort":"localhost:1234"}}"#
+    )
+}
+
+async fn server_with(crd: Value) -> (TestServer, Arc<Load>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(crdctl_storage::redb::open(dir.path()).unwrap());
+    let server = TestServer::start_with(crdctl_server::Config::default(), store).await.unwrap();
+    let load = Arc::new(Load { http: reqwest::Client::new(), base: server.url() });
+    let (code, body) = load
+        .send(reqwest::Method::POST, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Some(crd.to_string()))
+        .await;
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    (server, load, dir)
+}
+
+fn ratio(rate: f64, baseline: f64) -> String {
+    format!("{:.0}%", rate / baseline * 100.0)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let raw = tokio::task::spawn_blocking(raw_redb).await.unwrap();
+    let store_1 = store_writes(1).await;
+    let store_16 = store_writes(16).await;
+    println!("baseline (durable, redb)                 writes/s   ÷ raw");
+    println!("  raw redb, 1 writer                    {raw:>10.0}   100%");
+    println!("  store engine, 1 writer                {store_1:>10.0}   {}", ratio(store_1, raw));
+    println!("  store engine, 16 writers              {store_16:>10.0}   {}", ratio(store_16, raw));
+
+    // The webhook for the conversion runs: HTTPS on loopback, the CronTab converter.
+    let names = vec!["localhost".to_string()];
+    let bundle = crdctl_conversion::certs::generate(&names).unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    std::fs::write(certs.path().join("tls.crt"), &bundle.cert_pem).unwrap();
+    std::fs::write(certs.path().join("tls.key"), &bundle.key_pem).unwrap();
+    let options = crdctl_conversion::framework::Options::new(
+        "127.0.0.1:0".parse().unwrap(),
+        certs.path().join("tls.crt"),
+        certs.path().join("tls.key"),
+    );
+    let webhook = crdctl_conversion::framework::start(options, convert::convert_crontab).await.unwrap();
+
+    for (label, webhook) in [("None", None), ("Webhook", Some((webhook.address.port(), bundle.ca_bundle())))] {
+        let converting = webhook.is_some();
+        let (_server, load, _dir) = server_with(crd(webhook)).await;
+        // Writes at v1beta1 are converted to the storage version v1 (by the webhook when set).
+        let (version, body) = ("v1beta1", if converting { v1beta1_body as fn(&str, &str) -> String } else { v1_body });
+        let (creates_1, made_1) = load.creates(version, body, 1, None, "one").await;
+        let (creates_16, made_16) = load.creates(version, body, 16, Some(LIST_SIZE - made_1), "many").await;
+        let total = made_1 + made_16;
+        let listed = load.list("v1", total).await;
+        let listed_converted = load.list("v1beta1", total).await;
+        let page: Value = serde_json::from_slice(
+            &load.send(reqwest::Method::GET, "/apis/example.com/v1/namespaces/default/crontabs?limit=64", None).await.1,
+        )
+        .unwrap();
+        let sample: Vec<String> = page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        let sample = Arc::new(sample);
+        let gets_1 = load.gets(Arc::clone(&sample), 1).await;
+        let gets_16 = load.gets(sample, 16).await;
+        println!("server, conversion {label:<8}             per second   ÷ raw");
+        println!("  creates, 1 client                     {creates_1:>10.0}   {}", ratio(creates_1, raw));
+        println!("  creates, 16 clients                   {creates_16:>10.0}   {}", ratio(creates_16, raw));
+        println!("  gets, 1 client                        {gets_1:>10.0}");
+        println!("  gets, 16 clients                      {gets_16:>10.0}");
+        println!("  list {total} at the storage version  {:>9.1} ms", listed.as_secs_f64() * 1e3);
+        println!("  list {total} at v1beta1 (converted)  {:>9.1} ms", listed_converted.as_secs_f64() * 1e3);
+    }
+}
