@@ -480,6 +480,8 @@ macro_rules! backend_suite {
             async fn bad_input() { super::bad_input(super::$backend().await).await }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn upgrade_safety_gate() { super::upgrade_safety_gate(super::$backend().await).await }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn collections_and_conflicts() { super::collections_and_conflicts(super::$backend().await).await }
         }
     )*};
 }
@@ -509,4 +511,69 @@ async fn a_token_is_required_when_configured() {
     assert_eq!((status["kind"].as_str(), status["reason"].as_str()), (Some("Status"), Some("Unauthorized")));
     let authorized = http.get(format!("{}/apis", server.url())).bearer_auth("s3cret").send().await.unwrap();
     assert_eq!(authorized.status().as_u16(), 200);
+}
+
+async fn collections_and_conflicts(api: Api) {
+    let api = api.with_crd().await;
+    for name in ["x1", "x2", "x3"] {
+        let mut object = crontab(name, "v1");
+        object["metadata"]["labels"] = json!({"batch": if name == "x3" { "keep" } else { "drop" }});
+        assert_eq!(api.post(CRONTABS_V1, &object).await.code, 201);
+    }
+    let deleted = api.delete(&format!("{CRONTABS_V1}?labelSelector=batch%3Ddrop")).await;
+    assert_eq!(deleted.code, 200, "{deleted:?}");
+    let left = api.get(CRONTABS_V1).await;
+    let names: Vec<&str> =
+        left.body["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["x3"]);
+
+    // A second CRD in the group with the same kind: names not accepted, not established, not served.
+    let mut rival: Value = serde_json::from_str(CRD).unwrap();
+    rival["metadata"]["name"] = json!("rivals.example.com");
+    rival["spec"]["names"] = json!({"plural": "rivals", "kind": "CronTab"});
+    let created = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &rival).await;
+    assert_eq!(created.code, 201);
+    let conditions = created.body["status"]["conditions"].as_array().unwrap();
+    assert!(
+        conditions
+            .iter()
+            .any(|c| c["type"] == "NamesAccepted" && c["status"] == "False" && c["reason"] == "KindConflict")
+    );
+    assert!(conditions.iter().any(|c| c["type"] == "Established" && c["status"] == "False"));
+    assert_eq!(api.get("/apis/example.com/v1/namespaces/default/rivals").await.code, 404);
+    let resources = api.get("/apis/example.com/v1").await;
+    assert!(!resources.body["resources"].as_array().unwrap().iter().any(|r| r["name"] == "rivals"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_older_than_the_history_window_is_410_expired_and_timeouts_end_watches() {
+    let server =
+        TestServer::start_with(Config::default(), Arc::new(crdctl_storage::memory::open_with_window(5))).await.unwrap();
+    let api = Api { server, http: reqwest::Client::new(), _dir: None }.with_crd().await;
+    for idx in 0..10 {
+        assert_eq!(api.post(CRONTABS_V1, &crontab(&format!("w{idx}"), "v1")).await.code, 201);
+    }
+    let url = format!("{}{CRONTABS_V1}?watch=true&resourceVersion=2", api.server.url());
+    let body = api.http.get(url).send().await.unwrap().text().await.unwrap();
+    let event: Value = serde_json::from_str(body.lines().next().unwrap()).unwrap();
+    assert_eq!(event["type"], "ERROR");
+    assert_eq!((event["object"]["code"].as_u64(), event["object"]["reason"].as_str()), (Some(410), Some("Expired")));
+    // A continue token from before the window is 410 as well.
+    let page = api.get(&format!("{CRONTABS_V1}?limit=2")).await;
+    let token = page.body["metadata"]["continue"].as_str().unwrap().to_string();
+    for idx in 10..20 {
+        api.post(CRONTABS_V1, &crontab(&format!("w{idx}"), "v1")).await;
+    }
+    let expired = api.get(&format!("{CRONTABS_V1}?limit=2&continue={token}")).await;
+    assert_eq!((expired.code, expired.body["reason"].as_str()), (410, Some("Expired")));
+    // timeoutSeconds ends the stream by itself, after the initial events.
+    let started = std::time::Instant::now();
+    let url = format!("{}{CRONTABS_V1}?watch=true&timeoutSeconds=1", api.server.url());
+    let body = tokio::time::timeout(Duration::from_secs(10), async {
+        api.http.get(url).send().await.unwrap().text().await.unwrap()
+    })
+    .await
+    .expect("the watch ended");
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    assert_eq!(body.lines().count(), 20, "one ADDED per object");
 }
