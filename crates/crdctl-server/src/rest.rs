@@ -411,6 +411,12 @@ pub async fn update(
         };
         let old = endpoint.present_entry(&current).await?;
         let (new, precondition) = match &change {
+            Change::Replace(body) if !body.is_object() => {
+                return Err(ApiError::bad_request(format!(
+                    "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                    crate::schema_type_name(body)
+                )));
+            }
             Change::Replace(body) => {
                 let rv = crate::object::meta_str(body, "resourceVersion").map(str::to_string);
                 if rv.is_none() && matches!(endpoint.kind, Kind::Custom(_)) {

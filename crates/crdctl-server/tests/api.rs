@@ -451,6 +451,16 @@ async fn bad_input(api: Api) {
             .contains("metadata.name: Invalid value: \"Not_DNS\": a lowercase RFC 1123 subdomain"),
         "{bad_name:?}"
     );
+    let not_an_object = api.send("PUT", "/api/v1/namespaces/default", "application/json", Some(b"[1]".to_vec())).await;
+    assert_eq!((not_an_object.code, not_an_object.body["kind"].as_str()), (400, Some("Status")));
+    let bad_status = api
+        .patch(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com/status",
+            "application/merge-patch+json",
+            &json!({"status": 5}),
+        )
+        .await;
+    assert_eq!(bad_status.code, 400, "{bad_status:?}");
     assert_eq!(api.server.server().state().store.revision().await.unwrap(), before, "nothing was stored");
 }
 

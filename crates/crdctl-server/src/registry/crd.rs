@@ -226,6 +226,12 @@ pub fn prepare_update(
 /// the storage version.
 pub fn prepare_status_update(new: &mut Value, old: &Value) -> Result<(), ApiError> {
     let mut status = new.get("status").cloned().unwrap_or_else(|| json!({}));
+    if !status.is_object() {
+        return Err(ApiError::bad_request(format!(
+            "CustomResourceDefinition in version \"v1\" cannot be handled as a CustomResourceDefinition: json: cannot unmarshal {} into Go struct field CustomResourceDefinition.status of type v1.CustomResourceDefinitionStatus",
+            crate::schema_type_name(&status)
+        )));
+    }
     let stored_empty = status.get("storedVersions").and_then(Value::as_array).is_none_or(Vec::is_empty);
     if stored_empty {
         status["storedVersions"] = json!(storage_version(old).into_iter().collect::<Vec<_>>());
