@@ -191,7 +191,7 @@ fn check_object(sent: &Sent<'_>, idx: usize, original: &Value, converted: Value)
 }
 
 /// How Go names a JSON value's type in decoding errors.
-pub(crate) fn json_type(value: &Value) -> &'static str {
+pub fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "bool",

@@ -58,18 +58,6 @@ use crate::error::ApiError;
 use crate::registry::Registry;
 pub use crate::registry::crd::UpgradeSafety;
 
-/// How Go's JSON decoder names a value's type in `cannot unmarshal <type>` errors.
-pub(crate) fn schema_type_name(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "bool",
-        serde_json::Value::Number(_) => "number",
-        serde_json::Value::String(_) => "string",
-        serde_json::Value::Array(_) => "array",
-        serde_json::Value::Object(_) => "object",
-    }
-}
-
 /// What `/version` reports; a 1.33 server, so kubectl prints no skew warning.
 pub struct Version {
     /// `gitVersion`.

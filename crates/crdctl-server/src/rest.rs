@@ -414,7 +414,7 @@ pub async fn update(
             Change::Replace(body) if !body.is_object() => {
                 return Err(ApiError::bad_request(format!(
                     "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                    crate::schema_type_name(body)
+                    crdctl_conversion::response::json_type(body)
                 )));
             }
             Change::Replace(body) => {

@@ -229,7 +229,7 @@ pub fn prepare_status_update(new: &mut Value, old: &Value) -> Result<(), ApiErro
     if !status.is_object() {
         return Err(ApiError::bad_request(format!(
             "CustomResourceDefinition in version \"v1\" cannot be handled as a CustomResourceDefinition: json: cannot unmarshal {} into Go struct field CustomResourceDefinition.status of type v1.CustomResourceDefinitionStatus",
-            crate::schema_type_name(&status)
+            crdctl_conversion::response::json_type(&status)
         )));
     }
     let stored_empty = status.get("storedVersions").and_then(Value::as_array).is_none_or(Vec::is_empty);
