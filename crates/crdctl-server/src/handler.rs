@@ -113,7 +113,7 @@ async fn route(
         return discovery(state, &path, uri.path().starts_with("/apis"), headers);
     };
     let representation = negotiate::representation(headers)?;
-    let (endpoint, warnings) = endpoint(state, &path, &resource, method, &params)?;
+    let (endpoint, warnings) = endpoint(state, &path, &resource, method)?;
     let name = path.name.as_deref();
     let status = match path.subresource.as_deref() {
         None => false,
@@ -165,13 +165,7 @@ async fn route(
 }
 
 /// Finds what a resource path addresses, with the version's deprecation warning.
-fn endpoint(
-    state: &AppState,
-    path: &Path,
-    resource: &str,
-    method: &Method,
-    params: &Params,
-) -> ApiResult<(Endpoint, Vec<String>)> {
+fn endpoint(state: &AppState, path: &Path, resource: &str, method: &Method) -> ApiResult<(Endpoint, Vec<String>)> {
     let collection_read = *method == Method::GET && path.name.is_none();
     let base = |kind: Kind, type_kind: &str, namespaced: bool| Endpoint {
         kind,
@@ -202,7 +196,6 @@ fn endpoint(
         (true, false) if !collection_read => return Err(ApiError::no_route()),
         _ => {}
     }
-    let _ = params;
     let warnings = crate::warnings::deprecation_warning(&served.crd.definition, &version.name).into_iter().collect();
     let mut endpoint = base(Kind::Custom(served.clone()), served.kind(), served.namespaced());
     endpoint.list_kind = served.list_kind();

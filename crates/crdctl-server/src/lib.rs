@@ -336,7 +336,7 @@ impl Server {
         }
         let user = match &self.state.config.token {
             Some(token) => format!("    token: {token}\n"),
-            None => "    {}\n".replace("    {}\n", "    username: crdctl\n"),
+            None => "    username: crdctl\n".to_string(),
         };
         format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: crdctl\n  cluster:\n{cluster}users:\n- name: crdctl\n  user:\n{user}contexts:\n- name: crdctl\n  context:\n    cluster: crdctl\n    user: crdctl\n    namespace: default\ncurrent-context: crdctl\n"

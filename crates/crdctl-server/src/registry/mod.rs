@@ -297,9 +297,8 @@ impl Registry {
                 revision = event.revision;
                 self.observed.send_replace(revision);
             }
-            if Arc::strong_count(&store) == 1 {
-                return;
-            }
+            // The watch ended (the store closed it, or this replica fell behind): start again
+            // from the last revision seen; a compacted one reloads above.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
