@@ -451,3 +451,56 @@ fn acknowledged_writes_survive_sigkill() {
         }
     }
 }
+
+#[test]
+fn tls_token_kubeconfig_and_plain_kubernetes_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = crate::util::crdctl_in(
+        dir.path(),
+        &["webhook", "certs", "--service", "crdctl", "--namespace", "default", "--host", "127.0.0.1", "--out", "certs"],
+        None,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let certs = dir.path().join("certs");
+    let read = |name: &str| std::fs::read_to_string(certs.join(name)).unwrap();
+    // The certificate file holds the chain; the kubeconfig trusts the CA in it.
+    std::fs::write(dir.path().join("chain.pem"), [read("tls.crt"), read("ca.crt")].concat()).unwrap();
+    std::fs::write(dir.path().join("token"), "s3cret\n").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crdctl"))
+        .current_dir(dir.path())
+        .args([
+            "serve",
+            "--in-memory",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            "chain.pem",
+            "--tls-key",
+            "certs/tls.key",
+        ])
+        .args(["--token-file", "token", "--write-kubeconfig", "kubeconfig", "--crd-upgrade-safety", "None"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first = BufReader::new(child.stdout.take().unwrap()).lines().next().unwrap().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let served = Served { child, dir, kubeconfig };
+    assert!(first.contains("listening on https://127.0.0.1:") && first.ends_with("(in memory)"), "{first}");
+    let k = Kubectl::new("1.33", &served);
+    assert!(k.ok(&["get", "namespaces"]).stdout.contains("default"));
+    // A wrong token is refused (401).
+    let wrong = std::fs::read_to_string(&served.kubeconfig).unwrap().replace("token: s3cret", "token: wrong");
+    let wrong_path = served.dir.path().join("wrong-token");
+    std::fs::write(&wrong_path, wrong).unwrap();
+    let wrong = Kubectl { binary: kubectl_binary("1.33"), kubeconfig: wrong_path, cache: tempfile::tempdir().unwrap() };
+    let refused = wrong.run(&["get", "namespaces"]);
+    assert!(refused.stderr.contains("You must be logged in to the server"), "{refused:?}");
+    // --crd-upgrade-safety None: a type change OLM refuses is accepted, as by plain Kubernetes.
+    k.apply(&example("3-v1-storage.yaml"));
+    let changed = example("3-v1-storage.yaml").replace(
+        "          port:\n            type: string\n  conversion:",
+        "          port:\n            type: integer\n  conversion:",
+    );
+    assert_ne!(changed, example("3-v1-storage.yaml"));
+    assert!(k.apply(&changed).stdout.contains("configured"));
+}

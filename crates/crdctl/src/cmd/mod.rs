@@ -40,6 +40,15 @@ pub enum Command {
     /// Print a CRD as apiextensions.k8s.io/v1 (upgrading v1beta1 files).
     ConvertCrd(convert_crd::Args),
     /// Serve CRDs and custom resources to kubectl (a Kubernetes-compatible API server).
+    ///
+    /// Data is kept on disk in --data (an embedded redb database; every acknowledged write is
+    /// durable), or only in memory with --in-memory. On start it prints the address and the
+    /// KUBECONFIG line that points kubectl at it. Listening beyond loopback requires --tls-cert,
+    /// --tls-key and --token-file. SIGTERM or Ctrl-C stops it gracefully.
+    ///
+    /// --crd-upgrade-safety Strict (the default) refuses CRD updates that OLM v1's preflight
+    /// refuses (the checks of `crdctl check`, with the live status.storedVersions): HTTP 422 with
+    /// one cause per finding. None behaves like plain Kubernetes.
     Serve(serve::Args),
     /// Tools for conversion webhook authors: send reviews, find lossy round trips, make certificates.
     #[command(subcommand)]

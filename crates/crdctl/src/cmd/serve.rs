@@ -11,16 +11,7 @@ use crdctl_server::{Config, Server, UpgradeSafety};
 
 use super::Outcome;
 
-/// Serve CRDs and custom resources to kubectl and client libraries.
-///
-/// Data is kept on disk in --data (an embedded redb database; every acknowledged write is
-/// durable), or only in memory with --in-memory. On start it prints the address and the
-/// KUBECONFIG line that points kubectl at it. Listening beyond loopback requires --tls-cert,
-/// --tls-key and --token-file. SIGTERM or Ctrl-C stops it gracefully.
-///
-/// --crd-upgrade-safety Strict (the default) refuses CRD updates that OLM v1's preflight
-/// refuses (the same checks as `crdctl check`, with the live storedVersions), with HTTP 422 and
-/// one cause per finding; None behaves like plain Kubernetes.
+/// The flags of `crdctl serve` (its help text is on `Command::Serve`).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Address to listen on.
