@@ -482,8 +482,11 @@ fn tls_token_kubeconfig_and_plain_kubernetes_mode() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let first = BufReader::new(child.stdout.take().unwrap()).lines().next().unwrap().unwrap();
+    let banner: Vec<String> =
+        BufReader::new(child.stdout.take().unwrap()).lines().take(3).map(Result::unwrap).collect();
+    let first = &banner[0];
     let kubeconfig = dir.path().join("kubeconfig");
+    assert_eq!(banner[1], format!("export KUBECONFIG={}", kubeconfig.display()));
     let served = Served { child, dir, kubeconfig };
     assert!(first.contains("listening on https://127.0.0.1:") && first.ends_with("(in memory)"), "{first}");
     let k = Kubectl::new("1.33", &served);
@@ -503,4 +506,23 @@ fn tls_token_kubeconfig_and_plain_kubernetes_mode() {
     );
     assert_ne!(changed, example("3-v1-storage.yaml"));
     assert!(k.apply(&changed).stdout.contains("configured"));
+}
+
+#[test]
+fn serving_goes_on_when_nobody_reads_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let child = Command::new(env!("CARGO_BIN_EXE_crdctl"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+        .arg(dir.path().join("data"))
+        .stdout(writer)
+        .spawn()
+        .unwrap();
+    let kubeconfig = dir.path().join("data/kubeconfig");
+    wait_until("the kubeconfig", || kubeconfig.exists());
+    let served = Served { child, dir, kubeconfig };
+    std::thread::sleep(Duration::from_millis(300));
+    let k = Kubectl::new("1.33", &served);
+    assert!(k.ok(&["get", "namespaces"]).stdout.contains("default"));
 }

@@ -110,13 +110,17 @@ async fn serve(args: Args) -> anyhow::Result<Outcome> {
     std::fs::write(&kubeconfig_path, server.kubeconfig(ca.as_deref()))
         .with_context(|| format!("{}: cannot write the kubeconfig", kubeconfig_path.display()))?;
     let kubeconfig_path = std::path::absolute(&kubeconfig_path)?;
-    {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "crdctl serve: listening on {} ({where_})", server.url())?;
-        writeln!(out, "export KUBECONFIG={}", kubeconfig_path.display())?;
-        writeln!(out, "kubectl get crds")?;
-        out.flush()?;
+    // Nobody reading standard output is no reason to stop serving.
+    let banner = format!(
+        "crdctl serve: listening on {} ({where_})\nexport KUBECONFIG={}\nkubectl get crds\n",
+        server.url(),
+        kubeconfig_path.display()
+    );
+    let mut out = std::io::stdout().lock();
+    if let Err(err) = out.write_all(banner.as_bytes()).and_then(|()| out.flush()) {
+        tracing::warn!(error = %err, "cannot print the address on standard output");
     }
+    drop(out);
     shutdown_signal().await;
     tracing::info!("shutting down");
     server.shutdown().await;
