@@ -395,9 +395,6 @@ pub async fn update(
     status: bool,
     params: &Params,
 ) -> ApiResult<Reply> {
-    if let Change::Patch(BodyType::StrategicMergePatch, _) = change {
-        return Err(ApiError::unsupported_media_type(&PATCH_TYPES));
-    }
     for _ in 0..UPDATE_ATTEMPTS {
         let key = endpoint.key(name);
         let current = state.store.get(&key).await.map_err(store_error(endpoint, name))?;
