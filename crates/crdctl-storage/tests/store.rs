@@ -101,7 +101,7 @@ async fn compaction(open: fn(u64) -> Opened) {
     assert_eq!(watch.next().await.unwrap().unwrap().revision, 10);
 }
 
-async fn concurrent_writers_share_commits(open: fn(u64) -> Opened) {
+async fn concurrent_writers_each_get_their_own_revision(open: fn(u64) -> Opened) {
     let store = open(100_000).store;
     let tasks: Vec<_> = (0..16)
         .map(|writer| {
@@ -138,7 +138,7 @@ macro_rules! backend_suite {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn compaction() { super::compaction(super::$backend).await }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn concurrent_writers_share_commits() { super::concurrent_writers_share_commits(super::$backend).await }
+            async fn concurrent_writers_each_get_their_own_revision() { super::concurrent_writers_each_get_their_own_revision(super::$backend).await }
         }
     )*};
 }

@@ -46,23 +46,32 @@ fn invalid(name: &str, violations: &[crdctl_model::validation::Violation]) -> Ap
     ApiError::invalid(GROUP, KIND, name, violations)
 }
 
-/// v1 defaulting on the JSON itself (`SetDefaults_*`): singular, listKind, conversion,
-/// webhook service port.
-fn apply_defaults(object: &mut Value) {
-    let spec = &mut object["spec"];
-    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
-        let kind = names.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
-        if !kind.is_empty() {
-            names.entry("singular").or_insert_with(|| Value::String(kind.to_lowercase()));
-            names.entry("listKind").or_insert_with(|| Value::String(format!("{kind}List")));
+/// Writes the v1 defaults into the stored JSON (singular, listKind, conversion, webhook service
+/// port), taken from the model's defaulted view so the two never disagree.
+fn apply_defaults(object: &mut Value) -> Result<Crd, ApiError> {
+    let crd = load(object)?;
+    let spec = &crd.definition.spec;
+    if let Some(names) = object.pointer_mut("/spec/names").and_then(Value::as_object_mut) {
+        for (key, value) in [("singular", &spec.names.singular), ("listKind", &spec.names.list_kind)] {
+            if !value.is_empty() {
+                names.insert(key.into(), json!(value));
+            }
         }
     }
-    if spec.is_object() && spec.get("conversion").is_none_or(Value::is_null) {
-        spec["conversion"] = json!({"strategy": "None"});
+    if let Some(fields) = object.get_mut("spec").and_then(Value::as_object_mut)
+        && fields.get("conversion").is_none_or(Value::is_null)
+    {
+        let strategy = spec.conversion.as_ref().map_or("None", |c| c.strategy.as_str());
+        fields.insert("conversion".into(), json!({"strategy": strategy}));
     }
-    if let Some(service) = spec.pointer_mut("/conversion/webhook/clientConfig/service").and_then(Value::as_object_mut) {
-        service.entry("port").or_insert(json!(443));
+    let port = spec.conversion.as_ref().and_then(|c| c.webhook.as_ref()).and_then(|w| w.client_config.as_ref());
+    let port = port.and_then(|c| c.service.as_ref()).and_then(|s| s.port);
+    if let (Some(port), Some(service)) =
+        (port, object.pointer_mut("/spec/conversion/webhook/clientConfig/service").and_then(Value::as_object_mut))
+    {
+        service.entry("port").or_insert(json!(port));
     }
+    Ok(crd)
 }
 
 fn load(object: &Value) -> Result<Crd, ApiError> {
@@ -158,9 +167,8 @@ fn set_conditions(object: &mut Value, others: &Registry) {
 /// Prepares a CRD for create: defaults, a fresh status, conditions, validation.
 pub fn prepare_create(object: &mut Value, registry: &Registry) -> Result<(), ApiError> {
     check_type(object)?;
-    apply_defaults(object);
+    let crd = apply_defaults(object)?;
     let name = crate::object::name(object).to_string();
-    let crd = load(object)?;
     let violations = crdctl_model::validation::validate(&crd);
     if !violations.is_empty() {
         return Err(invalid(&name, &violations));
@@ -181,7 +189,7 @@ pub fn prepare_update(
     safety: UpgradeSafety,
 ) -> Result<(), ApiError> {
     check_type(new)?;
-    apply_defaults(new);
+    apply_defaults(new)?;
     let name = crate::object::name(old).to_string();
     crate::object::keep_server_fields(new, old);
     new["status"] = old.get("status").cloned().unwrap_or_else(|| json!({}));
