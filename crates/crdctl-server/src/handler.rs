@@ -40,15 +40,21 @@ pub fn partial_metadata(object: &Value) -> Value {
     json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({}))})
 }
 
-/// The parsed path of a resource request.
+/// The parsed path of an API request (kube-apiserver's `RequestInfo`).
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Path {
-    group: String,
-    version: String,
-    namespace: Option<String>,
-    resource: Option<String>,
-    name: Option<String>,
-    subresource: Option<String>,
+pub struct Path {
+    /// The API group (`""` for the core group under `/api`).
+    pub group: String,
+    /// The version; empty for group discovery.
+    pub version: String,
+    /// The namespace of a namespaced request.
+    pub namespace: Option<String>,
+    /// The resource (plural); `None` for discovery.
+    pub resource: Option<String>,
+    /// The object's name.
+    pub name: Option<String>,
+    /// The subresource (`status`).
+    pub subresource: Option<String>,
 }
 
 /// Splits `/api/v1/...` and `/apis/<g>/<v>/...` as kube-apiserver's RequestInfoFactory does.
@@ -92,28 +98,41 @@ pub async fn api(
         return ApiError::bad_request(format!("invalid query parameters: {}", uri.query().unwrap_or_default()))
             .into_response();
     };
+    let path = parse_path(uri.path());
+    let content_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or_default();
+    let request = path.as_ref().and_then(|path| crate::metrics::Request::new(&method, path, &params, content_type));
     // The only way reading a body fails is the size limit (or a client that went away).
-    let Ok(body) = body else { return ApiError::too_large().into_response() };
-    match route(&state, &method, &uri, &headers, params, &body).await {
-        Ok(response) => response,
-        Err(err) => err.into_response(),
+    let response = match body {
+        Ok(body) => match route(&state, &method, path, &uri, &headers, params, &body).await {
+            Ok(response) => response,
+            Err(err) => err.into_response(),
+        },
+        Err(_) => ApiError::too_large().into_response(),
+    };
+    if let Some(request) = request {
+        state.metrics.record(request, response.status());
     }
+    response
 }
 
 async fn route(
     state: &AppState,
     method: &Method,
+    path: Option<Path>,
     uri: &Uri,
     headers: &HeaderMap,
     params: Params,
     body: &Bytes,
 ) -> ApiResult<Response> {
-    let path = parse_path(uri.path()).ok_or_else(ApiError::no_route)?;
+    let path = path.ok_or_else(ApiError::no_route)?;
     let Some(resource) = path.resource.clone() else {
         return discovery(state, &path, uri.path().starts_with("/apis"), headers);
     };
     let representation = negotiate::representation(headers)?;
     let (endpoint, warnings) = endpoint(state, &path, &resource, method)?;
+    if !warnings.is_empty() {
+        state.metrics.record_deprecated(&path);
+    }
     let name = path.name.as_deref();
     let status = match path.subresource.as_deref() {
         None => false,

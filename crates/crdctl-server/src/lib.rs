@@ -28,12 +28,14 @@ pub mod discovery;
 pub mod error;
 pub mod handler;
 pub mod jsonpath;
+pub mod metrics;
 pub mod negotiate;
 pub mod object;
 pub mod openapi;
 pub mod registry;
 pub mod rest;
 pub mod selector;
+pub mod stats;
 pub mod table;
 pub mod testing;
 pub mod warnings;
@@ -136,6 +138,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// Set on shutdown: watches end.
     pub shutdown: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Request counts for `/metrics`.
+    pub metrics: metrics::Metrics,
 }
 
 /// Resolves `--webhook-service` mappings; unknown services fall back to DNS.
@@ -169,6 +173,7 @@ impl AppState {
             registry,
             config: Arc::new(config),
             shutdown: Arc::new(tokio::sync::watch::Sender::new(false)),
+            metrics: metrics::Metrics::default(),
         })
     }
 }
@@ -187,6 +192,12 @@ async fn health(State(state): State<AppState>) -> Response {
         Ok(_) => (StatusCode::OK, "ok").into_response(),
         Err(err) => (StatusCode::SERVICE_UNAVAILABLE, format!("store: {err}")).into_response(),
     }
+}
+
+/// `/metrics`: request counts in the Prometheus text format.
+async fn metrics_text(State(state): State<AppState>) -> Response {
+    let content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    ([(axum::http::header::CONTENT_TYPE, content_type)], state.metrics.render()).into_response()
 }
 
 /// `/openapi/v2`: JSON, or for clients that accept only protobuf (kubectl 1.27–1.29 `apply`
@@ -252,6 +263,7 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(health))
         .route("/readyz", get(health))
         .route("/livez", get(health))
+        .route("/metrics", get(metrics_text))
         .route("/openapi/v2", get(openapi_v2))
         .route("/openapi/v3", get(openapi_v3_index))
         .route("/openapi/v3/{*path}", get(openapi_v3))

@@ -222,13 +222,20 @@ pub async fn get(state: &AppState, endpoint: &Endpoint, name: &str) -> ApiResult
     Ok(Reply::ok(endpoint.present_entry(&entry).await?))
 }
 
-/// Reads a list: objects (as stored, with `resourceVersion`) matching the selectors, the
-/// revision they were read at, and the continue token.
-pub async fn read_list(
-    state: &AppState,
-    endpoint: &Endpoint,
-    params: &Params,
-) -> ApiResult<(Vec<Value>, Revision, Option<String>)> {
+/// One read of a list.
+pub struct ListRead {
+    /// The objects matching the selectors, as stored, with `resourceVersion`.
+    pub objects: Vec<Value>,
+    /// The revision they were read at.
+    pub revision: Revision,
+    /// Where the next page starts, when there is one.
+    pub continue_token: Option<String>,
+    /// About how many objects follow, when known (a page without selectors).
+    pub remaining: Option<u64>,
+}
+
+/// Reads a list, or one page of it.
+pub async fn read_list(state: &AppState, endpoint: &Endpoint, params: &Params) -> ApiResult<ListRead> {
     let labels = LabelSelector::parse(params.label_selector.as_deref().unwrap_or_default())?;
     let fields = FieldSelector::parse(params.field_selector.as_deref().unwrap_or_default(), endpoint.namespaced)?;
     let prefix = endpoint.prefix();
@@ -261,11 +268,13 @@ pub async fn read_list(
         let full = limit > 0 && objects.len() >= limit;
         if !page.more || limit == 0 || full {
             let revision = page.revision;
-            let token = match (&start_after, page.more) {
+            let continue_token = match (&start_after, page.more) {
                 (Some(last), true) => Some(encode_continue(revision, last.trim_start_matches(&prefix))),
                 _ => None,
             };
-            return Ok((objects, revision, token));
+            // As upstream: counted only when no selector filters what follows.
+            let remaining = (page.more && labels.is_empty() && fields.is_empty()).then_some(page.remaining);
+            return Ok(ListRead { objects, revision, continue_token, remaining });
         }
     }
 }
@@ -308,11 +317,14 @@ fn decode_continue(token: &str) -> ApiResult<ContinueToken> {
 
 /// GET a list.
 pub async fn list(state: &AppState, endpoint: &Endpoint, params: &Params) -> ApiResult<Reply> {
-    let (objects, revision, token) = read_list(state, endpoint, params).await?;
-    let items = endpoint.present(objects, Shape::List).await?;
-    let mut metadata = json!({"resourceVersion": revision.to_string()});
-    if let Some(token) = token {
+    let read = read_list(state, endpoint, params).await?;
+    let items = endpoint.present(read.objects, Shape::List).await?;
+    let mut metadata = json!({"resourceVersion": read.revision.to_string()});
+    if let Some(token) = read.continue_token {
         metadata["continue"] = Value::String(token);
+    }
+    if let Some(remaining) = read.remaining {
+        metadata["remainingItemCount"] = remaining.into();
     }
     Ok(Reply::ok(json!({
         "apiVersion": endpoint.api_version(),
@@ -457,7 +469,14 @@ pub async fn update(
         let result = if deleting {
             state.store.delete(&key, Some(current.mod_revision)).await.map(|event| event.prev)
         } else {
-            state.store.update(&key, encode(&stored)?, current.mod_revision).await.map(Some)
+            let value = encode(&stored)?;
+            // As upstream: an update that would store the same bytes writes nothing and keeps
+            // the resourceVersion. Bytes in an older storage version differ, so a no-op update
+            // is how storage migration rewrites an object.
+            if value == current.value {
+                return Ok(Reply { code: StatusCode::OK, body: endpoint.present_entry(&current).await?, warnings });
+            }
+            state.store.update(&key, value, current.mod_revision).await.map(Some)
         };
         match result {
             Ok(entry) => {
@@ -631,10 +650,10 @@ pub async fn delete_collection(
     params: &Params,
     options: Option<&Value>,
 ) -> ApiResult<Reply> {
-    let (objects, revision, _) =
-        read_list(state, endpoint, &Params { limit: None, continue_: None, ..params.clone() }).await?;
+    let read = read_list(state, endpoint, &Params { limit: None, continue_: None, ..params.clone() }).await?;
+    let revision = read.revision;
     let mut deleted = Vec::new();
-    for object in objects {
+    for object in read.objects {
         let name = crate::object::name(&object).to_string();
         let mut scoped = endpoint.clone();
         if endpoint.namespaced && scoped.namespace.is_none() {

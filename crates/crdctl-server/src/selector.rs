@@ -44,6 +44,11 @@ fn set_values(text: &str) -> Option<Vec<String>> {
 }
 
 impl LabelSelector {
+    /// Whether the selector selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Parses `?labelSelector=`.
     pub fn parse(text: &str) -> Result<LabelSelector, ApiError> {
         let bad = || ApiError::bad_request(format!("unable to parse requirement: invalid label selector {text:?}"));
@@ -89,6 +94,11 @@ impl LabelSelector {
 pub struct FieldSelector(Vec<(String, bool, String)>);
 
 impl FieldSelector {
+    /// Whether the selector selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Parses `?fieldSelector=`; `namespaced` decides whether `metadata.namespace` is allowed.
     pub fn parse(text: &str, namespaced: bool) -> Result<FieldSelector, ApiError> {
         let mut terms = Vec::new();

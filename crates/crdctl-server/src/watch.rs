@@ -38,8 +38,8 @@ pub async fn watch(
         Some(rv) if !send_initial => (Vec::new(), crate::object::parse_resource_version(rv)?),
         _ => {
             let list_params = Params { limit: None, continue_: None, resource_version: None, ..params.clone() };
-            let (objects, revision, _) = read_list(&state, &endpoint, &list_params).await?;
-            (objects, revision)
+            let read = read_list(&state, &endpoint, &list_params).await?;
+            (read.objects, read.revision)
         }
     };
     let (tx, rx) = mpsc::channel::<Bytes>(64);

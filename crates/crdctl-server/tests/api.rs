@@ -363,6 +363,9 @@ async fn lists_and_watches(api: Api) {
     // Pages of 3 at one revision, even while writes happen between them.
     let first = api.get(&format!("{CRONTABS_V1}?limit=3")).await;
     assert_eq!(first.body["items"].as_array().unwrap().len(), 3);
+    assert_eq!(first.body["metadata"]["remainingItemCount"], 4);
+    let selected = api.get(&format!("{CRONTABS_V1}?limit=1&labelSelector=parity%3Dodd")).await;
+    assert!(selected.body["metadata"].get("remainingItemCount").is_none(), "unknown with a selector");
     let token = first.body["metadata"]["continue"].as_str().unwrap().to_string();
     api.delete(&format!("{CRONTABS_V1}/item-5")).await;
     let second = api.get(&format!("{CRONTABS_V1}?limit=10&continue={token}")).await;
@@ -421,6 +424,26 @@ async fn lists_and_watches(api: Api) {
     assert_eq!(events[0]["object"]["apiVersion"], "example.com/v1beta1");
     assert_eq!(events[1]["type"], "DELETED");
     assert_eq!(events[1]["object"]["metadata"]["name"], "late");
+
+    // Every request is counted under upstream's metric names; the deprecated version is flagged.
+    let metrics = api.http.get(format!("{}/metrics", api.server.url())).send().await.unwrap().text().await.unwrap();
+    let lines: Vec<&str> = metrics.lines().collect();
+    let find = |fragments: &[&str]| lines.iter().find(|l| fragments.iter().all(|f| l.contains(f))).copied();
+    let lists = find(&[
+        "apiserver_request_total{",
+        r#"verb="LIST""#,
+        r#"version="v1""#,
+        r#"resource="crontabs""#,
+        r#"code="200""#,
+    ]);
+    let count: u64 = lists.unwrap().rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(count >= 5, "{metrics}");
+    assert!(find(&["apiserver_request_total{", r#"verb="WATCH""#, r#"version="v1beta1""#]).is_some(), "{metrics}");
+    assert!(find(&["apiserver_request_total{", r#"verb="LIST""#, r#"code="400""#]).is_some(), "{metrics}");
+    let deprecated = find(&["apiserver_requested_deprecated_apis{", r#"version="v1beta1""#, r#"resource="crontabs""#]);
+    assert!(deprecated.unwrap().ends_with(" 1"), "{metrics}");
+    assert!(find(&["apiserver_requested_deprecated_apis{", r#"version="v1""#]).is_none(), "v1 is not deprecated");
+    assert!(find(&["crdctl_request_last_timestamp_seconds{", r#"version="v1beta1""#]).is_some(), "{metrics}");
 }
 
 async fn bad_input(api: Api) {
@@ -536,6 +559,16 @@ async fn collections_and_conflicts(api: Api) {
     let names: Vec<&str> =
         left.body["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["x3"]);
+
+    // An update that changes nothing stores nothing: the resourceVersion stays.
+    let x3 = api.get(&format!("{CRONTABS_V1}/x3")).await.body;
+    let unchanged = api.put(&format!("{CRONTABS_V1}/x3"), &x3).await;
+    assert_eq!(unchanged.code, 200);
+    assert_eq!(unchanged.body["metadata"]["resourceVersion"], x3["metadata"]["resourceVersion"]);
+    let mut changed = x3.clone();
+    changed["spec"]["replicas"] = json!(3);
+    let written = api.put(&format!("{CRONTABS_V1}/x3"), &changed).await;
+    assert_ne!(written.body["metadata"]["resourceVersion"], x3["metadata"]["resourceVersion"]);
 
     // A second CRD in the group with the same kind: names not accepted, not established, not served.
     let mut rival: Value = serde_json::from_str(CRD).unwrap();

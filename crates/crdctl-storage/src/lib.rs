@@ -136,6 +136,9 @@ pub struct ListPage {
     pub revision: Revision,
     /// Whether more entries follow the last one.
     pub more: bool,
+    /// When `more`: about how many entries follow the page (counted at the current revision,
+    /// so an estimate for pages read at an older one), as Kubernetes' `remainingItemCount`.
+    pub remaining: u64,
 }
 
 /// Counts describing the store, for `crdctl store stats`.

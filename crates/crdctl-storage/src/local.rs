@@ -50,6 +50,8 @@ pub struct Snapshot {
     pub meta: Meta,
     /// Entries in key order.
     pub entries: Vec<Entry>,
+    /// With a `limit`: how many more keys under the prefix follow the entries returned.
+    pub rest: u64,
     /// History events after the requested revision, in revision order.
     pub history: Vec<Event>,
 }
@@ -62,7 +64,8 @@ pub trait Backend: Send + Sync + 'static {
     /// The current entry under `key`.
     fn get(&self, key: &str) -> Result<Option<Entry>, StoreError>;
     /// In one consistent read: up to `limit` entries (0 = all) under `prefix` after
-    /// `start_after`, and the history events under `prefix` after `history_after`.
+    /// `start_after` and the count of the keys beyond them, and the history events under
+    /// `prefix` after `history_after`.
     fn snapshot(
         &self,
         prefix: &str,
@@ -216,16 +219,27 @@ impl<B: Backend> Shared<B> {
     }
 
     fn list(&self, options: ListOptions<'_>) -> Result<ListPage, StoreError> {
+        let fetch = |extra: usize| if options.limit == 0 { 0 } else { options.limit + 1 + extra };
         let Some(at) = options.revision else {
-            let fetch = if options.limit == 0 { 0 } else { options.limit + 1 };
-            let snapshot = self.backend.snapshot(options.prefix, options.start_after, fetch, None)?;
-            return Ok(page(snapshot.entries, options.limit, snapshot.meta.revision));
+            let snapshot = self.backend.snapshot(options.prefix, options.start_after, fetch(0), None)?;
+            return Ok(page(snapshot.entries, snapshot.rest, options.limit, snapshot.meta.revision));
         };
         self.check_readable(at)?;
-        let snapshot = self.backend.snapshot(options.prefix, options.start_after, 0, Some(at))?;
+        // The state at `at` differs from the current one in at most one key per later event, so
+        // `limit + 1` entries at `at` are among the first `limit + 1 + events` current ones.
+        let mut extra = 0;
+        let snapshot = loop {
+            let snapshot = self.backend.snapshot(options.prefix, options.start_after, fetch(extra), Some(at))?;
+            if snapshot.history.len() <= extra || snapshot.rest == 0 {
+                break snapshot;
+            }
+            extra = snapshot.history.len();
+        };
         if at < snapshot.meta.compacted {
             return Err(StoreError::Compacted { requested: at, compacted: snapshot.meta.compacted });
         }
+        let rest = snapshot.rest;
+        let fetched_past = snapshot.entries.last().map(|entry| entry.key.clone());
         // Each key written after `at` takes the value its first later write replaced.
         let mut at_revision: BTreeMap<String, Option<Entry>> = BTreeMap::new();
         for event in snapshot.history {
@@ -237,12 +251,16 @@ impl<B: Backend> Shared<B> {
             if options.start_after.is_some_and(|after| key.as_str() <= after) {
                 continue;
             }
+            // Beyond the fetched range a key is not part of this page (unless nothing was cut).
+            if rest > 0 && fetched_past.as_ref().is_some_and(|last| key > *last) {
+                continue;
+            }
             match entry {
                 Some(entry) => entries.insert(key, entry),
                 None => entries.remove(&key),
             };
         }
-        Ok(page(entries.into_values().collect(), options.limit, at))
+        Ok(page(entries.into_values().collect(), rest, options.limit, at))
     }
 }
 
@@ -277,12 +295,15 @@ fn apply(write: Write, current: Option<Entry>, revision: Revision) -> Result<Eve
     }
 }
 
-fn page(mut entries: Vec<Entry>, limit: usize, revision: Revision) -> ListPage {
-    let more = limit > 0 && entries.len() > limit;
+/// The first `limit` of `entries` (0 = all), with `rest` keys known to follow them.
+fn page(mut entries: Vec<Entry>, rest: u64, limit: usize, revision: Revision) -> ListPage {
+    let more = limit > 0 && (entries.len() > limit || rest > 0);
+    let mut remaining = 0;
     if more {
+        remaining = rest + entries.len().saturating_sub(limit) as u64;
         entries.truncate(limit);
     }
-    ListPage { entries, revision, more }
+    ListPage { entries, revision, more, remaining }
 }
 
 async fn blocking<B: Backend, T: Send + 'static>(

@@ -72,15 +72,11 @@ impl Backend for MemoryBackend {
             _ => Bound::Included(prefix.to_string()),
         };
         let take = if limit == 0 { usize::MAX } else { limit };
-        let entries = state
-            .entries
-            .range((start, Bound::Unbounded))
-            .take_while(|(key, _)| key.starts_with(prefix))
-            .take(take)
-            .map(|(_, entry)| entry.clone())
-            .collect();
+        let mut keys = state.entries.range((start, Bound::Unbounded)).take_while(|(key, _)| key.starts_with(prefix));
+        let entries = keys.by_ref().take(take).map(|(_, entry)| entry.clone()).collect();
+        let rest = keys.count() as u64;
         let history = history_after.map(|after| state.history_after(prefix, after)).unwrap_or_default();
-        Ok(Snapshot { meta: state.meta, entries, history })
+        Ok(Snapshot { meta: state.meta, entries, rest, history })
     }
 
     fn history(&self, prefix: &str, after: Revision) -> Result<(Meta, Vec<Event>), StoreError> {

@@ -14,7 +14,9 @@
 
 use std::path::{Path, PathBuf};
 
-use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::{
+    Database, DatabaseError, ReadOnlyDatabase, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::local::{Backend, Commit, DEFAULT_HISTORY_WINDOW, LocalStore, Meta, Snapshot};
@@ -143,23 +145,27 @@ impl Backend for RedbBackend {
             _ => prefix,
         };
         let take = if limit == 0 { usize::MAX } else { limit };
-        let mut entries = Vec::new();
+        let (mut entries, mut rest) = (Vec::new(), 0);
         for item in table.range(start..).map_err(unavailable)? {
             let (key, value) = item.map_err(unavailable)?;
             let key = key.value();
             if Some(key) == start_after {
                 continue;
             }
-            if !key.starts_with(prefix) || entries.len() == take {
+            if !key.starts_with(prefix) {
                 break;
             }
-            entries.push(decode_entry(key, value.value())?);
+            if entries.len() == take {
+                rest += 1;
+            } else {
+                entries.push(decode_entry(key, value.value())?);
+            }
         }
         let history = match history_after {
             Some(after) => read_history(&history_table, prefix, after)?,
             None => Vec::new(),
         };
-        Ok(Snapshot { meta, entries, history })
+        Ok(Snapshot { meta, entries, rest, history })
     }
 
     fn history(&self, prefix: &str, after: Revision) -> Result<(Meta, Vec<Event>), StoreError> {
@@ -208,5 +214,44 @@ impl Backend for RedbBackend {
             bytes += decode_entry(key.value(), value.value())?.value.len() as u64;
         }
         Ok((table.len().map_err(unavailable)?, bytes))
+    }
+}
+
+/// A data directory opened only to read, for tools that inspect a stopped server's data
+/// (`crdctl store stats`): nothing is written, not even the tables of an empty directory.
+pub struct ReadOnlyStore {
+    db: ReadOnlyDatabase,
+}
+
+impl ReadOnlyStore {
+    /// Opens the database in `dir`; fails if a server has it open.
+    pub fn open(dir: &Path) -> Result<ReadOnlyStore, StoreError> {
+        let path = dir.join(FILE_NAME);
+        if !path.exists() {
+            return Err(unavailable(format!("{}: no crdctl data here (no {FILE_NAME})", dir.display())));
+        }
+        let db = ReadOnlyDatabase::open(&path).map_err(|err| match err {
+            DatabaseError::DatabaseAlreadyOpen => {
+                unavailable(format!("{}: in use by a running server; stop it first", path.display()))
+            }
+            other => unavailable(format!("{}: {other}", path.display())),
+        })?;
+        Ok(ReadOnlyStore { db })
+    }
+
+    /// Calls `visit` with every entry under `prefix`, in key order, from one consistent read;
+    /// returns the revision read at. One entry is in memory at a time.
+    pub fn for_each(&self, prefix: &str, mut visit: impl FnMut(Entry)) -> Result<Revision, StoreError> {
+        let txn = self.db.begin_read().map_err(unavailable)?;
+        let meta = read_meta(&txn.open_table(HISTORY).map_err(unavailable)?)?;
+        let table = txn.open_table(ENTRIES).map_err(unavailable)?;
+        for item in table.range(prefix..).map_err(unavailable)? {
+            let (key, value) = item.map_err(unavailable)?;
+            if !key.value().starts_with(prefix) {
+                break;
+            }
+            visit(decode_entry(key.value(), value.value())?);
+        }
+        Ok(meta.revision)
     }
 }

@@ -52,6 +52,7 @@ async fn paging_at_a_revision(open: fn(u64) -> Opened) {
     let first = store.list(ListOptions { prefix: "/r/", limit: 2, ..Default::default() }).await.unwrap();
     assert_eq!(first.entries.iter().map(|e| e.key.as_str()).collect::<Vec<_>>(), ["/r/a", "/r/b"]);
     assert!(first.more);
+    assert_eq!(first.remaining, 3, "c, d and e follow");
     // Writes after the first page must not show in the later pages read at its revision.
     let c = store.get("/r/c").await.unwrap().unwrap();
     store.delete("/r/c", None).await.unwrap();
@@ -64,6 +65,18 @@ async fn paging_at_a_revision(open: fn(u64) -> Opened) {
     assert_eq!(rest.entries[0], c);
     assert_eq!(rest.entries[1].value, b"d");
     assert!(!rest.more);
+    // Pages of one at the old revision walk exactly its keys, past keys created and deleted since.
+    let (mut walked, mut after) = (Vec::new(), Some("/r/a".to_string()));
+    loop {
+        let options = ListOptions { prefix: "/r/", start_after: after.as_deref(), limit: 1, revision: at };
+        let page = store.list(options).await.unwrap();
+        walked.extend(page.entries.iter().map(|e| e.key.clone()));
+        after = page.entries.last().map(|e| e.key.clone());
+        if !page.more {
+            break;
+        }
+    }
+    assert_eq!(walked, ["/r/b", "/r/c", "/r/d", "/r/e"]);
     let now = keys(&*store, ListOptions { prefix: "/r/", ..Default::default() }).await;
     assert_eq!(now, ["/r/a", "/r/b", "/r/bb", "/r/d", "/r/e"]);
     let future = store.list(ListOptions { prefix: "/r/", revision: Some(99), ..Default::default() }).await;

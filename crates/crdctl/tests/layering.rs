@@ -1,4 +1,5 @@
-//! The crate graph points one way (model ← safety, conversion, storage ← server ← crdctl), as ARCHITECTURE.md says;
+//! The crate graph points one way (model ← safety, conversion, storage ← server ← migrate ← crdctl), as
+//! ARCHITECTURE.md says;
 //! this plays the part of apiextensions' `.import-restrictions`.
 
 use crate::util::repo_root;
@@ -10,7 +11,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("crdctl-conversion", &["crdctl-model"]),
     ("crdctl-storage", &["crdctl-model"]),
     ("crdctl-server", &["crdctl-model", "crdctl-safety", "crdctl-conversion", "crdctl-storage"]),
-    ("crdctl", &["crdctl-model", "crdctl-safety", "crdctl-conversion", "crdctl-storage", "crdctl-server"]),
+    ("crdctl-migrate", &["crdctl-model"]),
+    (
+        "crdctl",
+        &["crdctl-model", "crdctl-safety", "crdctl-conversion", "crdctl-storage", "crdctl-server", "crdctl-migrate"],
+    ),
     ("crdctl-bench", &[]),
 ];
 

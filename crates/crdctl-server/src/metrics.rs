@@ -1,0 +1,156 @@
+//! `/metrics`: what clients asked for, in Prometheus form, under kube-apiserver's metric names,
+//! so dashboards and `crdctl retire-version` read crdctl as they read a cluster.
+//!
+//! - `apiserver_request_total{verb,group,version,resource,subresource,scope,component,code,dry_run}`
+//!   counts every API request, with upstream's verb names (`LIST`, `WATCH`, `APPLY`, …).
+//! - `apiserver_requested_deprecated_apis{group,version,resource,subresource,removed_release}`
+//!   is 1 for every deprecated version a client has requested since the server started.
+//! - `crdctl_request_last_timestamp_seconds{group,version,resource}` is when a version was last
+//!   requested (Unix time): upstream has no such gauge, and without it nobody can tell whether
+//!   a version is still in use *now*, which is what retiring a version needs to know.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::http::{Method, StatusCode};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::handler::Path;
+use crate::rest::Params;
+
+/// The metric of the last-request timestamps, as `retire-version` looks it up.
+pub const LAST_REQUEST: &str = "crdctl_request_last_timestamp_seconds";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    verb: &'static str,
+    dry_run: &'static str,
+    group: String,
+    version: String,
+    resource: String,
+    subresource: String,
+    scope: &'static str,
+    component: &'static str,
+    code: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DeprecatedLabels {
+    group: String,
+    version: String,
+    resource: String,
+    subresource: String,
+    removed_release: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VersionLabels {
+    group: String,
+    version: String,
+    resource: String,
+}
+
+/// The server's metrics. Cheap to clone (the families are shared).
+#[derive(Clone, Debug, Default)]
+pub struct Metrics {
+    requests: Family<RequestLabels, Counter>,
+    deprecated: Family<DeprecatedLabels, Gauge>,
+    last_request: Family<VersionLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+}
+
+/// One request's labels, taken before it is answered.
+#[derive(Debug)]
+pub struct Request(RequestLabels);
+
+impl Request {
+    /// The labels of a request to a resource path; `None` for discovery.
+    pub fn new(method: &Method, path: &Path, params: &Params, content_type: &str) -> Option<Request> {
+        let resource = path.resource.clone()?;
+        let scope = match (&path.name, &path.namespace) {
+            (Some(_), _) => "resource",
+            (None, Some(_)) => "namespace",
+            (None, None) => "cluster",
+        };
+        Some(Request(RequestLabels {
+            verb: verb(method, path, params, content_type),
+            dry_run: if params.dry_run.is_some() { "All" } else { "" },
+            group: path.group.clone(),
+            version: path.version.clone(),
+            resource,
+            subresource: path.subresource.clone().unwrap_or_default(),
+            scope,
+            component: "apiserver",
+            code: 0,
+        }))
+    }
+}
+
+impl Metrics {
+    /// Counts one answered request.
+    pub fn record(&self, request: Request, code: StatusCode) {
+        let mut labels = request.0;
+        labels.code = code.as_u16();
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |elapsed| elapsed.as_secs_f64());
+        let version = VersionLabels {
+            group: labels.group.clone(),
+            version: labels.version.clone(),
+            resource: labels.resource.clone(),
+        };
+        self.last_request.get_or_create(&version).set(now);
+        self.requests.get_or_create(&labels).inc();
+    }
+
+    /// Notes that a deprecated version was requested.
+    pub fn record_deprecated(&self, path: &Path) {
+        let Some(resource) = &path.resource else { return };
+        self.deprecated
+            .get_or_create(&DeprecatedLabels {
+                group: path.group.clone(),
+                version: path.version.clone(),
+                resource: resource.clone(),
+                subresource: path.subresource.clone().unwrap_or_default(),
+                removed_release: "",
+            })
+            .set(1);
+    }
+
+    /// The metrics in the Prometheus text format.
+    pub fn render(&self) -> String {
+        let mut registry = Registry::default();
+        registry.register("apiserver_request", "Counter of apiserver requests", self.requests.clone());
+        registry.register(
+            "apiserver_requested_deprecated_apis",
+            "Gauge of deprecated APIs that have been requested",
+            self.deprecated.clone(),
+        );
+        registry.register(
+            LAST_REQUEST,
+            "When a group, version and resource was last requested, in seconds since the Unix epoch",
+            self.last_request.clone(),
+        );
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
+        text
+    }
+}
+
+/// Upstream's verb label: `LIST` and `WATCH` for collection reads, `APPLY` for server-side
+/// apply, `DELETECOLLECTION`, otherwise the HTTP method.
+fn verb(method: &Method, path: &Path, params: &Params, content_type: &str) -> &'static str {
+    match *method {
+        Method::GET if params.is_watch() => "WATCH",
+        Method::GET if path.name.is_none() => "LIST",
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH if content_type.starts_with("application/apply-patch") => "APPLY",
+        Method::PATCH => "PATCH",
+        Method::DELETE if path.name.is_none() => "DELETECOLLECTION",
+        Method::DELETE => "DELETE",
+        _ => "CONNECT",
+    }
+}
