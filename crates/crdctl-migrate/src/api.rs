@@ -108,8 +108,11 @@ impl Cluster {
     }
 
     /// Connects with a kubeconfig file (or the default one: `$KUBECONFIG`, `~/.kube/config`)
-    /// and a context in it (or its current one), as kubectl does.
-    pub async fn connect(kubeconfig: Option<&std::path::Path>, context: Option<&str>) -> Result<Cluster, CallError> {
+    /// and a context in it (or its current one), as kubectl does; also returns the server URL.
+    pub async fn connect(
+        kubeconfig: Option<&std::path::Path>,
+        context: Option<&str>,
+    ) -> Result<(Cluster, String), CallError> {
         let options = kube::config::KubeConfigOptions { context: context.map(str::to_string), ..Default::default() };
         let config = match kubeconfig {
             Some(path) => {
@@ -120,8 +123,9 @@ impl Cluster {
             None => kube::Config::from_kubeconfig(&options).await,
         }
         .map_err(|err| CallError::Transport(format!("kubeconfig: {err}")))?;
+        let url = config.cluster_url.to_string();
         let client = kube::Client::try_from(config).map_err(CallError::from)?;
-        Ok(Cluster { client })
+        Ok((Cluster { client }, url))
     }
 
     async fn send(

@@ -88,3 +88,8 @@ pub fn error(err: &anyhow::Error) {
 pub fn warning(message: &str) {
     eprintln!("crdctl: warning: {message}");
 }
+
+/// Prints a line of progress or information on standard error.
+pub fn note(message: &str) {
+    eprintln!("crdctl: {message}");
+}

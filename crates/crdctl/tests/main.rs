@@ -6,6 +6,7 @@ mod check;
 mod convert_crd;
 mod inputs;
 mod layering;
+mod migrate;
 mod serve;
 mod validate;
 mod versions;

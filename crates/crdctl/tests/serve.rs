@@ -180,7 +180,7 @@ impl Kubectl {
     }
 }
 
-fn example(name: &str) -> String {
+pub fn example(name: &str) -> String {
     std::fs::read_to_string(repo_root().join("examples/crontab").join(name)).unwrap()
 }
 
@@ -193,7 +193,7 @@ fn with_columns(crd: &str) -> String {
 }
 
 /// Drops a version's entry from `spec.versions` (what the seed's last step does).
-fn without_version(crd: &str, version: &str) -> String {
+pub fn without_version(crd: &str, version: &str) -> String {
     let start = crd.find(&format!("  - name: {version}\n")).unwrap();
     let end = crd[start + 1..].find("  - name: ").map_or_else(|| crd.find("  conversion:").unwrap(), |e| e + start + 1);
     format!("{}{}", &crd[..start], &crd[end..])

@@ -2,7 +2,10 @@
 
 pub mod check;
 pub mod convert_crd;
+pub mod migrate;
+pub mod retire_version;
 pub mod serve;
+pub mod store;
 pub mod validate;
 pub mod versions;
 pub mod webhook;
@@ -50,6 +53,26 @@ pub enum Command {
     /// refuses (the checks of `crdctl check`, with the live status.storedVersions): HTTP 422 with
     /// one cause per finding. None behaves like plain Kubernetes.
     Serve(serve::Args),
+    /// Rewrite every object of a CRD in its storage version, then set status.storedVersions to it.
+    ///
+    /// Works against crdctl serve and any Kubernetes API server (kubeconfig and --context as
+    /// kubectl has them). Each object is written back unchanged with its resourceVersion as
+    /// precondition, so updates by other clients during the run are never lost; storedVersions
+    /// is trimmed only when every object was rewritten and the storage version did not change.
+    /// An interrupted run leaves a progress record and the next run goes on from it.
+    ///
+    /// Exit status: 0 when done, 1 when objects could not be rewritten or the run could not
+    /// finish (the summary says why), 2 for errors.
+    Migrate(migrate::Args),
+    /// Check, and with --apply carry out, the removal of an old version: stop serving it,
+    /// migrate what is stored in it, drop it from status.storedVersions and spec.versions.
+    ///
+    /// Refuses, with reasons, while the version is the storage version or clients requested it
+    /// recently (from the server's /metrics). Safe to run again after any failure.
+    RetireVersion(retire_version::Args),
+    /// Look inside the data directory of crdctl serve.
+    #[command(subcommand)]
+    Store(store::Command),
     /// Tools for conversion webhook authors: send reviews, find lossy round trips, make certificates.
     #[command(subcommand)]
     Webhook(webhook::Command),
@@ -63,6 +86,9 @@ pub fn run(command: Command) -> anyhow::Result<Outcome> {
         Command::Check(args) => check::run(args),
         Command::ConvertCrd(args) => convert_crd::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Migrate(args) => migrate::run(args),
+        Command::RetireVersion(args) => retire_version::run(args),
+        Command::Store(command) => store::run(command),
         Command::Webhook(command) => webhook::run(command),
     }
 }
