@@ -62,7 +62,8 @@ pub enum EventKind {
     Delete,
 }
 
-/// One committed write, as watches deliver it.
+/// One committed write, as watches deliver it. (The redb backend reads `revision`, `kind` and
+/// `key` of a stored event without the rest: they stay the first fields.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
     /// The revision of the write.

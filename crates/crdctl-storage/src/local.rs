@@ -64,8 +64,8 @@ pub trait Backend: Send + Sync + 'static {
     /// The current entry under `key`.
     fn get(&self, key: &str) -> Result<Option<Entry>, StoreError>;
     /// In one consistent read: up to `limit` entries (0 = all) under `prefix` after
-    /// `start_after` and the count of the keys beyond them, and the history events under
-    /// `prefix` after `history_after`.
+    /// `start_after` and the count of the keys beyond them, and the history events after
+    /// `history_after` of keys under `prefix` after `start_after`.
     fn snapshot(
         &self,
         prefix: &str,
@@ -248,9 +248,6 @@ impl<B: Backend> Shared<B> {
         let mut entries: BTreeMap<String, Entry> =
             snapshot.entries.into_iter().map(|entry| (entry.key.clone(), entry)).collect();
         for (key, entry) in at_revision {
-            if options.start_after.is_some_and(|after| key.as_str() <= after) {
-                continue;
-            }
             // Beyond the fetched range a key is not part of this page (unless nothing was cut).
             if rest > 0 && fetched_past.as_ref().is_some_and(|last| key > *last) {
                 continue;

@@ -40,11 +40,11 @@ impl MemoryBackend {
 }
 
 impl State {
-    fn history_after(&self, prefix: &str, after: Revision) -> Vec<Event> {
+    fn history_after(&self, prefix: &str, start_after: Option<&str>, after: Revision) -> Vec<Event> {
         self.history
             .range((Bound::Excluded(after), Bound::Unbounded))
             .map(|(_, event)| event)
-            .filter(|event| event.key.starts_with(prefix))
+            .filter(|event| event.key.starts_with(prefix) && start_after.is_none_or(|start| event.key.as_str() > start))
             .cloned()
             .collect()
     }
@@ -75,13 +75,13 @@ impl Backend for MemoryBackend {
         let mut keys = state.entries.range((start, Bound::Unbounded)).take_while(|(key, _)| key.starts_with(prefix));
         let entries = keys.by_ref().take(take).map(|(_, entry)| entry.clone()).collect();
         let rest = keys.count() as u64;
-        let history = history_after.map(|after| state.history_after(prefix, after)).unwrap_or_default();
+        let history = history_after.map(|after| state.history_after(prefix, start_after, after)).unwrap_or_default();
         Ok(Snapshot { meta: state.meta, entries, rest, history })
     }
 
     fn history(&self, prefix: &str, after: Revision) -> Result<(Meta, Vec<Event>), StoreError> {
         let state = self.read()?;
-        Ok((state.meta, state.history_after(prefix, after)))
+        Ok((state.meta, state.history_after(prefix, None, after)))
     }
 
     fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError> {

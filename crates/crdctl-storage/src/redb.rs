@@ -100,17 +100,30 @@ fn read_meta(history: &impl ReadableTable<u64, &'static [u8]>) -> Result<Meta, S
     Ok(Meta { revision: last.unwrap_or(0), compacted: first.map_or(0, |first| first - 1) })
 }
 
+/// The leading fields of a stored [`Event`]: postcard reads them without the values after.
+#[derive(Deserialize)]
+struct EventHead<'a> {
+    _revision: Revision,
+    _kind: EventKind,
+    #[serde(borrow)]
+    key: &'a str,
+}
+
+/// History events after `after` whose key is under `prefix` and after `start_after`; events
+/// of other keys are skipped without decoding their values.
 fn read_history(
     table: &impl ReadableTable<u64, &'static [u8]>,
     prefix: &str,
+    start_after: Option<&str>,
     after: Revision,
 ) -> Result<Vec<Event>, StoreError> {
     let mut events = Vec::new();
     for item in table.range(after.saturating_add(1)..).map_err(unavailable)? {
         let (_, value) = item.map_err(unavailable)?;
-        let event: Event = postcard::from_bytes(value.value()).map_err(corrupt)?;
-        if event.key.starts_with(prefix) {
-            events.push(event);
+        let bytes = value.value();
+        let head: EventHead<'_> = postcard::from_bytes(bytes).map_err(corrupt)?;
+        if head.key.starts_with(prefix) && start_after.is_none_or(|start| head.key > start) {
+            events.push(postcard::from_bytes(bytes).map_err(corrupt)?);
         }
     }
     Ok(events)
@@ -162,7 +175,7 @@ impl Backend for RedbBackend {
             }
         }
         let history = match history_after {
-            Some(after) => read_history(&history_table, prefix, after)?,
+            Some(after) => read_history(&history_table, prefix, start_after, after)?,
             None => Vec::new(),
         };
         Ok(Snapshot { meta, entries, rest, history })
@@ -171,7 +184,7 @@ impl Backend for RedbBackend {
     fn history(&self, prefix: &str, after: Revision) -> Result<(Meta, Vec<Event>), StoreError> {
         let txn = self.db.begin_read().map_err(unavailable)?;
         let history = txn.open_table(HISTORY).map_err(unavailable)?;
-        Ok((read_meta(&history)?, read_history(&history, prefix, after)?))
+        Ok((read_meta(&history)?, read_history(&history, prefix, None, after)?))
     }
 
     fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError> {

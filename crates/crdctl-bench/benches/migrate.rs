@@ -1,0 +1,192 @@
+//! `crdctl migrate` throughput and memory, against `crdctl serve` on redb in a child process.
+//!
+//! - Baseline: the server's raw update rate for the same objects — a second CRD with the same
+//!   objects, listed first (not timed), then each PUT back unchanged from as many concurrent
+//!   clients as the migration uses. Every PUT rewrites an object from v1beta1 to v1, exactly
+//!   the work of a migration without its listing, bookkeeping and progress record.
+//! - Migration: `crdctl_migrate::migrate` over the first CRD, in this process (the server runs
+//!   in a child, so this process's memory is the migration's).
+//! - Peak memory: the growth of this process's peak RSS during the migration (reset with
+//!   `/proc/self/clear_refs` before it starts), at 10,000 and 100,000 objects. Target: flat.
+//!
+//! Run: `cargo bench -p crdctl-bench --bench migrate`.
+#![allow(clippy::print_stdout)]
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crdctl_migrate::{Cluster, Options, Quiet};
+use serde_json::{Value, json};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const CONCURRENCY: usize = 8;
+const SERVER_CHILD: &str = "CRDCTL_BENCH_SERVER_DIR";
+
+/// The child: a server on redb in the given directory, until standard input closes.
+fn serve(dir: &str) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store = Arc::new(crdctl_storage::redb::open(std::path::Path::new(dir)).unwrap());
+        let server = crdctl_server::Server::start(crdctl_server::Config::default(), store).await.unwrap();
+        println!("{}", server.url());
+        std::io::stdout().flush().unwrap();
+        tokio::task::spawn_blocking(|| std::io::stdin().lock().lines().count()).await.unwrap();
+    });
+}
+
+struct Child {
+    process: std::process::Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+fn start_server() -> Child {
+    let dir = tempfile::tempdir().unwrap();
+    let mut process = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(SERVER_CHILD, dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(process.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    Child { process, url: line.trim().to_string(), _dir: dir }
+}
+
+fn crd(group: &str, storage_v1: bool) -> Value {
+    let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {"host": {"type": "string"}, "port": {"type": "string"}}}});
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": format!("crontabs.{group}")},
+        "spec": {"group": group, "scope": "Namespaced", "names": {"plural": "crontabs", "kind": "CronTab"},
+            "versions": [{"name": "v1beta1", "served": true, "storage": !storage_v1, "schema": schema},
+                         {"name": "v1", "served": true, "storage": storage_v1, "schema": schema}]}})
+}
+
+async fn send(http: &reqwest::Client, method: reqwest::Method, url: &str, body: &Value) -> Value {
+    let response = http
+        .request(method, url)
+        .header("Content-Type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let code = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    assert!(code < 300, "{code}: {body}");
+    body
+}
+
+/// A CRD with `count` objects stored as v1beta1, then v1 as its storage version.
+async fn populate(http: &reqwest::Client, base: &str, group: &str, count: usize) {
+    let crds = format!("{base}/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
+    let created = send(http, reqwest::Method::POST, &crds, &crd(group, false)).await;
+    let url = format!("{base}/apis/{group}/v1beta1/namespaces/default/crontabs");
+    let tasks: Vec<_> = (0..16)
+        .map(|client| {
+            let (http, url, group) = (http.clone(), url.clone(), group.to_string());
+            tokio::spawn(async move {
+                for i in (client..count).step_by(16) {
+                    let object = json!({"apiVersion": format!("{group}/v1beta1"), "kind": "CronTab",
+                        "metadata": {"name": format!("ct-{i:06}")}, "host": format!("host-{i}"), "port": "80"});
+                    send(&http, reqwest::Method::POST, &url, &object).await;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let mut switched = crd(group, true);
+    switched["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"].clone();
+    send(http, reqwest::Method::PUT, &format!("{crds}/crontabs.{group}"), &switched).await;
+}
+
+/// PUTs every object of the group back unchanged (listed first, untimed): updates per second.
+async fn raw_updates(http: &reqwest::Client, base: &str, group: &str) -> f64 {
+    let list = send(http, reqwest::Method::GET, &format!("{base}/apis/{group}/v1/crontabs"), &Value::Null).await;
+    let items = Arc::new(list["items"].as_array().unwrap().clone());
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..CONCURRENCY)
+        .map(|client| {
+            let (http, items, base, group) = (http.clone(), Arc::clone(&items), base.to_string(), group.to_string());
+            tokio::spawn(async move {
+                for object in items.iter().skip(client).step_by(CONCURRENCY) {
+                    let name = object["metadata"]["name"].as_str().unwrap();
+                    let url = format!("{base}/apis/{group}/v1/namespaces/default/crontabs/{name}");
+                    let written = send(&http, reqwest::Method::PUT, &url, object).await;
+                    assert_ne!(written["metadata"]["resourceVersion"], object["metadata"]["resourceVersion"]);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    items.len() as f64 / started.elapsed().as_secs_f64()
+}
+
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+fn current_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Migrates `crontabs.<group>`: objects per second and the growth of the peak RSS.
+async fn migration(base: &str, group: &str, count: usize) -> (f64, u64) {
+    let client = kube::Client::try_from(kube::Config::new(base.parse().unwrap())).unwrap();
+    let cluster = Cluster::new(client);
+    // Peak RSS from here on (Linux: writing 5 to clear_refs resets VmHWM).
+    std::fs::write("/proc/self/clear_refs", "5").unwrap();
+    let before = current_rss_kib();
+    let options = Options { concurrency: CONCURRENCY, ..Options::default() };
+    let started = Instant::now();
+    let summary = crdctl_migrate::migrate(&cluster, &format!("crontabs.{group}"), &options, &Quiet).await.unwrap();
+    let rate = count as f64 / started.elapsed().as_secs_f64();
+    assert!(summary.finished && summary.rewritten == count as u64, "{summary:?}");
+    (rate, peak_rss_kib().saturating_sub(before))
+}
+
+fn main() {
+    if let Ok(dir) = std::env::var(SERVER_CHILD) {
+        return serve(&dir);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let http = reqwest::Client::new();
+        let server = start_server();
+        populate(&http, &server.url, "baseline.example.com", 10_000).await;
+        populate(&http, &server.url, "example.com", 10_000).await;
+        let raw = raw_updates(&http, &server.url, "baseline.example.com").await;
+        let (rate, grew_10k) = migration(&server.url, "example.com", 10_000).await;
+        println!("{CONCURRENCY} concurrent writers, redb, objects stored as v1beta1 → v1   per second");
+        println!("  raw updates (PUT each object back, pre-listed)           {raw:>10.0}   100%");
+        println!(
+            "  crdctl migrate, 10,000 objects                           {rate:>10.0}   {:.0}%",
+            rate / raw * 100.0
+        );
+        drop(server);
+
+        let server = start_server();
+        populate(&http, &server.url, "example.com", 100_000).await;
+        let (rate_100k, grew_100k) = migration(&server.url, "example.com", 100_000).await;
+        println!("  crdctl migrate, 100,000 objects                          {rate_100k:>10.0}");
+        println!("peak memory of the migration (growth of peak RSS)");
+        println!("  10,000 objects                                           {:>7.1} MiB", grew_10k as f64 / 1024.0);
+        println!("  100,000 objects                                          {:>7.1} MiB", grew_100k as f64 / 1024.0);
+    });
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        drop(self.process.stdin.take());
+        let _ = self.process.wait();
+    }
+}
