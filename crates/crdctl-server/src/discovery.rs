@@ -68,6 +68,7 @@ fn core_group() -> Group {
         versions: vec![GroupVersion {
             version: "v1".into(),
             resources: vec![
+                events_resource(String::new()),
                 Resource {
                     name: "namespaces".into(),
                     singular: "namespace".into(),
@@ -90,6 +91,27 @@ fn core_group() -> Group {
                 },
             ],
         }],
+    }
+}
+
+fn events_resource(group: String) -> Resource {
+    Resource {
+        name: "events".into(),
+        singular: "event".into(),
+        namespaced: true,
+        kind: (group.clone(), "v1".into(), "Event".into()),
+        verbs: ALL_VERBS.to_vec(),
+        short_names: if group.is_empty() { vec!["ev".into()] } else { vec![] },
+        categories: vec![],
+        storage_version_hash: Some(storage_version_hash(&group, "v1", "Event")),
+    }
+}
+
+fn events_group() -> Group {
+    let name = crate::registry::event::EVENTS_GROUP.to_string();
+    Group {
+        name: name.clone(),
+        versions: vec![GroupVersion { version: "v1".into(), resources: vec![events_resource(name)] }],
     }
 }
 
@@ -129,9 +151,9 @@ fn apiextensions_group() -> Group {
     }
 }
 
-/// The groups of `/apis`: apiextensions, then every group with an Established CRD.
+/// The groups of `/apis`: apiextensions and events, then every group with an Established CRD.
 pub fn groups(registry: &Registry) -> Vec<Group> {
-    let mut groups = vec![apiextensions_group()];
+    let mut groups = vec![apiextensions_group(), events_group()];
     let crds = registry.all();
     let mut names: Vec<&str> = crds.values().filter(|c| c.established()).map(|c| c.group()).collect();
     names.sort_unstable();

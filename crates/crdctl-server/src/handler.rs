@@ -13,6 +13,7 @@ use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::negotiate::{self, BodyType, Representation};
 use crate::registry::crd::GROUP as CRD_GROUP;
+use crate::registry::event;
 use crate::rest::{self, Change, Endpoint, Kind, Params, Reply};
 
 /// Adds one `Warning` header per distinct text.
@@ -58,7 +59,7 @@ pub struct Path {
 }
 
 /// Splits `/api/v1/...` and `/apis/<g>/<v>/...` as kube-apiserver's RequestInfoFactory does.
-fn parse_path(path: &str) -> Option<Path> {
+pub(crate) fn parse_path(path: &str) -> Option<Path> {
     let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     let (group, rest) = match segments.split_first()? {
         (&"api", rest) => ("", rest),
@@ -201,7 +202,11 @@ fn endpoint(state: &AppState, path: &Path, resource: &str, method: &Method) -> A
             return Ok((base(Kind::Namespace, "Namespace", false), Vec::new()));
         }
         (CRD_GROUP, "v1", "customresourcedefinitions") if path.namespace.is_none() => {
-            return Ok((base(Kind::Crd, "CustomResourceDefinition", false), Vec::new()));
+            return Ok((Endpoint::crds(), Vec::new()));
+        }
+        ("", "v1", "events") | (event::EVENTS_GROUP, "v1", "events") if path.namespace.is_some() || collection_read => {
+            let shape = if path.group.is_empty() { event::Shape::Core } else { event::Shape::Events };
+            return Ok((base(Kind::Event(shape), "Event", true), Vec::new()));
         }
         _ => {}
     }

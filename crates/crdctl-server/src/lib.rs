@@ -125,6 +125,9 @@ pub enum StartError {
     /// The store could not be read.
     #[error("cannot read the store: {0}")]
     Store(String),
+    /// A test server could not be set up (its CRDs).
+    #[error("{0}")]
+    Setup(String),
 }
 
 /// What every handler shares. Cheap to clone.

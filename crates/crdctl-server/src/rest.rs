@@ -17,7 +17,7 @@ use crate::AppState;
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::negotiate::{BodyType, PATCH_TYPES};
 use crate::registry::custom_resource::FieldValidation;
-use crate::registry::{ServedCrd, crd, custom_resource, namespace};
+use crate::registry::{ServedCrd, crd, custom_resource, event, namespace};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::table::Column;
 
@@ -33,6 +33,8 @@ pub enum Kind {
     Crd,
     /// Objects of a CRD, at a served version.
     Custom(Arc<ServedCrd>),
+    /// Events, in the core `v1` or the `events.k8s.io/v1` shape.
+    Event(event::Shape),
 }
 
 /// A resource at a version, in a namespace or across all of them.
@@ -121,6 +123,20 @@ struct ContinueToken {
 }
 
 impl Endpoint {
+    /// `apiextensions.k8s.io/v1` CustomResourceDefinitions.
+    pub fn crds() -> Endpoint {
+        Endpoint {
+            kind: Kind::Crd,
+            group: crd::GROUP.into(),
+            version: "v1".into(),
+            resource: "customresourcedefinitions".into(),
+            namespace: None,
+            type_kind: "CustomResourceDefinition".into(),
+            list_kind: "CustomResourceDefinitionList".into(),
+            namespaced: false,
+        }
+    }
+
     /// `v1`, `apiextensions.k8s.io/v1`, `<group>/<version>`.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
@@ -137,6 +153,7 @@ impl Endpoint {
             Kind::Namespace => namespace::key(name),
             Kind::Crd => crd::key(name),
             Kind::Custom(served) => format!("{}{name}", served.prefix(self.namespace.as_deref())),
+            Kind::Event(_) => event::key(self.namespace.as_deref(), name),
         }
     }
 
@@ -146,6 +163,7 @@ impl Endpoint {
             Kind::Namespace => namespace::PREFIX.to_string(),
             Kind::Crd => crate::registry::CRD_PREFIX.to_string(),
             Kind::Custom(served) => served.prefix(self.namespace.as_deref()),
+            Kind::Event(_) => event::prefix(self.namespace.as_deref()),
         }
     }
 
@@ -154,6 +172,7 @@ impl Endpoint {
         match &self.kind {
             Kind::Custom(served) => served.has_status(&self.version),
             Kind::Crd | Kind::Namespace => true,
+            Kind::Event(_) => false,
         }
     }
 
@@ -161,7 +180,7 @@ impl Endpoint {
     pub fn columns(&self) -> Vec<Column> {
         match &self.kind {
             Kind::Custom(served) => crate::table::custom_resource_columns(served.printer_columns(&self.version)),
-            Kind::Crd | Kind::Namespace => crate::table::created_at_columns(),
+            Kind::Crd | Kind::Namespace | Kind::Event(_) => crate::table::created_at_columns(),
         }
     }
 
@@ -171,6 +190,7 @@ impl Endpoint {
         match &self.kind {
             Kind::Custom(served) => served.read_as(objects, &self.version, shape).await,
             Kind::Crd | Kind::Namespace => Ok(objects),
+            Kind::Event(shape) => Ok(objects.into_iter().map(|object| event::present(object, *shape)).collect()),
         }
     }
 
@@ -355,6 +375,15 @@ pub async fn create(state: &AppState, endpoint: &Endpoint, mut object: Value, pa
             warnings = custom_resource::admit(&mut object, served, &endpoint.version, field_validation)?;
             custom_resource::prepare_create(&mut object, served, &endpoint.version, endpoint.namespace.as_deref());
         }
+        Kind::Event(shape) => {
+            object = event::to_storage(object, *shape)?;
+            let violations = crate::object::name_violations(&object);
+            if !violations.is_empty() {
+                let name = crate::object::name(&object).to_string();
+                return Err(ApiError::invalid(&endpoint.group, "Event", &name, &violations));
+            }
+            crate::object::prepare_create(&mut object, endpoint.namespace.as_deref());
+        }
     }
     let name = crate::object::name(&object).to_string();
     endpoint.refuse_if_terminating(&name)?;
@@ -511,6 +540,10 @@ async fn admit_update(
         }
         (Kind::Crd, false) => crd::prepare_update(&mut new, old, &state.registry, state.config.upgrade_safety)?,
         (Kind::Crd, true) => crd::prepare_status_update(&mut new, old)?,
+        (Kind::Event(shape), _) => {
+            new = event::to_storage(new, *shape)?;
+            crate::object::keep_server_fields(&mut new, old);
+        }
         (Kind::Custom(served), _) => {
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
             warnings = custom_resource::admit(&mut new, served, &endpoint.version, field_validation)?;
@@ -534,8 +567,20 @@ fn apply_patch(current: &Value, body_type: BodyType, patch: &Value) -> ApiResult
             let operations: json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|err| {
                 ApiError::bad_request(format!("the server rejected our request due to an error in our request: {err}"))
             })?;
-            json_patch::patch(&mut patched, &operations)
-                .map_err(|err| ApiError::unprocessable_patch(&err.to_string()))?;
+            for (index, operation) in operations.0.iter().enumerate() {
+                // As upstream's JSON patch library: testing a missing path for null succeeds
+                // (kube-runtime's finalizer helper adds the first finalizer that way).
+                if let json_patch::PatchOperation::Test(test) = operation
+                    && test.value.is_null()
+                    && patched.pointer(test.path.as_str()).is_none()
+                {
+                    continue;
+                }
+                json_patch::patch(&mut patched, std::slice::from_ref(operation)).map_err(|mut err| {
+                    err.operation = index;
+                    ApiError::unprocessable_patch(&err.to_string())
+                })?;
+            }
         }
         BodyType::Json | BodyType::Yaml | BodyType::StrategicMergePatch => {
             return Err(ApiError::unsupported_media_type(&PATCH_TYPES));
@@ -585,7 +630,7 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
                 delete_namespace_content(state, name).await?;
                 state.store.delete(&key, Some(current.mod_revision)).await.map(|e| e.prev)
             }
-            Kind::Custom(_) if !crate::object::finalizers(&object).is_empty() => {
+            Kind::Custom(_) | Kind::Event(_) if !crate::object::finalizers(&object).is_empty() => {
                 if object.pointer("/metadata/deletionTimestamp").is_some() {
                     return Ok(Reply::ok(endpoint.present_entry(&current).await?));
                 }
@@ -594,7 +639,9 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
                 crate::object::meta_mut(&mut object).insert("deletionGracePeriodSeconds".into(), json!(0));
                 state.store.update(&key, encode(&object)?, current.mod_revision).await.map(Some)
             }
-            Kind::Custom(_) => state.store.delete(&key, Some(current.mod_revision)).await.map(|_| None),
+            Kind::Custom(_) | Kind::Event(_) => {
+                state.store.delete(&key, Some(current.mod_revision)).await.map(|_| None)
+            }
         };
         match result {
             Ok(Some(entry)) => {
@@ -626,8 +673,10 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
 
 /// Deletes every namespaced custom resource in `namespace`.
 async fn delete_namespace_content(state: &AppState, namespace: &str) -> ApiResult<()> {
-    for served in state.registry.all().values().filter(|crd| crd.namespaced()) {
-        let prefix = served.prefix(Some(namespace));
+    let mut prefixes: Vec<String> =
+        state.registry.all().values().filter(|crd| crd.namespaced()).map(|crd| crd.prefix(Some(namespace))).collect();
+    prefixes.push(event::prefix(Some(namespace)));
+    for prefix in prefixes {
         let page = state
             .store
             .list(ListOptions { prefix: &prefix, ..Default::default() })

@@ -179,6 +179,13 @@ async fn discovery(api: Api) {
     assert_eq!(names, ["crontabs", "crontabs/status"]);
     assert_eq!(resources.body["resources"][0]["shortNames"], json!(["ct"]));
     assert_eq!(resources.body["resources"][0]["storageVersionHash"].as_str().unwrap().len(), 12);
+    // Events, in both of their APIs, for controllers' event recorders.
+    for (path, kind_group) in [("/api/v1", None), ("/apis/events.k8s.io/v1", Some("events.k8s.io"))] {
+        let listed = api.get(path).await.body;
+        let events = listed["resources"].as_array().unwrap().iter().find(|r| r["name"] == "events");
+        assert_eq!(events.unwrap()["namespaced"], true, "{path}: {listed}");
+        assert!(kind_group.is_none() || api.get("/apis").await.body.to_string().contains("events.k8s.io/v1"));
+    }
 
     let aggregated_accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
     let response =
@@ -569,6 +576,21 @@ async fn collections_and_conflicts(api: Api) {
     changed["spec"]["replicas"] = json!(3);
     let written = api.put(&format!("{CRONTABS_V1}/x3"), &changed).await;
     assert_ne!(written.body["metadata"]["resourceVersion"], x3["metadata"]["resourceVersion"]);
+
+    // JSON patch as upstream's library: testing a missing path for null succeeds (how
+    // kube-runtime adds a first finalizer); once the path exists the same test fails.
+    let add_finalizer = json!([{"op": "test", "path": "/metadata/finalizers", "value": null},
+        {"op": "add", "path": "/metadata/finalizers", "value": ["example.com/keep"]}]);
+    let x3 = format!("{CRONTABS_V1}/x3");
+    let added = api.patch(&x3, "application/json-patch+json", &add_finalizer).await;
+    assert_eq!(added.code, 200, "{added:?}");
+    assert_eq!(added.body["metadata"]["finalizers"], json!(["example.com/keep"]));
+    let again = api.patch(&x3, "application/json-patch+json", &add_finalizer).await;
+    assert_eq!(again.code, 422, "{again:?}");
+    assert!(again.body["message"].as_str().unwrap().contains("operation '/0' failed"), "{again:?}");
+    let removed =
+        api.patch(&x3, "application/json-patch+json", &json!([{"op": "remove", "path": "/metadata/finalizers"}])).await;
+    assert_eq!(removed.code, 200);
 
     // A second CRD in the group with the same kind: names not accepted, not established, not served.
     let mut rival: Value = serde_json::from_str(CRD).unwrap();

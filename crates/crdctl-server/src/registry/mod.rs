@@ -7,6 +7,7 @@
 
 pub mod crd;
 pub mod custom_resource;
+pub mod event;
 pub mod namespace;
 
 use std::collections::BTreeMap;

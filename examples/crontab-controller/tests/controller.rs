@@ -1,0 +1,177 @@
+//! The controller against crdctl's in-process API server: no cluster, nothing downloaded.
+
+use std::time::Duration;
+
+use crdctl_server::testing::TestServer;
+use crontab_controller::{CronTab, FINALIZER};
+use k8s_openapi::api::events::v1::Event;
+use kube::ResourceExt;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+};
+use serde_json::json;
+
+const CRD_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/crd.yaml");
+const CRD: &str = "crontabs.stable.example.com";
+
+/// Polls `check` until it returns `Some`, for up to ten seconds.
+async fn eventually<T, F: std::future::Future<Output = Option<T>>>(what: &str, mut check: impl FnMut() -> F) -> T {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn at_version(client: &kube::Client, version: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("stable.example.com", version, "CronTab");
+    Api::default_namespaced_with(client.clone(), &ApiResource::from_gvk_with_plural(&gvk, "crontabs"))
+}
+
+async fn create_v1beta1(client: &kube::Client, name: &str) {
+    let object = json!({"apiVersion": "stable.example.com/v1beta1", "kind": "CronTab", "metadata": {"name": name},
+        "spec": {"cronSpec": "*/5 * * * *", "image": "cron:1"}});
+    at_version(client, "v1beta1")
+        .create(&PostParams::default(), &serde_json::from_value(object).unwrap())
+        .await
+        .unwrap();
+}
+
+/// Waits until the controller has marked `name` Ready at its current generation.
+async fn ready(api: &Api<CronTab>, name: &str) -> CronTab {
+    eventually(&format!("{name} to be Ready"), || async {
+        let crontab = api.get(name).await.ok()?;
+        let status = crontab.status.as_ref()?;
+        let ready = status.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
+        (ready && status.observed_generation == crontab.metadata.generation).then_some(crontab)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconciles_through_a_storage_version_upgrade() {
+    let server = TestServer::builder().crd_files([CRD_FILE]).start().await.unwrap();
+    let client = server.client();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let controller = tokio::spawn(crontab_controller::run(client.clone(), async {
+        let _ = stopped.await;
+    }));
+    let crontabs: Api<CronTab> = Api::default_namespaced(client.clone());
+
+    // Written through v1beta1, stored as v1beta1; the controller works at v1.
+    create_v1beta1(&client, "nightly").await;
+    let nightly = ready(&crontabs, "nightly").await;
+    assert!(nightly.finalizers().iter().any(|f| f == FINALIZER));
+    assert_eq!(nightly.spec.replicas, Some(1), "defaulted by the CRD schema");
+    assert_eq!(
+        server
+            .stored_api_version("stable.example.com", "crontabs", Some("default"), "nightly")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("stable.example.com/v1beta1")
+    );
+
+    // A spec change bumps the generation; the controller catches up.
+    let patch = Patch::Merge(json!({"spec": {"cronSpec": "0 3 * * *"}}));
+    crontabs.patch("nightly", &PatchParams::default(), &patch).await.unwrap();
+    assert_eq!(ready(&crontabs, "nightly").await.status.unwrap().observed_generation, Some(2));
+
+    // The operator's upgrade: v1 becomes the storage version while the controller runs.
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
+    let mut crd = crds.get(CRD).await.unwrap();
+    for version in &mut crd.spec.versions {
+        version.storage = version.name == "v1";
+    }
+    crds.replace(CRD, &PostParams::default(), &crd).await.unwrap();
+    let stored_versions = eventually("storedVersions to list v1", || async {
+        let versions = crds.get(CRD).await.ok()?.status?.stored_versions?;
+        (versions.len() == 2).then_some(versions)
+    })
+    .await;
+    assert_eq!(stored_versions, ["v1beta1", "v1"]);
+    create_v1beta1(&client, "hourly").await;
+    ready(&crontabs, "hourly").await;
+    assert_eq!(
+        server
+            .stored_api_version("stable.example.com", "crontabs", Some("default"), "hourly")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("stable.example.com/v1")
+    );
+    // The old object, reconciled again after a change, is rewritten in the new storage version.
+    crontabs.patch("nightly", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 2}}))).await.unwrap();
+    assert_eq!(ready(&crontabs, "nightly").await.status.unwrap().observed_generation, Some(3));
+    assert_eq!(
+        server
+            .stored_api_version("stable.example.com", "crontabs", Some("default"), "nightly")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("stable.example.com/v1")
+    );
+
+    // The controller talked v1 only; the test's writes used v1beta1.
+    let requests = server.requests();
+    let versions_used = |resource: &str| {
+        requests
+            .iter()
+            .filter(|r| r.resource.as_deref() == Some(resource))
+            .map(|r| r.version.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(versions_used("crontabs"), ["v1".to_string(), "v1beta1".to_string()].into());
+    assert!(requests.iter().any(|r| r.resource.as_deref() == Some("crontabs") && r.watch && r.version == "v1"));
+    assert!(requests.iter().any(|r| r.subresource.as_deref() == Some("status") && r.method == "PATCH"));
+
+    // The recorder's Events are stored and listed.
+    let events: Api<Event> = Api::default_namespaced(client.clone());
+    let recorded = events.list(&ListParams::default()).await.unwrap().items;
+    let reconciled = |name: &str| {
+        recorded.iter().find(|e| {
+            e.reason.as_deref() == Some("Reconciled")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+        })
+    };
+    assert!(reconciled("hourly").is_some(), "{recorded:?}");
+    // The recorder folds repeats into a series, patching the Event it created.
+    let series = reconciled("nightly").and_then(|e| e.series.as_ref()).map(|s| s.count);
+    assert!(series.is_some_and(|count| count >= 2), "{recorded:?}");
+
+    // Deleting waits for the finalizer; the controller removes it and the object goes.
+    crontabs.delete("nightly", &DeleteParams::default()).await.unwrap();
+    eventually("nightly to be gone", || async { crontabs.get_opt("nightly").await.ok()?.is_none().then_some(()) })
+        .await;
+    let reasons: Vec<String> =
+        events.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|e| e.reason).collect();
+    assert!(reasons.contains(&"Deleted".to_string()), "{reasons:?}");
+
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), controller).await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn core_and_events_api_events_are_one_resource() {
+    let server = TestServer::builder().start().await.unwrap();
+    let client = server.client();
+    let events: Api<Event> = Api::default_namespaced(client.clone());
+    let event: Event = serde_json::from_value(json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "e1"}, "eventTime": "2026-12-01T10:00:00.000000Z", "reason": "Started",
+        "note": "it started", "type": "Normal", "action": "Start", "reportingController": "test", "reportingInstance": "t1",
+        "regarding": {"kind": "CronTab", "name": "nightly", "namespace": "default"}}))
+    .unwrap();
+    events.create(&PostParams::default(), &event).await.unwrap();
+    let core: Api<k8s_openapi::api::core::v1::Event> = Api::default_namespaced(client);
+    let seen = core.get("e1").await.unwrap();
+    assert_eq!(seen.message.as_deref(), Some("it started"));
+    assert_eq!(seen.involved_object.name.as_deref(), Some("nightly"));
+    assert_eq!(seen.reporting_component.as_deref(), Some("test"));
+    let patched = events.patch("e1", &PatchParams::default(), &Patch::Merge(json!({"note": "changed"}))).await.unwrap();
+    assert_eq!(patched.note.as_deref(), Some("changed"));
+    assert_eq!(core.get("e1").await.unwrap().message.as_deref(), Some("changed"));
+}
