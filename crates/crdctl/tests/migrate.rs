@@ -118,15 +118,22 @@ fn migrate(served: &Served, state: &Path, extra: &[&str]) -> (i32, Value, String
     (out.code, summary, out.stderr)
 }
 
-/// The seed's storage upgrade: objects stored as v1beta1, storage moved to v1, `store stats`
-/// showing what is left, `migrate` while another client writes, then v1beta1 can go.
-fn storage_upgrade(served_args: &[&str], crd_v1_storage: &str, count: usize, body: fn(usize) -> Value) {
+/// A server whose `count` objects were written while v1beta1 was the storage version, after
+/// `crd_v1_storage` made v1 the storage version.
+fn stored_as_v1beta1(served_args: &[&str], crd_v1_storage: &str, count: usize, body: fn(usize) -> Value) -> Served {
     let served = Served::start(served_args);
     let k = Kubectl::new("1.33", &served);
     k.apply(&v1beta1_storage(crd_v1_storage));
     k.ok(&["wait", "--for", "condition=established", "--timeout=20s", &format!("crd/{CRD}")]);
     create(&served, count, body);
     k.apply(crd_v1_storage);
+    served
+}
+
+/// The seed's storage upgrade: objects stored as v1beta1, storage moved to v1, `store stats`
+/// showing what is left, `migrate` while another client writes, then v1beta1 can go.
+fn storage_upgrade(served_args: &[&str], crd_v1_storage: &str, count: usize, body: fn(usize) -> Value) {
+    let served = stored_as_v1beta1(served_args, crd_v1_storage, count, body);
     let (code, dir) = served.terminate();
     assert_eq!(code, 0);
     assert_eq!(stored(&dir.path().join("data")), HashMap::from([("example.com/v1beta1".into(), count as u64)]));
@@ -181,14 +188,7 @@ fn migrate_through_the_conversion_webhook_over_tls() {
 
 #[test]
 fn a_migration_killed_halfway_finishes_without_rewriting_finished_pages() {
-    let served = Served::start(&[]);
-    let k = Kubectl::new("1.33", &served);
-    let crd = example("3-v1-storage.yaml");
-    k.apply(&v1beta1_storage(&crd));
-    k.ok(&["wait", "--for", "condition=established", "--timeout=20s", &format!("crd/{CRD}")]);
-    create(&served, 10_000, host_and_port);
-    k.apply(&crd);
-
+    let served = stored_as_v1beta1(&[], &example("3-v1-storage.yaml"), 10_000, host_and_port);
     let state = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_crdctl"))
         .args(["migrate", CRD, "--kubeconfig", served.kubeconfig.to_str().unwrap(), "--page-size", "200"])
@@ -248,13 +248,8 @@ fn puts(served: &Served) -> u64 {
 
 #[test]
 fn retire_version_walks_the_seed_procedure_and_refuses_with_reasons() {
-    let served = Served::start(&[]);
+    let served = stored_as_v1beta1(&[], &example("3-v1-storage.yaml"), 300, host_and_port);
     let k = Kubectl::new("1.33", &served);
-    let crd = example("3-v1-storage.yaml");
-    k.apply(&v1beta1_storage(&crd));
-    k.ok(&["wait", "--for", "condition=established", "--timeout=20s", &format!("crd/{CRD}")]);
-    create(&served, 300, host_and_port);
-    k.apply(&crd);
     let kubeconfig = served.kubeconfig.to_str().unwrap().to_string();
     let state = tempfile::tempdir().unwrap();
     let retire = |extra: &[&str]| {

@@ -40,6 +40,12 @@ async fn create_v1beta1(client: &kube::Client, name: &str) {
         .unwrap();
 }
 
+/// The `apiVersion` a CronTab in `default` is stored in.
+async fn stored_as(server: &TestServer, name: &str) -> String {
+    let stored = server.stored_api_version("stable.example.com", "crontabs", Some("default"), name).await.unwrap();
+    stored.unwrap_or_else(|| panic!("{name} is not stored"))
+}
+
 /// Waits until the controller has marked `name` Ready at its current generation.
 async fn ready(api: &Api<CronTab>, name: &str) -> CronTab {
     eventually(&format!("{name} to be Ready"), || async {
@@ -66,14 +72,7 @@ async fn reconciles_through_a_storage_version_upgrade() {
     let nightly = ready(&crontabs, "nightly").await;
     assert!(nightly.finalizers().iter().any(|f| f == FINALIZER));
     assert_eq!(nightly.spec.replicas, Some(1), "defaulted by the CRD schema");
-    assert_eq!(
-        server
-            .stored_api_version("stable.example.com", "crontabs", Some("default"), "nightly")
-            .await
-            .unwrap()
-            .as_deref(),
-        Some("stable.example.com/v1beta1")
-    );
+    assert_eq!(stored_as(&server, "nightly").await, "stable.example.com/v1beta1");
 
     // A spec change bumps the generation; the controller catches up.
     let patch = Patch::Merge(json!({"spec": {"cronSpec": "0 3 * * *"}}));
@@ -96,25 +95,11 @@ async fn reconciles_through_a_storage_version_upgrade() {
     assert_eq!(stored_versions, ["v1beta1", "v1"]);
     create_v1beta1(&client, "hourly").await;
     ready(&crontabs, "hourly").await;
-    assert_eq!(
-        server
-            .stored_api_version("stable.example.com", "crontabs", Some("default"), "hourly")
-            .await
-            .unwrap()
-            .as_deref(),
-        Some("stable.example.com/v1")
-    );
+    assert_eq!(stored_as(&server, "hourly").await, "stable.example.com/v1");
     // The old object, reconciled again after a change, is rewritten in the new storage version.
     crontabs.patch("nightly", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 2}}))).await.unwrap();
     assert_eq!(ready(&crontabs, "nightly").await.status.unwrap().observed_generation, Some(3));
-    assert_eq!(
-        server
-            .stored_api_version("stable.example.com", "crontabs", Some("default"), "nightly")
-            .await
-            .unwrap()
-            .as_deref(),
-        Some("stable.example.com/v1")
-    );
+    assert_eq!(stored_as(&server, "nightly").await, "stable.example.com/v1");
 
     // The controller talked v1 only; the test's writes used v1beta1.
     let requests = server.requests();
