@@ -225,7 +225,11 @@ pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<Crd>, LoadError> {
     let mut crds = Vec::new();
     for_each_input(paths, |name, bytes, named_explicitly| {
         let loaded = load_bytes(name, bytes);
-        crds.extend(if named_explicitly { require_crd(name, loaded)? } else { loaded? });
+        let loaded = if named_explicitly { require_crd(name, loaded)? } else { loaded? };
+        if loaded.is_empty() {
+            tracing::debug!("{name}: skipped: no CustomResourceDefinition in it");
+        }
+        crds.extend(loaded);
         Ok(())
     })?;
     Ok(crds)
@@ -261,15 +265,22 @@ fn for_each_input<P: AsRef<Path>>(
         let path = path.as_ref();
         if path == Path::new("-") {
             let bytes = read_bounded(std::io::stdin().lock(), STDIN_NAME)?;
-            each(STDIN_NAME, &bytes, true)?;
+            each(STDIN_NAME, &require_content(STDIN_NAME, bytes)?, true)?;
         } else if path.is_dir() {
             for file in manifest_files(path)? {
                 let name = file.display().to_string();
-                each(&name, &read_file(&file)?, false)?;
+                let bytes = read_file(&file)?;
+                // Kustomize and Helm output folders hold empty files; only a file named
+                // explicitly must have something in it.
+                if is_blank(&bytes) {
+                    tracing::debug!("{name}: skipped: the file is empty");
+                    continue;
+                }
+                each(&name, &bytes, false)?;
             }
         } else {
             let name = path.display().to_string();
-            each(&name, &read_file(path)?, true)?;
+            each(&name, &require_content(&name, read_file(path)?)?, true)?;
         }
     }
     Ok(())
@@ -346,7 +357,16 @@ fn read_bounded(reader: impl Read, name: &str) -> Result<Vec<u8>, LoadError> {
     if bytes.len() as u64 > MAX_INPUT_BYTES {
         return Err(LoadError::TooLarge { path: name.to_string(), limit_mib: MAX_INPUT_BYTES >> 20 });
     }
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    Ok(bytes)
+}
+
+fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(u8::is_ascii_whitespace)
+}
+
+/// An input named explicitly must not be empty.
+fn require_content(name: &str, bytes: Vec<u8>) -> Result<Vec<u8>, LoadError> {
+    if is_blank(&bytes) {
         return Err(LoadError::NoCrd {
             path: name.to_string(),
             position: Position { line: 1, column: 1 },

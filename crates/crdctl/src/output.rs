@@ -78,10 +78,38 @@ pub fn write_table(out: &mut dyn Write, indent: &str, rows: &[Vec<String>]) -> s
     Ok(())
 }
 
-/// Prints an error as one line per cause: `crdctl: <what>: <why>`.
+/// Prints an error and its causes on one line: `crdctl: <what>: <why>`. A cause the message
+/// before it already ends with is not repeated (library errors both show and chain their
+/// source, so that either way of printing them is complete).
 pub fn error(err: &anyhow::Error) {
-    let causes: Vec<String> = err.chain().map(ToString::to_string).collect();
-    eprintln!("crdctl: {}", causes.join(": "));
+    eprintln!("crdctl: {}", error_line(err));
+}
+
+fn error_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain().map(|cause| cause.to_string()) {
+        if line.is_empty() {
+            line = cause;
+        } else if !line.ends_with(&cause) {
+            line.push_str(": ");
+            line.push_str(&cause);
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_printed_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory (os error 2)");
+        let load = crdctl_model::LoadError::Io { path: "nonexist.yaml".into(), source: io };
+        assert_eq!(error_line(&anyhow::Error::new(load)), "nonexist.yaml: No such file or directory (os error 2)");
+        let context = anyhow::Error::msg("disk full").context("cannot write report.json");
+        assert_eq!(error_line(&context), "cannot write report.json: disk full");
+    }
 }
 
 /// Prints a warning that is not a finding.

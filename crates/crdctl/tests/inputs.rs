@@ -106,7 +106,8 @@ fn a_field_of_the_wrong_type() {
 fn a_missing_file() {
     let out = crdctl(&["validate", "does-not-exist.yaml"]);
     assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stderr.starts_with("crdctl: does-not-exist.yaml: No such file or directory"), "{}", out.stderr);
+    // The reason once, not twice (issue 11, defect 1).
+    assert_eq!(out.stderr, "crdctl: does-not-exist.yaml: No such file or directory (os error 2)\n");
 }
 
 #[test]
@@ -120,4 +121,25 @@ fn non_crd_documents_are_skipped_in_a_stream() {
     .unwrap();
     let out = crdctl_in(dir.path(), &["validate", "all.yaml"], None);
     assert_eq!(out.code, 0, "{out:?}");
+}
+
+/// Issue 11, defect 2: kustomize and Helm output folders hold empty files next to the CRDs.
+#[test]
+fn empty_files_found_in_a_directory_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("crds")).unwrap();
+    let crd = std::fs::read_to_string(repo_root().join("examples/crontab/3-v1-storage.yaml")).unwrap();
+    std::fs::write(dir.path().join("crds/crontab.yaml"), crd).unwrap();
+    std::fs::write(dir.path().join("crds/blank.yaml"), "  \n\n").unwrap();
+    std::fs::write(dir.path().join("crds/namespace.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n")
+        .unwrap();
+    let out = crdctl_in(dir.path(), &["-v", "versions", "crds"], None);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("crontabs.example.com"), "{}", out.stdout);
+    assert!(out.stderr.contains("crds/blank.yaml: skipped: the file is empty"), "{}", out.stderr);
+    assert!(out.stderr.contains("crds/namespace.yaml: skipped: no CustomResourceDefinition in it"), "{}", out.stderr);
+    // Named explicitly, the empty file is still an error.
+    let named = crdctl_in(dir.path(), &["versions", "crds/blank.yaml"], None);
+    assert_eq!(named.code, 2);
+    assert_eq!(named.stderr, "crdctl: crds/blank.yaml:1:1: no CustomResourceDefinition found (the file is empty)\n");
 }
