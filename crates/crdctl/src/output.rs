@@ -98,6 +98,16 @@ fn error_line(err: &anyhow::Error) -> String {
     line
 }
 
+/// Prints a warning that is not a finding.
+pub fn warning(message: &str) {
+    eprintln!("crdctl: warning: {message}");
+}
+
+/// Prints a line of progress or information on standard error.
+pub fn note(message: &str) {
+    eprintln!("crdctl: {message}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,14 +120,4 @@ mod tests {
         let context = anyhow::Error::msg("disk full").context("cannot write report.json");
         assert_eq!(error_line(&context), "cannot write report.json: disk full");
     }
-}
-
-/// Prints a warning that is not a finding.
-pub fn warning(message: &str) {
-    eprintln!("crdctl: warning: {message}");
-}
-
-/// Prints a line of progress or information on standard error.
-pub fn note(message: &str) {
-    eprintln!("crdctl: {message}");
 }
