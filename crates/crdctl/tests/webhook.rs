@@ -160,6 +160,44 @@ fn roundtrip_passes_the_example() {
     assert_eq!((out.code, out.stdout.as_str()), (0, "2 objects, 2 round trips, all lossless\n"), "{out:?}");
 }
 
+/// Issue 11, defect 3: `--crd DIR` picks each object's CRD by group and kind, and says why when
+/// there is none (it used to panic on an empty directory and take the first of several).
+#[test]
+fn roundtrip_finds_each_objects_crd_in_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs(dir.path());
+    std::fs::write(dir.path().join("objects.yaml"), OBJECTS).unwrap();
+    std::fs::create_dir_all(dir.path().join("crds/empty")).unwrap();
+    let other = std::fs::read_to_string(repo_root().join("examples/crontab/1-v1beta1.yaml")).unwrap();
+    let other = other
+        .replace("crontabs.example.com", "crontabs.other.example.com")
+        .replace("group: example.com", "group: other.example.com");
+    std::fs::write(dir.path().join("crds/a-other.yaml"), other).unwrap();
+    std::fs::copy(repo_root().join("examples/crontab/4-webhook.yaml"), dir.path().join("crds/b-crontab.yaml")).unwrap();
+    let webhook = start_example(&certs);
+    let url = format!("https://localhost:{}/crdconvert", webhook.port);
+    let args = |crd: &str| -> Vec<String> {
+        ["webhook", "roundtrip", "--url", &url, "--ca-bundle", "certs/ca.crt", "--crd", crd, "objects.yaml"]
+            .map(String::from)
+            .to_vec()
+    };
+    let run = |crd: &str| {
+        let args = args(crd);
+        crdctl_in(dir.path(), &args.iter().map(String::as_str).collect::<Vec<_>>(), None)
+    };
+    let out = run("crds");
+    assert_eq!((out.code, out.stdout.as_str()), (0, "2 objects, 2 round trips, all lossless\n"), "{out:?}");
+    let out = run("crds/empty");
+    assert_eq!((out.code, out.stderr.as_str()), (2, "crdctl: crds/empty: no CustomResourceDefinition found\n"));
+    std::fs::remove_file(dir.path().join("crds/b-crontab.yaml")).unwrap();
+    let out = run("crds");
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "crdctl: default/local-crontab: no CRD in crds defines kind \"CronTab\" in group \"example.com\" (it has crontabs.other.example.com (CronTab))\n"
+    );
+}
+
 /// `crdctl webhook roundtrip` of `objects.yaml` in `dir` against the CronTab CRD, trusting `certs/ca.crt`.
 fn roundtrip(dir: &Path, url: &str, extra: &[&str]) -> Output {
     let crd = repo_root().join("examples/crontab/4-webhook.yaml");

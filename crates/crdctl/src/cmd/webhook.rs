@@ -175,34 +175,35 @@ struct RoundtripReport {
 }
 
 async fn roundtrip(args: RoundtripArgs) -> anyhow::Result<Outcome> {
-    let crd = super::load(std::slice::from_ref(&args.crd))?.remove(0);
-    let definition = &crd.definition;
-    let group = &definition.spec.group;
-    let served: Vec<String> =
-        definition.served_versions_by_priority().into_iter().map(|v| format!("{group}/{}", v.name)).collect();
-    let review_versions = definition
-        .spec
-        .conversion
-        .as_ref()
-        .and_then(|c| c.webhook.as_ref())
-        .map(|w| w.conversion_review_versions.clone())
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| vec!["v1".into()]);
-    let client = client(&args.endpoint, &review_versions)?;
+    let crds = super::load(std::slice::from_ref(&args.crd))?;
+    if crds.is_empty() {
+        anyhow::bail!("{}: no CustomResourceDefinition found", args.crd.display());
+    }
     let objects = crdctl_model::load::load_objects(&args.objects)?;
     let mut report = RoundtripReport { objects: objects.len(), round_trips: 0, lossy: Vec::new() };
+    let mut clients = std::collections::HashMap::new();
     for object in &objects {
+        let crd = crd_of(&crds, object, &args.crd)?;
+        let group = &crd.definition.spec.group;
+        let served: Vec<String> =
+            crd.definition.served_versions_by_priority().into_iter().map(|v| format!("{group}/{}", v.name)).collect();
         let from = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
         if !served.contains(&from) {
             anyhow::bail!("{}: apiVersion {from:?} is not a served version of {}", object_name(object), crd.name());
         }
+        let client = match clients.entry(crd.name().to_string()) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                entry.insert(client(&args.endpoint, &review_versions(crd))?)
+            }
+        };
         for through in served.iter().filter(|v| **v != from) {
             let there = match client.convert(vec![object.clone()], through, Shape::Object).await {
-                Ok(mut converted) => converted.remove(0),
+                Ok(converted) => only(converted)?,
                 Err(err) => return finding_or_error(err),
             };
             let back = match client.convert(vec![there], &from, Shape::Object).await {
-                Ok(mut converted) => converted.remove(0),
+                Ok(converted) => only(converted)?,
                 Err(err) => return finding_or_error(err),
             };
             report.round_trips += 1;
@@ -220,6 +221,45 @@ async fn roundtrip(args: RoundtripArgs) -> anyhow::Result<Outcome> {
     }
     output::print(&report, args.output)?;
     Ok(if report.lossy.is_empty() { Outcome::Clean } else { Outcome::Findings })
+}
+
+/// The CRD an object belongs to, by its group and kind.
+fn crd_of<'a>(
+    crds: &'a [crdctl_model::Crd],
+    object: &Value,
+    source: &std::path::Path,
+) -> anyhow::Result<&'a crdctl_model::Crd> {
+    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let spec = |crd: &crdctl_model::Crd| (crd.definition.spec.group.clone(), crd.definition.spec.names.kind.clone());
+    crds.iter().find(|crd| spec(crd) == (group.to_string(), kind.to_string())).ok_or_else(|| {
+        let known: Vec<String> =
+            crds.iter().map(|crd| format!("{} ({})", crd.name(), crd.definition.spec.names.kind)).collect();
+        anyhow::anyhow!(
+            "{}: no CRD in {} defines kind {kind:?} in group {group:?} (it has {})",
+            object_name(object),
+            source.display(),
+            known.join(", ")
+        )
+    })
+}
+
+/// The review versions the CRD's webhook accepts (`v1` when it does not say).
+fn review_versions(crd: &crdctl_model::Crd) -> Vec<String> {
+    crd.definition
+        .spec
+        .conversion
+        .as_ref()
+        .and_then(|c| c.webhook.as_ref())
+        .map(|w| w.conversion_review_versions.clone())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| vec!["v1".into()])
+}
+
+/// The one object a one-object review returned (the client checks the count).
+fn only(converted: Vec<Value>) -> anyhow::Result<Value> {
+    converted.into_iter().next().ok_or_else(|| anyhow::anyhow!("the webhook returned no object"))
 }
 
 impl RoundtripReport {
