@@ -247,6 +247,7 @@ enum Lie {
     WrongApiVersion,
     WrongReviewKind,
     Slow,
+    Huge,
 }
 
 async fn lie(State(lie): State<Lie>, body: Bytes) -> Response {
@@ -279,6 +280,15 @@ async fn lie(State(lie): State<Lie>, body: Bytes) -> Response {
             return axum::Json(answer).into_response();
         }
         Lie::Slow => tokio::time::sleep(Duration::from_secs(5)).await,
+        Lie::Huge => {
+            // 65 MiB of valid JSON: the client stops reading at its limit.
+            let mut answer = serde_json::to_vec(&ConversionReview::success(version, &uid, objects)).unwrap();
+            answer.truncate(answer.len() - 1);
+            answer.extend_from_slice(b",\"padding\":\"");
+            answer.resize(answer.len() + (65 << 20), b'x');
+            answer.extend_from_slice(b"\"}");
+            return ([("Content-Type", "application/json")], answer).into_response();
+        }
     }
     axum::Json(ConversionReview::success(version, &uid, objects)).into_response()
 }
@@ -347,6 +357,8 @@ async fn lies_are_caught_with_the_api_servers_messages() {
                 "{prefix} failed: expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got apiextensions.k8s.io/v1, Kind=AdmissionReview"
             ),
         ),
+        // Issue 11, defect 6: said as such, not as the parse error of a cut body.
+        (Lie::Huge, Shape::List, format!("{prefix} failed: response too large (limit 64 MiB)")),
     ];
     for (lie_mode, shape, expected) in cases {
         let (address, handle) = start_liar(lie_mode, &bundle).await;

@@ -169,7 +169,9 @@ impl WebhookClient {
             .await
             .map_err(post_error)?;
         let status = reply.status();
-        let bytes = read_limited(reply).await.map_err(post_error)?;
+        let bytes = read_limited(reply).await.map_err(post_error)?.ok_or_else(|| {
+            ConversionError::failed(&gvk, format!("response too large (limit {} MiB)", MAX_RESPONSE_BYTES >> 20))
+        })?;
         if !status.is_success() {
             return Err(ConversionError::failed(&gvk, http_status_error(status.as_u16(), &bytes)));
         }
@@ -206,15 +208,16 @@ fn needs_conversion(object: &Value, desired_api_version: &str) -> bool {
     !in_desired && !empty
 }
 
-async fn read_limited(mut reply: reqwest::Response) -> Result<Vec<u8>, reqwest::Error> {
+/// The body, or `None` once it passes [`MAX_RESPONSE_BYTES`] (the rest is not read).
+async fn read_limited(mut reply: reqwest::Response) -> Result<Option<Vec<u8>>, reqwest::Error> {
     let mut bytes = Vec::new();
     while let Some(chunk) = reply.chunk().await? {
         bytes.extend_from_slice(&chunk);
         if bytes.len() > MAX_RESPONSE_BYTES {
-            break;
+            return Ok(None);
         }
     }
-    Ok(bytes)
+    Ok(Some(bytes))
 }
 
 /// client-go's message for a non-2xx answer. A `Status` body speaks for itself.
