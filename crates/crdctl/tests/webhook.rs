@@ -84,6 +84,10 @@ fn certs_writes_a_ca_a_serving_pair_and_the_ca_bundle() {
     let certs = certs(dir.path());
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(certs.join("tls.key")).unwrap().permissions().mode() & 0o777, 0o600);
+    // Issue 11, defect 7: over an existing, readable key the mode is 0600 again.
+    std::fs::set_permissions(certs.join("tls.key"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let again = self::certs(dir.path());
+    assert_eq!(std::fs::metadata(again.join("tls.key")).unwrap().permissions().mode() & 0o777, 0o600);
     let ca = std::fs::read_to_string(certs.join("ca.crt")).unwrap();
     assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"));
     let bundle = std::fs::read_to_string(certs.join("ca-bundle.txt")).unwrap();

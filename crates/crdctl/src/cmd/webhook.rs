@@ -340,11 +340,18 @@ fn certs(args: CertsArgs) -> anyhow::Result<Outcome> {
         let path: PathBuf = Path::new(&args.out).join(name);
         // The private key is for the webhook's eyes only.
         let mode = if name.ends_with(".key") { 0o600 } else { 0o644 };
-        let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(mode).open(&path);
-        file.as_mut()
-            .map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?
-            .write_all(content.as_bytes())
-            .map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))
+        let failed = |err: std::io::Error| anyhow::anyhow!("{}: {err}", path.display());
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(&path)
+            .map_err(failed)?;
+        // `mode` applies only to a new file: an existing one keeps its mode unless set, and is
+        // set before the new key is in it.
+        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode)).map_err(failed)?;
+        file.write_all(content.as_bytes()).map_err(failed)
     };
     write("ca.crt", &bundle.ca_pem)?;
     write("tls.crt", &bundle.cert_pem)?;
