@@ -19,14 +19,21 @@ fn every_corpus_file_validates_except_the_broken_helm_templates() {
             } else {
                 "certificates.cert-manager.io"
             };
+            // `<file>:<line>:<column>:` points at the clientConfig the message is about.
+            let (at, rest) = out.stdout.split_once(": ").unwrap();
             assert_eq!(
-                out.stdout,
+                rest,
                 format!(
-                    "{}: {crd}: spec.conversion.webhookClientConfig: Required value: exactly one of url or service is required\n",
-                    file.display()
+                    "{crd}: spec.conversion.webhookClientConfig: Required value: exactly one of url or service is required\n"
                 ),
                 "{name}"
             );
+            let mut parts = at.rsplitn(3, ':');
+            let (column, line) = (parts.next().unwrap(), parts.next().unwrap());
+            assert_eq!(parts.next().unwrap(), file.display().to_string());
+            let text = std::fs::read_to_string(&file).unwrap();
+            let written = text.lines().nth(line.parse::<usize>().unwrap() - 1).unwrap();
+            assert_eq!(&written[column.parse::<usize>().unwrap() - 1..], "clientConfig:", "{name}");
         } else {
             assert_eq!(out.code, 0, "{name}: {out:?}");
             assert_eq!(out.stdout, "", "{name}");
@@ -60,9 +67,9 @@ fn invalid_crds_exit_1_with_one_line_per_problem() {
     let out = crdctl_in(dir.path(), &["validate", "crd.yaml"], None);
     assert_eq!(out.code, 1, "{out:?}");
     insta::assert_snapshot!(out.stdout, @r#"
-    crd.yaml: crontab.example.com: metadata.name: Invalid value: "crontab.example.com": must be spec.names.plural+"."+spec.group
-    crd.yaml: crontab.example.com: spec.versions: Invalid value: [{"Name":"v1beta1","Served":true,"Storage":true,"Deprecated":false},{"Name":"v1","Served":true,"Storage":true,"Deprecated":false}]: must have exactly one version marked as storage version
-    crd.yaml: crontab.example.com: status.storedVersions: Invalid value: ["v1beta1"]: must have the storage version v1
+    crd.yaml:6:3: crontab.example.com: metadata.name: Invalid value: "crontab.example.com": must be spec.names.plural+"."+spec.group
+    crd.yaml:16:3: crontab.example.com: spec.versions: Invalid value: [{"Name":"v1beta1","Served":true,"Storage":true,"Deprecated":false},{"Name":"v1","Served":true,"Storage":true,"Deprecated":false}]: must have exactly one version marked as storage version
+    crd.yaml:3:1: crontab.example.com: status.storedVersions: Invalid value: ["v1beta1"]: must have the storage version v1
     "#);
 }
 
@@ -80,7 +87,7 @@ fn update_validation_catches_a_removed_stored_version() {
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(
         out.stdout,
-        "new.yaml: crontabs.example.com: status.storedVersions[0]: Invalid value: \"v1beta1\": missing from spec.versions; v1beta1 was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in v1beta1 and removes v1beta1 from status.storedVersions\n"
+        "new.yaml:4:1: crontabs.example.com: status.storedVersions[0]: Invalid value: \"v1beta1\": missing from spec.versions; v1beta1 was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in v1beta1 and removes v1beta1 from status.storedVersions\n"
     );
 }
 

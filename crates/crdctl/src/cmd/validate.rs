@@ -10,8 +10,8 @@ use crate::output::{self, Format, Report};
 
 /// Check CRDs the way the API server does when they are created.
 ///
-/// Prints one line per problem, `<file>: <crd name>: <field path>: <message>`, with the API
-/// server's field paths and messages, and exits 1 if any CRD is invalid. With --old, NEW is
+/// Prints one line per problem, `<file>:<line>:<column>: <crd name>: <field path>: <message>`
+/// (the form editors and CI annotators jump to), with the API server's field paths and messages, and exits 1 if any CRD is invalid. With --old, NEW is
 /// checked as an update of the installed OLD (immutable fields, stored versions).
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -85,7 +85,8 @@ struct Problem {
 impl Report for ValidateReport {
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         for p in &self.problems {
-            writeln!(out, "{}: {}: {}: {}", p.file, p.crd, p.field, p.message)?;
+            let at = if p.line > 0 { format!("{}:{}:{}", p.file, p.line, p.column) } else { p.file.clone() };
+            writeln!(out, "{at}: {}: {}: {}", p.crd, p.field, p.message)?;
         }
         Ok(())
     }
