@@ -309,12 +309,30 @@ pub fn load_str(name: &str, text: &str) -> Result<Vec<Crd>, LoadError> {
 
 /// Checks the encoding and parses the YAML stream.
 fn parse(name: &str, bytes: &[u8]) -> Result<Vec<yaml::Document>, LoadError> {
+    parse_text(name, decode_text(name, bytes)?)
+}
+
+/// The text of `bytes` (a UTF-8 byte order mark dropped), or where it stops being UTF-8.
+fn decode_text<'a>(name: &str, bytes: &'a [u8]) -> Result<&'a str, LoadError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let text = std::str::from_utf8(bytes).map_err(|err| {
+    std::str::from_utf8(bytes).map_err(|err| {
         let offset = err.valid_up_to();
         LoadError::InvalidUtf8 { path: name.to_string(), position: position_at(&bytes[..offset]), offset }
-    })?;
-    parse_text(name, text)
+    })
+}
+
+/// Reads a file that is not a manifest (e.g. a configuration) through the same gate: at most
+/// [`MAX_INPUT_BYTES`], valid UTF-8.
+pub fn read_text(path: &Path) -> Result<String, LoadError> {
+    let name = path.display().to_string();
+    let bytes = read_file(path)?;
+    decode_text(&name, &bytes).map(str::to_string)
+}
+
+/// Loads every CRD from a reader (e.g. another program's output) through the same gate; the
+/// reader is not read past the limit.
+pub fn load_reader(name: &str, reader: impl Read) -> Result<Vec<Crd>, LoadError> {
+    load_bytes(name, &read_bounded(reader, name)?)
 }
 
 fn parse_text(name: &str, text: &str) -> Result<Vec<yaml::Document>, LoadError> {

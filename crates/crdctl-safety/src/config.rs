@@ -149,9 +149,19 @@ impl Config {
 
     /// Reads a crdify configuration file. Unknown keys are ignored, as crdify does.
     pub fn from_yaml(text: &str) -> Result<Config, ConfigError> {
-        let file: Option<ConfigFile> = serde_saphyr::from_str(text)
-            .map_err(|err| ConfigError::Parse(err.to_string().lines().next().unwrap_or_default().to_string()))?;
-        let file = file.unwrap_or_default();
+        // The loader's parser and budget (depth, aliases, duplicate keys), as for manifests.
+        let documents = crdctl_model::yaml::parse_documents(text).map_err(|err| {
+            ConfigError::Parse(match err.position {
+                Some(position) => format!("{position}: {}", err.message),
+                None => err.message,
+            })
+        })?;
+        let file: ConfigFile = match documents.into_iter().next() {
+            Some(document) => {
+                serde_json::from_value(document.value).map_err(|err| ConfigError::Parse(err.to_string()))?
+            }
+            None => ConfigFile::default(),
+        };
         let mut config = Config::crdify();
         for (idx, validation) in file.validations.into_iter().enumerate() {
             let name = validation.name.filter(|n| !n.is_empty()).ok_or(ConfigError::MissingName(idx))?;

@@ -174,6 +174,38 @@ fn git_revisions_are_read_without_a_checkout() {
     let out = crdctl_in(dir.path(), &["check", "git:nope:crd.yaml", "crd.yaml"], None);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.starts_with("crdctl: git:nope:crd.yaml: "), "{}", out.stderr);
+    // Issue 11, defect 5: a revision's file goes through the same 32 MiB gate as a file.
+    std::fs::write(dir.path().join("big.yaml"), vec![b'#'; 33 << 20]).unwrap();
+    git(&["add", "big.yaml"]);
+    git(&["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "big"]);
+    let out = crdctl_in(dir.path(), &["check", "git:HEAD:big.yaml", "crd.yaml"], None);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stderr, "crdctl: git:HEAD:big.yaml: file is larger than the 32 MiB input limit\n");
+}
+
+/// Issue 11, defect 5: `--config` goes through the loader's gate and budget too.
+#[test]
+fn a_config_file_gets_the_loaders_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let [old, new] = pair("seed-required-field-added");
+    let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..12 {
+        bomb.push_str(&format!("a{level}: &a{level} [{}]\n", vec![format!("*a{}", level - 1); 10].join(", ")));
+    }
+    std::fs::write(dir.path().join("bomb.yaml"), bomb).unwrap();
+    std::fs::write(dir.path().join("dup.yaml"), "unhandledEnforcement: Warn\nunhandledEnforcement: Error\n").unwrap();
+    std::fs::write(dir.path().join("bad.yaml"), b"validations: \xff\n").unwrap();
+    let check = |config: &str| crdctl_in(dir.path(), &["check", "--config", config, &old, &new], None);
+    let out = check("bomb.yaml");
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.starts_with("crdctl: bomb.yaml: parsing config: 5:"), "{}", out.stderr);
+    assert!(out.stderr.ends_with("alias bombs are refused\n"), "{}", out.stderr);
+    let out = check("dup.yaml");
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stderr, "crdctl: dup.yaml: parsing config: 2:1: duplicate key \"unhandledEnforcement\"\n");
+    let out = check("bad.yaml");
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.starts_with("crdctl: bad.yaml:1:"), "{}", out.stderr);
 }
 
 #[test]

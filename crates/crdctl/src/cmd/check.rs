@@ -68,7 +68,7 @@ enum EnforcementArg {
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let config = match &args.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?;
+            let text = crdctl_model::load::read_text(path)?;
             Config::from_yaml(&text).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?
         }
         None => Config::default(),

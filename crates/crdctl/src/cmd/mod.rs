@@ -120,10 +120,34 @@ pub fn load_source(source: &str) -> anyhow::Result<Vec<crdctl_model::Crd>> {
     };
     let mut crds = Vec::new();
     for file in files {
-        crds.extend(crdctl_model::load::load_bytes(&format!("git:{file}"), &git(source, &["show", &file])?)?);
+        crds.extend(git_show(source, &file)?);
     }
     if crds.is_empty() {
         anyhow::bail!("{source}: no CustomResourceDefinition found");
+    }
+    Ok(crds)
+}
+
+/// The CRDs in a file at a revision, read from `git show` through the loader's input gate (the
+/// output is not read past the size limit).
+fn git_show(source: &str, object: &str) -> anyhow::Result<Vec<crdctl_model::Crd>> {
+    let mut child = std::process::Command::new("git")
+        .args(["show", object])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|err| anyhow::anyhow!("{source}: cannot run git: {err}"))?;
+    let stdout = child.stdout.take().ok_or_else(|| anyhow::anyhow!("{source}: git has no output"))?;
+    let loaded = crdctl_model::load::load_reader(&format!("git:{object}"), stdout);
+    if loaded.is_err() {
+        // Stop git rather than wait for output nobody reads.
+        let _ = child.kill();
+    }
+    let output = child.wait_with_output().map_err(|err| anyhow::anyhow!("{source}: cannot run git: {err}"))?;
+    let crds = loaded?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        anyhow::bail!("{source}: {}", stderr.trim().trim_start_matches("fatal: "));
     }
     Ok(crds)
 }

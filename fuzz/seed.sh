@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Seeds each target's corpus from the shared corpus, the fixtures and the examples, under
+# fuzz/corpus/<target> (not committed: it grows as the fuzzer finds new inputs). Inputs that
+# once crashed a target stay in fuzz/regressions/<target> and are replayed by .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")"
+root=..
+shared=${CRDCTL_SHARED:-$root/../shared}
+mkdir -p corpus/load corpus/check corpus/review corpus/request
+
+n=0
+for file in "$shared"/corpus/real/*.yaml "$shared"/corpus/pairs/*/*.yaml "$root"/fixtures/pairs/*/*.yaml "$root"/examples/crontab/*.yaml; do
+  [ -f "$file" ] || continue
+  n=$((n + 1))
+  cp "$file" "corpus/load/seed-$n.yaml"
+done
+
+n=0
+for pair in "$shared"/corpus/pairs/*/ "$root"/fixtures/pairs/*/; do
+  [ -f "$pair/old.yaml" ] && [ -f "$pair/new.yaml" ] || continue
+  n=$((n + 1))
+  { cat "$pair/old.yaml"; printf '\0'; cat "$pair/new.yaml"; } > "corpus/check/seed-$n"
+done
+
+cat > corpus/review/seed-v1 <<'JSON'
+{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"uid-1","result":{"status":"Success"},"convertedObjects":[{"apiVersion":"example.com/v1","kind":"CronTab","metadata":{"name":"a","namespace":"default","uid":"u-1","labels":{"x":"y"}},"host":"h","port":"1"},{"apiVersion":"example.com/v1","kind":"CronTab","metadata":{"name":"b"}}]}}
+JSON
+cat > corpus/review/seed-failed <<'JSON'
+{"apiVersion":"apiextensions.k8s.io/v1beta1","kind":"ConversionReview","response":{"uid":"uid-1","result":{"status":"Failure","message":"no"}}}
+JSON
+
+printf '%s' '{"apiVersion":"example.com/v1","kind":"CronTab","metadata":{"name":"a","labels":{"a":"b"}},"spec":{"n":[1,2.5,"x",null,true]}}' > corpus/request/seed-json
+printf 'apiVersion: example.com/v1\nkind: CronTab\nmetadata: {name: a}\nspec: &s {n: [1, *s]}\n' > corpus/request/seed-yaml
+printf '%s' 'env in (prod,staging),!canary,tier=web,app notin (x)' > corpus/request/seed-labels
+printf '%s' 'metadata.name=a,metadata.namespace!=b,status.phase==Running' > corpus/request/seed-fields
+echo "seeded: $(ls corpus/load | wc -l) load, $(ls corpus/check | wc -l) check, $(ls corpus/review | wc -l) review, $(ls corpus/request | wc -l) request"
