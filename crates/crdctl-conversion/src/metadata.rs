@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::response::go_type;
 use crdctl_model::validation::{dns1123_subdomain_errors, go_quote};
 
 const QUALIFIED_NAME_MAX: usize = 63;
@@ -22,12 +23,16 @@ pub(crate) fn restore(original: Option<&Value>, converted: Option<Value>) -> Res
     let mut converted = match converted {
         None => return Err("missing metadata in converted object".into()),
         Some(Value::Object(map)) => map,
-        Some(other) => return Err(format!("invalid metadata of type {} in converted object", go_type(&other))),
+        Some(other) => {
+            return Err(format!("invalid metadata of type {} in converted object", go_type(&other)));
+        }
     };
     let original = match original {
         Some(Value::Object(map)) => Some(map),
         None => None,
-        Some(other) => return Err(format!("invalid metadata of type {} in input object", go_type(other))),
+        Some(other) => {
+            return Err(format!("invalid metadata of type {} in input object", go_type(other)));
+        }
     };
     let empty = Map::new();
     for field in FIELDS {
@@ -172,19 +177,6 @@ fn is_name_token(value: &str) -> bool {
 fn aggregate(mut errors: Vec<String>) -> String {
     errors.dedup();
     if errors.len() == 1 { errors.remove(0) } else { format!("[{}]", errors.join(", ")) }
-}
-
-/// Go's `%T` of a decoded JSON value.
-fn go_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "<nil>",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float64",
-        Value::Number(_) => "int64",
-        Value::String(_) => "string",
-        Value::Array(_) => "[]interface {}",
-        Value::Object(_) => "map[string]interface {}",
-    }
 }
 
 #[cfg(test)]

@@ -190,7 +190,22 @@ fn check_object(sent: &Sent<'_>, idx: usize, original: &Value, converted: Value)
     Ok(Value::Object(converted))
 }
 
-/// How Go names a JSON value's type in decoding errors.
+/// Go's `%T` of a decoded JSON value (`int64`, `[]interface {}`), as `fmt` prints it in
+/// apimachinery's messages. Not [`json_type`]: Go words the two differently.
+pub fn go_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float64",
+        Value::Number(_) => "int64",
+        Value::String(_) => "string",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+    }
+}
+
+/// The JSON kind of a value (`number`, `array`) as `encoding/json` names it in decoding errors
+/// (`json: cannot unmarshal number into Go value of type string`).
 pub fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",

@@ -224,7 +224,7 @@ impl CustomResourceDefinition {
     /// Served versions, highest priority first; the first is the one kubectl uses by default.
     pub fn served_versions_by_priority(&self) -> Vec<&Version> {
         let mut served: Vec<&Version> = self.spec.versions.iter().filter(|v| v.served).collect();
-        served.sort_by(|a, b| crate::version::compare(&b.name, &a.name));
+        crate::version::sort_by_priority_of(&mut served, |version| &version.name);
         served
     }
 

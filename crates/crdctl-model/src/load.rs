@@ -152,7 +152,7 @@ impl Crd {
         let relocated = self
             .relocations
             .iter()
-            .filter(|r| is_pointer_prefix(&r.v1_prefix, pointer))
+            .filter(|r| yaml::is_within(pointer, &r.v1_prefix))
             .max_by_key(|r| r.v1_prefix.len())
             .map(|r| format!("{}{}", r.source_prefix, &pointer[r.v1_prefix.len()..]));
         self.positions.nearest(relocated.as_deref().unwrap_or(pointer))
@@ -424,10 +424,6 @@ fn position_at(prefix: &[u8]) -> Position {
     // The prefix is valid UTF-8, so counting characters is safe.
     let column = String::from_utf8_lossy(&prefix[line_start..]).chars().count() + 1;
     Position { line: line as u32, column: column as u32 }
-}
-
-fn is_pointer_prefix(prefix: &str, pointer: &str) -> bool {
-    pointer.starts_with(prefix) && matches!(pointer.as_bytes().get(prefix.len()), None | Some(b'/'))
 }
 
 /// Turns a serde path into the API's field path and a JSON pointer.

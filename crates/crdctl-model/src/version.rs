@@ -75,7 +75,12 @@ pub fn compare(a: &str, b: &str) -> Ordering {
 
 /// Sorts versions in place, highest priority first (the order of discovery and kubectl).
 pub fn sort_by_priority<S: AsRef<str>>(versions: &mut [S]) {
-    versions.sort_by(|a, b| compare(b.as_ref(), a.as_ref()));
+    sort_by_priority_of(versions, |version| version.as_ref());
+}
+
+/// Sorts items in place by the priority of the version `name` gives, highest first.
+pub fn sort_by_priority_of<T>(items: &mut [T], name: impl Fn(&T) -> &str) {
+    items.sort_by(|a, b| compare(name(b), name(a)));
 }
 
 /// Parses a run of ASCII digits like Go's `strconv.Atoi`: non-empty, and it must fit.

@@ -142,6 +142,11 @@ fn parse_documents_on_this_thread(text: &str) -> Result<Vec<Document>, SyntaxErr
     Ok(documents)
 }
 
+/// Whether the JSON pointer `pointer` is `ancestor` or below it.
+pub fn is_within(pointer: &str, ancestor: &str) -> bool {
+    pointer.starts_with(ancestor) && matches!(pointer.as_bytes().get(ancestor.len()), None | Some(b'/'))
+}
+
 /// Escapes one JSON pointer segment (RFC 6901).
 pub fn escape_pointer_segment(segment: &str) -> std::borrow::Cow<'_, str> {
     if segment.contains(['~', '/']) { segment.replace('~', "~0").replace('/', "~1").into() } else { segment.into() }

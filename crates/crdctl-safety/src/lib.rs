@@ -239,7 +239,7 @@ fn compare_versions(
             }
             None => {
                 // Pre-order traversal: a removed node's descendants follow it directly.
-                let implied = removed_root.is_some_and(|root| schema::is_within(pointer, root));
+                let implied = removed_root.is_some_and(|root| crdctl_model::yaml::is_within(pointer, root));
                 if !implied {
                     removed_root = Some(pointer);
                 }
@@ -286,7 +286,9 @@ fn served_pairs(crd: &Crd) -> Vec<(VersionRef<'_>, VersionRef<'_>)> {
         .filter(|(_, v)| v.served)
         .map(|(idx, v)| (idx, v.name.as_str()))
         .collect();
-    served.sort_by(|a, b| crdctl_model::version::compare(a.1, b.1));
+    // Lowest priority first: each pair is (older, newer).
+    crdctl_model::version::sort_by_priority_of(&mut served, |(_, name)| name);
+    served.reverse();
     let mut pairs = Vec::new();
     for (i, &older) in served.iter().enumerate() {
         for &newer in &served[i + 1..] {

@@ -280,11 +280,6 @@ fn unescape(segment: &str) -> String {
     segment.replace("~1", "/").replace("~0", "~")
 }
 
-/// Whether `pointer` is `ancestor` or below it.
-pub fn is_within(pointer: &str, ancestor: &str) -> bool {
-    pointer.starts_with(ancestor) && matches!(pointer.as_bytes().get(ancestor.len()), None | Some(b'/'))
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;

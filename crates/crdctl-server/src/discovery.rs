@@ -164,7 +164,7 @@ pub fn groups(registry: &Registry) -> Vec<Group> {
             .filter(|c| c.established() && c.group() == name)
             .flat_map(|c| c.crd.definition.spec.versions.iter().filter(|v| v.served).map(|v| v.name.clone()))
             .collect();
-        versions.sort_by(|a, b| version::compare(b, a));
+        version::sort_by_priority(&mut versions);
         versions.dedup();
         let versions = versions
             .into_iter()

@@ -10,6 +10,22 @@ pub(super) fn compare(old: Option<&Value>, new: Option<&Value>) -> Option<Change
     };
     let old = names(old);
     let mut added: Vec<String> = names(new).into_iter().filter(|name| !old.contains(name)).collect();
+    // Sorted and unique, as crdify's `sets.List` (a repeated name need not be adjacent).
+    added.sort_unstable();
     added.dedup();
     (!added.is_empty()).then_some(Change::RequiredAdded { fields: added })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Issue 11, defect 8: sorted and unique, though the new list repeats a name apart.
+    #[test]
+    fn added_fields_are_sorted_and_unique() {
+        let change = compare(Some(&json!(["a"])), Some(&json!(["c", "b", "c", "a"])));
+        assert_eq!(change, Some(Change::RequiredAdded { fields: vec!["b".into(), "c".into()] }));
+    }
 }

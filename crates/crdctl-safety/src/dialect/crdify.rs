@@ -9,8 +9,13 @@ use crate::schema::PathStyle;
 
 pub(super) fn lines(findings: &[&Finding]) -> Vec<String> {
     let mut lines = Vec::new();
-    let mut crds: Vec<&str> = findings.iter().map(|f| f.crd.as_str()).collect();
-    crds.dedup();
+    // Each CRD once, in order of first appearance (its findings need not be adjacent).
+    let mut crds: Vec<&str> = Vec::new();
+    for finding in findings {
+        if !crds.contains(&finding.crd.as_str()) {
+            crds.push(&finding.crd);
+        }
+    }
     for crd in crds {
         let of_crd: Vec<&Finding> = findings.iter().copied().filter(|f| f.crd == crd).collect();
         // CRD-wide lines first (removed fields included, as crdify runs them CRD-wide).
@@ -369,5 +374,30 @@ mod tests {
             "unhandled changes found (Example <complex value> -> <complex value> (changed))"
         );
         assert_eq!(unhandled_text(&[]), "unhandled changes found");
+    }
+
+    /// Issue 11, defect 8: a CRD whose findings are not adjacent is still one block.
+    #[test]
+    fn each_crd_is_reported_once_whatever_the_order_of_its_findings() {
+        use crate::finding::{Finding, Scope, Severity};
+        let finding = |crd: &str| Finding {
+            crd: crd.into(),
+            scope: Scope::Crd,
+            path: None,
+            change: Change::ScopeChanged { old: "Namespaced".into(), new: "Cluster".into() },
+            severity: Severity::Error,
+            implied_by_removal: false,
+            location: None,
+        };
+        let (a, b, a_again) = (finding("a.example.com"), finding("b.example.com"), finding("a.example.com"));
+        let printed = lines(&[&a, &b, &a_again]);
+        let headers = |crd: &str| {
+            printed.iter().filter(|l| l.starts_with(&format!("validating upgrade for CRD {crd:?}"))).count()
+        };
+        assert_eq!((headers("a.example.com"), headers("b.example.com")), (1, 1), "{printed:?}");
+        assert!(
+            printed[0].contains("a.example.com") && !printed[1].contains("CRD"),
+            "a's findings together: {printed:?}"
+        );
     }
 }

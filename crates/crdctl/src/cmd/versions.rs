@@ -96,7 +96,7 @@ impl From<&crdctl_model::Crd> for CrdVersions {
                 preferred: preferred.as_deref() == Some(v.name.as_str()),
             })
             .collect();
-        versions.sort_by(|a, b| crdctl_model::version::compare(&b.name, &a.name));
+        crdctl_model::version::sort_by_priority_of(&mut versions, |row| &row.name);
         CrdVersions {
             name: crd.name().to_string(),
             file: crd.origin.file.to_string(),
