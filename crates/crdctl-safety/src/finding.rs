@@ -298,7 +298,26 @@ pub struct Report {
     /// by version order, then schema document order.
     pub findings: Vec<Finding>,
     /// Things the check could not decide, e.g. unknown stored versions.
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
+}
+
+/// Something the check could not decide or wants a person to know; not a finding. The text
+/// lives with the other texts, in [`crate::dialect::note`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    /// A version left `spec.versions`, and without the installed CRD's `status.storedVersions`
+    /// nobody can say whether objects are still stored in it.
+    StoredVersionsUnknown {
+        /// The CRD.
+        crd: String,
+        /// The removed version.
+        version: String,
+    },
+    /// An installed CRD is not in the new set: applying the set as a whole deletes it.
+    CrdDropped {
+        /// The CRD.
+        crd: String,
+    },
 }
 
 impl Report {

@@ -86,7 +86,7 @@ use serde_json::Map;
 
 pub use config::{Config, Enforcement};
 pub use dialect::Dialect;
-pub use finding::{Change, Finding, KeywordChange, Location, Report, Scope, Severity};
+pub use finding::{Change, Finding, KeywordChange, Location, Note, Report, Scope, Severity};
 
 use crate::config::ConversionPolicy;
 use crate::schema::{FlatSchema, SchemaPath};
@@ -169,9 +169,7 @@ pub fn check_all(old: &[Crd], new: &[Crd], config: &Config) -> Report {
         }
     }
     for crd in old.iter().filter(|o| !new.iter().any(|n| n.name() == o.name())) {
-        report
-            .notes
-            .push(format!("{}: not in the new set of CRDs; deleting a CRD deletes all of its objects", crd.name()));
+        report.notes.push(Note::CrdDropped { crd: crd.name().to_string() });
     }
     report
 }

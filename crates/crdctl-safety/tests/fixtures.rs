@@ -67,7 +67,10 @@ fn every_fixture_matches_its_expectations() {
         }
         insta::assert_snapshot!(
             name.clone(),
-            format!("--- olm\n{olm}\n--- crdify\n{crdify}\n--- notes\n{}", report.notes.join("\n"))
+            format!(
+                "--- olm\n{olm}\n--- crdify\n{crdify}\n--- notes\n{}",
+                report.notes.iter().map(crdctl_safety::dialect::note).collect::<Vec<_>>().join("\n")
+            )
         );
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));

@@ -13,7 +13,7 @@ mod crdify;
 pub mod go;
 mod olm;
 
-use crate::finding::{Finding, Report, Severity};
+use crate::finding::{Finding, Note, Report, Severity};
 
 /// How findings are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -31,6 +31,18 @@ pub fn message(finding: &Finding, dialect: Dialect) -> Option<String> {
     match dialect {
         Dialect::Olm => olm::message(finding),
         Dialect::Crdify => crdify::message(finding),
+    }
+}
+
+/// The text of a note (the same in both dialects: neither OLM nor crdify has these).
+pub fn note(note: &Note) -> String {
+    match note {
+        Note::StoredVersionsUnknown { crd, version } => format!(
+            "{crd}: version {version} was removed, and the installed CRD's status.storedVersions is unknown: objects may still be stored in {version}; pass --stored-versions to check"
+        ),
+        Note::CrdDropped { crd } => {
+            format!("{crd}: not in the new set of CRDs; deleting a CRD deletes all of its objects")
+        }
     }
 }
 

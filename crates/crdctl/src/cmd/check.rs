@@ -89,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     let report = crdctl_safety::check_all(&old, &new, &config);
     for note in &report.notes {
-        output::warning(note);
+        output::warning(&dialect::note(note));
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match args.output {
@@ -208,7 +208,7 @@ fn json_report(report: &Report, dialect: Dialect) -> JsonReport {
             })
         })
         .collect();
-    JsonReport { safe: report.is_safe(), findings, notes: report.notes.clone() }
+    JsonReport { safe: report.is_safe(), findings, notes: report.notes.iter().map(dialect::note).collect() }
 }
 
 fn path_style(dialect: Dialect) -> crdctl_safety::schema::PathStyle {
@@ -280,7 +280,7 @@ fn write_markdown(out: &mut dyn Write, report: &Report, dialect: Dialect, n_crds
         }
     }
     for note in &report.notes {
-        writeln!(out, "\n> {note}")?;
+        writeln!(out, "\n> {}", dialect::note(note))?;
     }
     Ok(())
 }
