@@ -53,7 +53,7 @@ mod tests {
         let (changes, notes) = compare(&old, &new);
         assert!(changes.is_empty());
         let note = Note::StoredVersionsUnknown { crd: "crontabs.example.com".into(), version: "v1alpha1".into() };
-        assert_eq!(notes, [note.clone()]);
+        assert_eq!(notes, std::slice::from_ref(&note));
         assert!(crate::dialect::note(&note).contains("objects may still be stored in v1alpha1"));
     }
 }
