@@ -244,6 +244,15 @@ pub enum Change {
         /// Each changed keyword.
         keywords: Vec<KeywordChange>,
     },
+    /// What the API server itself refuses on update, preflight or not (`--enforcement None`
+    /// leaves only these): an immutable field changed, a stored version removed.
+    ApiServerRefusal {
+        /// The field path, e.g. `spec.scope`.
+        field: String,
+        /// The API server's message after the field, e.g. `Invalid value: "Cluster": field is
+        /// immutable` (texts from `crdctl_model::validation`).
+        message: String,
+    },
 }
 
 /// One keyword's old and new value (`None` when unset).
@@ -276,6 +285,7 @@ impl Change {
                 "oneOf"
             }
             Change::Unknown { .. } => "unhandled",
+            Change::ApiServerRefusal { .. } => "apiServer",
         }
     }
 
@@ -284,6 +294,7 @@ impl Change {
         match (self, scope) {
             (Change::ScopeChanged { .. }, _) => "NoScopeChange",
             (Change::StoredVersionRemoved { .. }, _) => "NoStoredVersionRemoved",
+            (Change::ApiServerRefusal { .. }, _) => "APIServerValidation",
             (_, Scope::ServedPair(..)) => "ServedVersionValidator",
             (Change::FieldRemoved, _) => "NoExistingFieldRemoved",
             _ => "ChangeValidator",

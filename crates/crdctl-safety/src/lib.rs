@@ -174,6 +174,38 @@ pub fn check_all(old: &[Crd], new: &[Crd], config: &Config) -> Report {
     report
 }
 
+/// What the API server itself refuses when the new CRDs replace the installed ones, with the
+/// preflight off (OLM's `--enforcement None`): a changed scope and a removed stored version,
+/// in the API server's words. An installed CRD is taken to be Established, and a file without
+/// `status.storedVersions` to have stored its storage version.
+pub fn api_server_check_all(old: &[Crd], new: &[Crd]) -> Report {
+    let mut report = Report::default();
+    for crd in new {
+        let Some(installed) = old.iter().find(|o| o.name() == crd.name()) else { continue };
+        let mut installed = installed.clone();
+        let storage: Vec<String> = installed.definition.storage_version().map(|v| v.name.clone()).into_iter().collect();
+        let status = &mut installed.definition.status;
+        status.conditions.push(crdctl_model::crd::Condition { type_: "Established".into(), status: "True".into() });
+        if status.stored_versions.is_empty() {
+            status.stored_versions = storage;
+        }
+        for violation in crdctl_model::validation::validate_update(crd, &installed) {
+            if violation.field == "spec.scope" || violation.field.starts_with("status.storedVersions") {
+                report.findings.push(Finding {
+                    crd: crd.name().to_string(),
+                    scope: Scope::Crd,
+                    path: None,
+                    location: locate(crd, &violation.pointer),
+                    change: Change::ApiServerRefusal { field: violation.field.clone(), message: violation.body() },
+                    severity: Severity::Error,
+                    implied_by_removal: false,
+                });
+            }
+        }
+    }
+    report
+}
+
 /// Findings being collected for one CRD, with enforcement applied.
 struct Findings<'a> {
     crd: &'a str,

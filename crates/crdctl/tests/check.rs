@@ -76,6 +76,28 @@ fn enforcement_none_reports_only_what_the_api_server_refuses() {
     assert_eq!((out.code, out.stdout.as_str()), (0, ""), "the API server allows a new required field: {out:?}");
 }
 
+/// Issue 11, defect 4: `--enforcement None` goes through the same output formats.
+#[test]
+fn enforcement_none_honours_the_output_format() {
+    let [old, new] = pair("seed-scope-changed");
+    let out = crdctl(&["check", "--enforcement", "None", "--output", "json", &old, &new]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["safe"], false);
+    let finding = &report["findings"][0];
+    assert_eq!(
+        (finding["check"].as_str(), finding["validation"].as_str()),
+        (Some("apiServer"), Some("APIServerValidation"))
+    );
+    assert_eq!(finding["message"], "spec.scope: Invalid value: \"Cluster\": field is immutable");
+    assert!(finding["location"]["line"].as_u64().is_some(), "{finding}");
+    let markdown = crdctl(&["check", "--enforcement", "None", "--output", "markdown", &old, &new]);
+    assert!(markdown.stdout.contains("spec.scope: Invalid value"), "{markdown:?}");
+    let sarif = crdctl(&["check", "--enforcement", "None", "--output", "sarif", &old, &new]);
+    let sarif: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
+    assert_eq!(sarif["runs"][0]["results"][0]["ruleId"], "apiServer", "{sarif}");
+}
+
 #[test]
 fn stored_versions_flag_and_unknown_status() {
     let [old, new] = pair("crdify-stored-version-kept");

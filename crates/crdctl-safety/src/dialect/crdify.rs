@@ -128,6 +128,8 @@ pub(super) fn message(finding: &Finding) -> Option<String> {
         Change::OneOfSchemasRemoved { schemas } => format!("allowed oneOf schemas removed: {}", one_of_v(schemas)),
         Change::OneOfSchemasAdded { schemas } => format!("allowed oneOf schemas added: {}", one_of_v(schemas)),
         Change::Unknown { keywords } => unhandled_text(keywords),
+        // Written as the API server writes it, by `dialect::message`.
+        Change::ApiServerRefusal { .. } => return None,
     })
 }
 

@@ -13,7 +13,7 @@ mod crdify;
 pub mod go;
 mod olm;
 
-use crate::finding::{Finding, Note, Report, Severity};
+use crate::finding::{Change, Finding, Note, Report, Severity};
 
 /// How findings are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -28,6 +28,9 @@ pub enum Dialect {
 /// The text for one finding, without the CRD prefix; `None` when the dialect folds the finding
 /// into another one.
 pub fn message(finding: &Finding, dialect: Dialect) -> Option<String> {
+    if let Change::ApiServerRefusal { field, message } = &finding.change {
+        return Some(format!("{field}: {message}"));
+    }
     match dialect {
         Dialect::Olm => olm::message(finding),
         Dialect::Crdify => crdify::message(finding),
@@ -50,6 +53,17 @@ pub fn note(note: &Note) -> String {
 /// line, in report order.
 pub fn lines(report: &Report, dialect: Dialect, severity: Severity) -> Vec<String> {
     let findings: Vec<&Finding> = report.findings.iter().filter(|f| f.severity == severity).collect();
+    // The API server's refusals read as the API server writes them, in either dialect.
+    let (refusals, findings): (Vec<&Finding>, Vec<&Finding>) =
+        findings.into_iter().partition(|f| matches!(f.change, Change::ApiServerRefusal { .. }));
+    let refused = refusals.into_iter().filter_map(|finding| {
+        let detail = message(finding, dialect)?;
+        Some(format!("CustomResourceDefinition.apiextensions.k8s.io {:?} is invalid: {detail}", finding.crd))
+    });
+    refused.chain(lines_of(findings, dialect)).collect()
+}
+
+fn lines_of(findings: Vec<&Finding>, dialect: Dialect) -> Vec<String> {
     match dialect {
         Dialect::Olm => findings.into_iter().filter_map(olm::line).collect(),
         Dialect::Crdify => crdify::lines(&findings),

@@ -130,7 +130,8 @@ fn change_text(change: &Change) -> String {
         Change::ScopeChanged { .. }
         | Change::StoredVersionRemoved { .. }
         | Change::FieldRemoved
-        | Change::Unknown { .. } => String::new(),
+        | Change::Unknown { .. }
+        | Change::ApiServerRefusal { .. } => String::new(),
     }
 }
 

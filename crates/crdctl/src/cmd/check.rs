@@ -2,8 +2,6 @@
 
 use std::io::Write;
 
-use crdctl_model::Crd;
-use crdctl_model::crd::Condition;
 use crdctl_safety::{Change, Config, Dialect, Finding, Report, Scope, Severity, dialect};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -84,10 +82,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         DialectArg::Olm => Dialect::Olm,
         DialectArg::Crdify => Dialect::Crdify,
     };
-    if args.enforcement == EnforcementArg::None {
-        return api_server_checks(&old, &new);
-    }
-    let report = crdctl_safety::check_all(&old, &new, &config);
+    let report = match args.enforcement {
+        EnforcementArg::Strict => crdctl_safety::check_all(&old, &new, &config),
+        EnforcementArg::None => crdctl_safety::api_server_check_all(&old, &new),
+    };
     for note in &report.notes {
         output::warning(&dialect::note(note));
     }
@@ -107,35 +105,6 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     out.flush()?;
     Ok(if report.is_safe() { Outcome::Clean } else { Outcome::Findings })
-}
-
-/// With the preflight off, the API server still refuses scope changes and removed stored
-/// versions; report those with its messages. An installed CRD is taken to be Established.
-fn api_server_checks(old: &[Crd], new: &[Crd]) -> anyhow::Result<Outcome> {
-    let mut out = std::io::stdout().lock();
-    let mut problems = 0;
-    for crd in new {
-        let Some(installed) = old.iter().find(|o| o.name() == crd.name()) else {
-            continue;
-        };
-        let mut installed = installed.clone();
-        installed.definition.status.conditions.push(Condition { type_: "Established".into(), status: "True".into() });
-        if installed.definition.status.stored_versions.is_empty() {
-            installed.definition.status.stored_versions =
-                installed.definition.storage_version().map(|v| v.name.clone()).into_iter().collect();
-        }
-        for violation in crdctl_model::validation::validate_update(crd, &installed) {
-            if violation.field == "spec.scope" || violation.field.starts_with("status.storedVersions") {
-                writeln!(
-                    out,
-                    "CustomResourceDefinition.apiextensions.k8s.io {:?} is invalid: {violation}",
-                    crd.name()
-                )?;
-                problems += 1;
-            }
-        }
-    }
-    Ok(if problems == 0 { Outcome::Clean } else { Outcome::Findings })
 }
 
 /// The JSON report: one object per finding. Field names are a stable interface.
@@ -246,6 +215,7 @@ fn change_values(change: &Change) -> (Value, Value) {
         Change::NullableChanged { now_nullable } => (json!(!now_nullable), json!(now_nullable)),
         Change::OneOfAdded { schemas, .. } | Change::OneOfSchemasAdded { schemas } => (Value::Null, json!(schemas)),
         Change::OneOfSchemasRemoved { schemas } => (json!(schemas), Value::Null),
+        Change::ApiServerRefusal { .. } => (Value::Null, Value::Null),
         Change::Unknown { keywords } => {
             let old = keywords.iter().map(|k| (k.keyword.clone(), k.old.clone().unwrap_or(Value::Null))).collect();
             let new = keywords.iter().map(|k| (k.keyword.clone(), k.new.clone().unwrap_or(Value::Null))).collect();
