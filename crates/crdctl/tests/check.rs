@@ -335,3 +335,33 @@ fn assert_location_names_the_finding(dir: &Path, finding: &serde_json::Value) {
         || (ends_in_index && is_list_item);
     assert!(ok, "{}: {check} at {path} points at {file}:{}: {line:?}", dir.display(), location["line"]);
 }
+
+/// Issue 11, defects 11 and 12: one dialect per report. JSON lists every finding with both
+/// dialects' texts (`message` is the asked dialect's, null where it folds the finding into
+/// the removal it follows from); text and SARIF report what the asked dialect reports.
+#[test]
+fn findings_implied_by_a_removal_are_in_json_with_both_texts_and_not_in_sarif() {
+    let [old, new] = pair("olm-existing-field-removal");
+    let json = crdctl(&["check", "-o", "json", &old, &new]);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let findings = report["findings"].as_array().unwrap();
+    let implied: Vec<&serde_json::Value> = findings.iter().filter(|f| f["impliedByRemoval"] == true).collect();
+    assert!(!implied.is_empty());
+    for finding in &implied {
+        assert!(finding["message"].is_null() && finding["messages"]["olm"].is_null(), "{finding}");
+        assert!(finding["messages"]["crdify"].is_string(), "{finding}");
+    }
+    for finding in findings.iter().filter(|f| f["impliedByRemoval"] == false) {
+        assert_eq!(finding["message"], finding["messages"]["olm"], "{finding}");
+    }
+    let reported = findings.iter().filter(|f| f["message"].is_string()).count();
+    let sarif = crdctl(&["check", "-o", "sarif", &old, &new]);
+    let sarif: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
+    assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), reported);
+    let text = crdctl(&["check", &old, &new]);
+    assert_eq!(text.stdout.lines().count(), reported, "{}", text.stdout);
+    // Asked for crdify, the implied findings carry its text as the message.
+    let crdify = crdctl(&["check", "-o", "json", "--dialect", "crdify", &old, &new]);
+    let crdify: serde_json::Value = serde_json::from_str(&crdify.stdout).unwrap();
+    assert!(crdify["findings"].as_array().unwrap().iter().all(|f| f["message"] == f["messages"]["crdify"]));
+}

@@ -129,11 +129,19 @@ struct JsonFinding {
     path: Option<String>,
     old: Value,
     new: Value,
-    message: String,
+    message: Option<String>,
+    messages: JsonMessages,
     severity: &'static str,
     implied_by_removal: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     location: Option<JsonLocation>,
+}
+
+/// A finding's text in each dialect (`None` where that dialect folds it into another finding).
+#[derive(Debug, Serialize)]
+struct JsonMessages {
+    olm: Option<String>,
+    crdify: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -148,8 +156,16 @@ fn json_report(report: &Report, dialect: Dialect) -> JsonReport {
         .findings
         .iter()
         .filter_map(|finding| {
-            // Findings the dialect folds into another one are still listed, with the OLM text.
-            let message = dialect::message(finding, dialect).or_else(|| dialect::message(finding, Dialect::Crdify))?;
+            // Every finding either dialect reports is listed, with both texts; `message` is the
+            // text of the dialect asked for, null where it folds the finding into another one.
+            let messages = JsonMessages {
+                olm: dialect::message(finding, Dialect::Olm),
+                crdify: dialect::message(finding, Dialect::Crdify),
+            };
+            if messages.olm.is_none() && messages.crdify.is_none() {
+                return None;
+            }
+            let message = dialect::message(finding, dialect);
             let (old, new) = change_values(&finding.change);
             Some(JsonFinding {
                 crd: finding.crd.clone(),
@@ -167,6 +183,7 @@ fn json_report(report: &Report, dialect: Dialect) -> JsonReport {
                 old,
                 new,
                 message,
+                messages,
                 severity: severity_name(finding.severity),
                 implied_by_removal: finding.implied_by_removal,
                 location: finding.location.as_ref().map(|l| JsonLocation {
