@@ -289,6 +289,10 @@ fn for_each_input<P: AsRef<Path>>(
 fn read_file(path: &Path) -> Result<Vec<u8>, LoadError> {
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|source| LoadError::Io { path: name.clone(), source })?;
+    // A file known to be too large is refused before a byte of it is read.
+    if file.metadata().is_ok_and(|m| m.is_file() && m.len() > MAX_INPUT_BYTES) {
+        return Err(LoadError::TooLarge { path: name, limit_mib: MAX_INPUT_BYTES >> 20 });
+    }
     read_bounded(file, &name)
 }
 
@@ -367,15 +371,27 @@ fn require_crd(name: &str, loaded: Result<Vec<Crd>, LoadError>) -> Result<Vec<Cr
 }
 
 fn read_bounded(reader: impl Read, name: &str) -> Result<Vec<u8>, LoadError> {
-    let mut bytes = Vec::new();
-    reader
-        .take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|source| LoadError::Io { path: name.to_string(), source })?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
+    // Read in fixed chunks and join once: a growing buffer would double its way to twice the
+    // limit (and keep every smaller copy resident) before an oversized input is refused.
+    const CHUNK: u64 = 1 << 20;
+    let mut reader = reader.take(MAX_INPUT_BYTES + 1);
+    let (mut chunks, mut total) = (Vec::new(), 0usize);
+    loop {
+        let mut chunk = Vec::with_capacity(CHUNK as usize);
+        let read = (&mut reader)
+            .take(CHUNK)
+            .read_to_end(&mut chunk)
+            .map_err(|source| LoadError::Io { path: name.to_string(), source })?;
+        if read == 0 {
+            break;
+        }
+        total += read;
+        chunks.push(chunk);
+    }
+    if total as u64 > MAX_INPUT_BYTES {
         return Err(LoadError::TooLarge { path: name.to_string(), limit_mib: MAX_INPUT_BYTES >> 20 });
     }
-    Ok(bytes)
+    Ok(chunks.concat())
 }
 
 fn is_blank(bytes: &[u8]) -> bool {

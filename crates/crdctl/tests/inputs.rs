@@ -143,3 +143,56 @@ fn empty_files_found_in_a_directory_are_skipped() {
     assert_eq!(named.code, 2);
     assert_eq!(named.stderr, "crdctl: crds/blank.yaml:1:1: no CustomResourceDefinition found (the file is empty)\n");
 }
+
+/// The peak resident memory of one `crdctl` run, in MiB, measured by GNU time.
+fn peak_rss_mib(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> (i32, u64) {
+    let stdin = match stdin {
+        Some(file) => std::process::Stdio::from(std::fs::File::open(dir.join(file)).unwrap()),
+        None => std::process::Stdio::null(),
+    };
+    let out = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "%M"])
+        .arg(env!("CARGO_BIN_EXE_crdctl"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(stdin)
+        .output()
+        .expect("GNU time is installed (/usr/bin/time; Debian package `time`)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let kib: u64 = stderr.lines().last().and_then(|l| l.trim().parse().ok()).unwrap_or_else(|| panic!("{stderr}"));
+    (out.status.code().unwrap_or(-1), kib / 1024)
+}
+
+/// Issue 11: hostile inputs stay within a stated memory bound — they are refused or handled
+/// without the memory growing with what they would expand to.
+#[test]
+fn hostile_inputs_stay_under_a_stated_peak_memory() {
+    const BOUND_MIB: u64 = 100;
+    let dir = tempfile::tempdir().unwrap();
+    // 50 MB: refused at the 32 MiB input limit, never parsed.
+    std::fs::write(dir.path().join("huge.yaml"), vec![b'#'; 50_000_000]).unwrap();
+    // An alias bomb: 10^12 nodes if expanded.
+    let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..12 {
+        bomb.push_str(&format!("a{level}: &a{level} [{}]\n", vec![format!("*a{}", level - 1); 10].join(", ")));
+    }
+    std::fs::write(dir.path().join("bomb.yaml"), bomb).unwrap();
+    // A valid CRD with a 100,000-value enum: parsed, located and validated.
+    let values: Vec<String> = (0..100_000).map(|i| format!("v{i}")).collect();
+    let crd = format!(
+        "{HEADER}metadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {{plural: widgets, kind: Widget}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          mode:\n            type: string\n            enum: [{}]\n",
+        values.join(", ")
+    );
+    std::fs::write(dir.path().join("list.yaml"), crd).unwrap();
+    for (file, expected_code) in [("huge.yaml", 2), ("bomb.yaml", 2), ("list.yaml", 0)] {
+        for from_stdin in [false, true] {
+            let (code, peak) = if from_stdin {
+                peak_rss_mib(dir.path(), &["validate", "-"], Some(file))
+            } else {
+                peak_rss_mib(dir.path(), &["validate", file], None)
+            };
+            assert_eq!(code, expected_code, "{file} (stdin: {from_stdin})");
+            assert!(peak < BOUND_MIB, "{file} (stdin: {from_stdin}): peak {peak} MiB, bound {BOUND_MIB} MiB");
+        }
+    }
+}
