@@ -124,7 +124,7 @@ pub async fn retire(
     let listed = crd.definition.spec.versions.iter().find(|v| v.name == version).cloned();
     let in_stored = crd.stored_versions().iter().any(|v| v == version);
     if listed.is_none() && !in_stored {
-        retirement.steps = steps(StepState::Done, StepState::Done, StepState::Done);
+        retirement.steps = States::all(StepState::Done).steps();
         retirement.warnings.push(format!("{version} is not a version of {name} (already retired?)"));
         return Ok(retirement);
     }
@@ -140,26 +140,23 @@ pub async fn retire(
     retirement.checks.push(usage_check(cluster, &crd, version, options.unused_for, &mut retirement.warnings).await);
     let served = listed.as_ref().is_some_and(|v| v.served);
     let pending = |needed: bool| if needed { StepState::Pending } else { StepState::Done };
-    let mut states = [pending(served), pending(in_stored), pending(listed.is_some())];
+    let mut states =
+        States { stop_serving: pending(served), migrate: pending(in_stored), remove: pending(listed.is_some()) };
     if retirement.refused() {
-        for state in &mut states {
-            if *state == StepState::Pending {
-                *state = StepState::Blocked;
-            }
-        }
+        states.block_pending();
     }
     if options.apply && !retirement.refused() {
-        if states[0] == StepState::Pending {
+        if states.stop_serving == StepState::Pending {
             crd = update_versions(cluster, name, version, |versions| {
                 for entry in versions.iter_mut().filter(|v| v["name"] == version) {
                     entry["served"] = Value::Bool(false);
                 }
             })
             .await?;
-            states[0] = StepState::Applied;
+            states.stop_serving = StepState::Applied;
             progress.note(&format!("{version}: served: false"));
         }
-        if states[1] == StepState::Pending {
+        if states.migrate == StepState::Pending {
             let summary = migrate::migrate(cluster, name, &options.migrate, progress).await?;
             let finished = summary.finished;
             let incomplete = summary.incomplete.clone();
@@ -170,35 +167,59 @@ pub async fn retire(
                     ok: false,
                     detail: incomplete.unwrap_or_else(|| "the migration did not finish".into()),
                 });
-                states[1] = StepState::Blocked;
-                states[2] = StepState::Blocked;
-                retirement.steps = steps(states[0], states[1], states[2]);
+                states.block_pending();
+                retirement.steps = states.steps();
                 return Ok(retirement);
             }
-            states[1] = StepState::Applied;
+            states.migrate = StepState::Applied;
             crd = read(cluster, name).await?;
         }
-        if states[2] == StepState::Pending {
+        if states.remove == StepState::Pending {
             let still_stored = crd.stored_versions().iter().any(|v| v == version);
             if still_stored {
                 return Err(Error::Refused(format!("{version} is still in status.storedVersions of {name}")));
             }
             update_versions(cluster, name, version, |versions| versions.retain(|v| v["name"] != version)).await?;
-            states[2] = StepState::Applied;
+            states.remove = StepState::Applied;
             progress.note(&format!("{version}: removed from spec.versions"));
         }
     }
-    retirement.steps = steps(states[0], states[1], states[2]);
+    retirement.steps = states.steps();
     Ok(retirement)
 }
 
-fn steps(stop_serving: StepState, migrate: StepState, remove: StepState) -> Vec<Step> {
-    let step = |action: &str, state| Step { action: action.to_string(), state };
-    vec![
-        step("set served: false on the version (clients still using it get 404)", stop_serving),
-        step("migrate stored objects to the storage version and drop the version from status.storedVersions", migrate),
-        step("remove the version from spec.versions", remove),
-    ]
+/// Where each step of the procedure stands.
+struct States {
+    stop_serving: StepState,
+    migrate: StepState,
+    remove: StepState,
+}
+
+impl States {
+    fn all(state: StepState) -> States {
+        States { stop_serving: state, migrate: state, remove: state }
+    }
+
+    /// A failed precondition blocks every step not done yet.
+    fn block_pending(&mut self) {
+        for state in [&mut self.stop_serving, &mut self.migrate, &mut self.remove] {
+            if *state == StepState::Pending {
+                *state = StepState::Blocked;
+            }
+        }
+    }
+
+    fn steps(&self) -> Vec<Step> {
+        let step = |action: &str, state| Step { action: action.to_string(), state };
+        vec![
+            step("set served: false on the version (clients still using it get 404)", self.stop_serving),
+            step(
+                "migrate stored objects to the storage version and drop the version from status.storedVersions",
+                self.migrate,
+            ),
+            step("remove the version from spec.versions", self.remove),
+        ]
+    }
 }
 
 async fn read(cluster: &Cluster, name: &str) -> Result<Crd, Error> {

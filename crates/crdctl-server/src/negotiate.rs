@@ -134,12 +134,11 @@ pub fn decode_body(bytes: &[u8], body_type: BodyType) -> Result<Value, ApiError>
     if !yaml {
         return decode_json(text);
     }
-    let mut documents = crdctl_model::yaml::parse_documents(text)
+    let documents = crdctl_model::yaml::parse_documents(text)
         .map_err(|err| ApiError::bad_request(format!("error converting YAML to JSON: {err}")))?;
-    if documents.len() != 1 {
-        return Err(ApiError::bad_request("error converting YAML to JSON: the body must hold exactly one document"));
-    }
-    Ok(documents.remove(0).value)
+    let [document] = <[_; 1]>::try_from(documents)
+        .map_err(|_| ApiError::bad_request("error converting YAML to JSON: the body must hold exactly one document"))?;
+    Ok(document.value)
 }
 
 /// Parses JSON, refusing nesting deeper than the API server's limit.

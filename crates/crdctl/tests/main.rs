@@ -8,6 +8,7 @@ mod inputs;
 mod layering;
 mod migrate;
 mod serve;
+mod tidy;
 mod validate;
 mod versions;
 mod webhook;

@@ -147,7 +147,7 @@ impl WebhookClient {
         desired_api_version: &str,
         shape: Shape,
     ) -> Result<Vec<Value>, ConversionError> {
-        let gvk = response::gvk_of(objects[0]);
+        let gvk = objects.first().map(|object| response::gvk_of(object)).unwrap_or_default();
         let uid = uuid::Uuid::new_v4().to_string();
         let review = RequestBody {
             api_version: self.version.api_version(),
