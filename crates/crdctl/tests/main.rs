@@ -4,6 +4,7 @@ mod util;
 
 mod check;
 mod convert_crd;
+mod formats;
 mod inputs;
 mod layering;
 mod migrate;
