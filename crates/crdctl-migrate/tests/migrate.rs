@@ -206,6 +206,19 @@ impl Progress for StopAfter {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_sends_every_update_and_changes_nothing() {
+    let setup = setup(Arc::new(crdctl_storage::memory::open()), 120).await;
+    let before = setup.store.revision().await.unwrap();
+    let options = Options { dry_run: true, ..options(None) };
+    let summary = migrate(&setup.cluster, CRD, &options, &Quiet).await.unwrap();
+    assert!(summary.dry_run && !summary.finished && summary.failed.is_empty(), "{summary:?}");
+    assert_eq!(summary.rewritten + summary.unchanged, 120);
+    assert_eq!(setup.store.revision().await.unwrap(), before, "nothing was written");
+    assert_eq!(stored_versions(&*setup.store).await, HashMap::from([("example.com/v1beta1".into(), 120)]));
+    assert_eq!(setup.cluster.crd(CRD).await.unwrap().stored_versions(), ["v1beta1", "v1"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_migration_resumes_from_its_record() {
     let setup = setup(Arc::new(crdctl_storage::memory::open()), 500).await;
     let records = tempfile::tempdir().unwrap();
