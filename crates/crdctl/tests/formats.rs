@@ -24,12 +24,7 @@ fn check_in_every_format() {
 
 #[test]
 fn validate_in_every_format() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(repo_root().join("examples/crontab/2-v1-added.yaml"))
-        .unwrap()
-        .replace("    storage: false\n", "    storage: true\n")
-        .replace("  name: crontabs.example.com", "  name: crontab.example.com");
-    std::fs::write(dir.path().join("crd.yaml"), text).unwrap();
+    let dir = crate::validate::invalid_crd();
     for format in ["text", "json", "yaml", "markdown"] {
         let out = crdctl_in(dir.path(), &["validate", "--output", format, "crd.yaml"], None);
         assert_eq!(out.code, 1, "{format}: {out:?}");

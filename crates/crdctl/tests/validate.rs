@@ -56,14 +56,20 @@ fn json_output_points_at_the_yaml_line() {
     assert_eq!(line.trim(), "clientConfig:");
 }
 
-#[test]
-fn invalid_crds_exit_1_with_one_line_per_problem() {
+/// A directory with `crd.yaml`: the seed's CRD with a wrong name and two storage versions.
+pub fn invalid_crd() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(repo_root().join("examples/crontab/2-v1-added.yaml"))
         .unwrap()
         .replace("    storage: false\n", "    storage: true\n")
         .replace("  name: crontabs.example.com", "  name: crontab.example.com");
     std::fs::write(dir.path().join("crd.yaml"), text).unwrap();
+    dir
+}
+
+#[test]
+fn invalid_crds_exit_1_with_one_line_per_problem() {
+    let dir = invalid_crd();
     let out = crdctl_in(dir.path(), &["validate", "crd.yaml"], None);
     assert_eq!(out.code, 1, "{out:?}");
     insta::assert_snapshot!(out.stdout, @r#"
