@@ -257,5 +257,13 @@ async fn roundtrip_catches_a_lossy_converter() {
             "differences": [{"path": ".port", "before": "8443", "after": ""}]
         }])
     );
+    // Every other format, whole (issue 11: outputs are checked by snapshot, not by prefix).
+    for format in ["text", "yaml", "markdown"] {
+        let (dir_path, url) =
+            (dir.path().to_path_buf(), format!("https://localhost:{}/crdconvert", server.address.port()));
+        let out = tokio::task::spawn_blocking(move || roundtrip(&dir_path, &url, &["-o", format])).await.unwrap();
+        assert_eq!(out.code, 1, "{format}: {out:?}");
+        insta::assert_snapshot!(format!("roundtrip-lossy-{format}"), out.stdout);
+    }
     server.shutdown().await.unwrap();
 }
