@@ -183,7 +183,7 @@ fn migrate_through_the_conversion_webhook_over_tls() {
     let mapping = format!("default/example-conversion-webhook-server=127.0.0.1:{}", webhook.port);
     let ca_bundle = std::fs::read_to_string(certs.join("ca-bundle.txt")).unwrap();
     let crd = example("4-webhook.yaml").replace("caBundle: \"Cg==\"", &format!("caBundle: \"{}\"", ca_bundle.trim()));
-    storage_upgrade(&["--webhook-service", &mapping], &crd, 2_000, host_port);
+    storage_upgrade(&["--webhook-service", &mapping], &crd, 10_000, host_port);
 }
 
 #[test]
