@@ -96,7 +96,7 @@ fn custom_kind(crd: &ServedCrd, version: &str) -> KindDoc {
         plural: crd.plural().to_string(),
         namespaced: crd.namespaced(),
         schema: crd
-            .schema(version)
+            .schema_json(version)
             .cloned()
             .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})),
         status: crd.has_status(version),

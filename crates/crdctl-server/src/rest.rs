@@ -372,7 +372,7 @@ pub async fn create(state: &AppState, endpoint: &Endpoint, mut object: Value, pa
             }
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
             crate::object::resolve_generate_name(&mut object);
-            warnings = custom_resource::admit(&mut object, served, &endpoint.version, field_validation)?;
+            warnings = custom_resource::admit(&mut object, None, served, &endpoint.version, field_validation)?;
             custom_resource::prepare_create(&mut object, served, &endpoint.version, endpoint.namespace.as_deref());
         }
         Kind::Event(shape) => {
@@ -546,7 +546,7 @@ async fn admit_update(
         }
         (Kind::Custom(served), _) => {
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
-            warnings = custom_resource::admit(&mut new, served, &endpoint.version, field_validation)?;
+            warnings = custom_resource::admit(&mut new, Some(old), served, &endpoint.version, field_validation)?;
             if status {
                 custom_resource::prepare_status_update(&mut new, old);
             } else {

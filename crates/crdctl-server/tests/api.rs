@@ -323,7 +323,7 @@ async fn custom_resources(api: Api) {
     assert_eq!(invalid.code, 422);
     assert_eq!(
         invalid.body["message"],
-        r#"CronTab.example.com "bad" is invalid: [spec.cronSpec: Required value, spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string", spec.mode: Unsupported value: "c": supported values: "a", "b"]"#
+        r#"CronTab.example.com "bad" is invalid: [spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string", spec.mode: Unsupported value: "c": supported values: "a", "b", spec.cronSpec: Required value]"#
     );
 
     // Finalizers: delete marks; removing the last finalizer deletes.

@@ -48,6 +48,16 @@ pub enum ErrorKind {
     Invalid(String),
     /// `Unsupported value: <value>: supported values: ...`.
     NotSupported(String, Vec<String>),
+    /// `Invalid value: <value>` for a value of the wrong type (`field.TypeInvalid`).
+    TypeInvalid(String),
+    /// `Too long`; the detail says the limit.
+    TooLong,
+    /// `Too many: <count>`; the detail says the limit.
+    TooMany(String),
+    /// `Duplicate value: <value>`.
+    Duplicate(String),
+    /// `Invalid value` with the value left out (objects and lists failing a CEL rule).
+    InvalidOmitted,
 }
 
 impl ErrorKind {
@@ -56,8 +66,12 @@ impl ErrorKind {
         match self {
             ErrorKind::Required => "FieldValueRequired",
             ErrorKind::Forbidden => "FieldValueForbidden",
-            ErrorKind::Invalid(_) => "FieldValueInvalid",
+            ErrorKind::Invalid(_) | ErrorKind::InvalidOmitted => "FieldValueInvalid",
             ErrorKind::NotSupported(..) => "FieldValueNotSupported",
+            ErrorKind::TypeInvalid(_) => "FieldValueTypeInvalid",
+            ErrorKind::TooLong => "FieldValueTooLong",
+            ErrorKind::TooMany(_) => "FieldValueTooMany",
+            ErrorKind::Duplicate(_) => "FieldValueDuplicate",
         }
     }
 }
@@ -68,7 +82,11 @@ impl Violation {
         let mut body = match &self.kind {
             ErrorKind::Required => "Required value".to_string(),
             ErrorKind::Forbidden => "Forbidden".to_string(),
-            ErrorKind::Invalid(value) => format!("Invalid value: {value}"),
+            ErrorKind::Invalid(value) | ErrorKind::TypeInvalid(value) => format!("Invalid value: {value}"),
+            ErrorKind::TooLong => "Too long".to_string(),
+            ErrorKind::InvalidOmitted => "Invalid value".to_string(),
+            ErrorKind::TooMany(count) => format!("Too many: {count}"),
+            ErrorKind::Duplicate(value) => format!("Duplicate value: {value}"),
             ErrorKind::NotSupported(value, supported) => {
                 let quoted: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
                 format!("Unsupported value: {value}: supported values: {}", quoted.join(", "))

@@ -37,9 +37,11 @@ impl FieldValidation {
 }
 
 /// Decodes a written object at `version`: checks its type, prunes (reporting unknown fields as
-/// `fieldValidation` asks), defaults and validates it. Returns the warnings to send.
+/// `fieldValidation` asks), defaults and validates it against the schema, and `old` (the
+/// stored object, at `version`) on updates. Returns the warnings to send.
 pub fn admit(
     object: &mut Value,
+    old: Option<&Value>,
     crd: &ServedCrd,
     version: &str,
     field_validation: FieldValidation,
@@ -87,7 +89,9 @@ pub fn admit(
     }
     let mut violations = crate::object::name_violations(object);
     if let Some(schema) = crd.schema(version) {
-        violations.extend(crdctl_model::schema::validate(object, schema));
+        let checked = crdctl_model::schema::check(object, old, schema);
+        violations.extend(checked.errors);
+        warnings.extend(checked.warnings);
     }
     if !violations.is_empty() {
         let name = crate::object::name(object).to_string();

@@ -18,6 +18,7 @@ use crdctl_conversion::webhook::ServiceResolver;
 use crdctl_conversion::{ConversionError, Converter, Shape};
 use crdctl_model::Crd;
 use crdctl_model::crd::Version;
+use crdctl_model::schema::Schema;
 use crdctl_storage::{EventKind, ListOptions, Revision, Store};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -35,6 +36,8 @@ pub struct ServedCrd {
     pub object: Value,
     /// The converter its `spec.conversion` asks for, or why there is none.
     pub converter: Result<Converter, ConversionError>,
+    /// Each version's compiled `openAPIV3Schema`, by version name.
+    pub schemas: BTreeMap<String, Schema>,
 }
 
 impl std::fmt::Debug for ServedCrd {
@@ -85,9 +88,14 @@ impl ServedCrd {
         self.crd.value.pointer("/spec/versions")?.as_array()?.iter().find(|v| v["name"] == name)
     }
 
-    /// The version's `openAPIV3Schema`.
-    pub fn schema(&self, version: &str) -> Option<&Value> {
+    /// The version's `openAPIV3Schema`, as written.
+    pub fn schema_json(&self, version: &str) -> Option<&Value> {
         self.version_json(version)?.pointer("/schema/openAPIV3Schema")
+    }
+
+    /// The version's compiled schema.
+    pub fn schema(&self, version: &str) -> Option<&Schema> {
+        self.schemas.get(version)
     }
 
     /// Whether the version has the status subresource.
@@ -241,7 +249,13 @@ impl Registry {
             }
         };
         let converter = Converter::for_crd(&crd.definition, &*self.resolver);
-        Some(Arc::new(ServedCrd { crd, object, converter }))
+        let mut served = ServedCrd { crd, object, converter, schemas: BTreeMap::new() };
+        let names: Vec<String> = served.crd.definition.spec.versions.iter().map(|v| v.name.clone()).collect();
+        served.schemas = names
+            .into_iter()
+            .filter_map(|name| Some((name.clone(), Schema::new(served.schema_json(&name)?))))
+            .collect();
+        Some(Arc::new(served))
     }
 
     fn replace(&self, crds: BTreeMap<String, Arc<ServedCrd>>) {

@@ -1,0 +1,392 @@
+//! `x-kubernetes-validations`: CEL rules compiled once per schema node, evaluated with `self`
+//! (and `oldSelf` on updates) bound to the node's value, with the Kubernetes CEL libraries.
+//!
+//! Parsing and the libraries (lists, sets, regex, urls, quantity, ip/cidr, format, …) are the
+//! `cel` and `kube-cel` crates; this module does what the API server's
+//! `pkg/apiserver/schema/cel/validation.go` does around them: which nodes see an old value
+//! (properties, and items of `x-kubernetes-list-type: map` lists by key; other list items are
+//! not correlatable), when transition rules run, how values are typed (`number` is a double,
+//! `date-time` a timestamp, `duration` a duration, `byte` bytes), and how a failed rule
+//! becomes a field error (`message`, `messageExpression`, `reason`, `fieldPath`).
+//!
+//! Not modelled: cel-go's runtime cost tracking. Rules run to completion; there is no per-call
+//! or per-request cost budget.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kube_cel::KubeCelExt;
+use kube_cel::cel::{self, Context, Program};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::path::Loc;
+use super::render::bad_value;
+use super::{Additional, Format, Schema, StringFormat, correlate};
+use crate::validation::{ErrorKind, Violation};
+
+/// One `x-kubernetes-validations` entry, compiled.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// The entry as written.
+    pub source: RuleSource,
+    /// The compiled rule and message expression, or the compile error.
+    pub compiled: Result<Arc<CompiledRule>, String>,
+}
+
+/// An `x-kubernetes-validations` entry's fields.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct RuleSource {
+    pub rule: String,
+    pub message: String,
+    pub message_expression: String,
+    pub reason: Option<String>,
+    pub field_path: String,
+    pub optional_old_self: bool,
+}
+
+/// A rule's programs.
+pub struct CompiledRule {
+    program: Program,
+    message: Option<Program>,
+    /// Whether the rule reads `oldSelf` (a transition rule).
+    pub uses_old_self: bool,
+}
+
+impl std::fmt::Debug for CompiledRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledRule").field("uses_old_self", &self.uses_old_self).finish_non_exhaustive()
+    }
+}
+
+impl Rule {
+    /// Compiles one entry of a node's `x-kubernetes-validations`.
+    pub fn new(entry: &Value) -> Rule {
+        let source = RuleSource::deserialize(entry).unwrap_or_default();
+        let mut compiled = kube_cel::compile_schema(&serde_json::json!({"x-kubernetes-validations": [entry]}));
+        let compiled = match compiled.validations.pop() {
+            Some(Ok(result)) => Ok(Arc::new(CompiledRule {
+                uses_old_self: result.is_transition_rule,
+                program: result.program,
+                message: result.message_program,
+            })),
+            Some(Err(err)) => Err(err.to_string()),
+            None => Err("no rule".into()),
+        };
+        Rule { source, compiled }
+    }
+
+    /// The detail of a failed rule without a usable `messageExpression`.
+    fn message_or_default(&self) -> String {
+        if self.source.message.trim().is_empty() {
+            format!("failed rule: {}", self.error_string())
+        } else {
+            self.source.message.trim().to_string()
+        }
+    }
+
+    /// How upstream names a rule in errors: its message, else its expression.
+    fn error_string(&self) -> String {
+        if self.source.message.trim().is_empty() {
+            self.source.rule.trim().to_string()
+        } else {
+            self.source.message.trim().to_string()
+        }
+    }
+}
+
+thread_local! {
+    /// The function libraries, registered once per thread (a `Context` is not `Sync`).
+    static LIBRARIES: Context<'static> = Context::default().with_all();
+}
+
+/// What a rule check found: errors, and the errors ratcheting turned into warnings.
+#[derive(Debug, Default)]
+pub struct RuleOutcome {
+    /// Failed rules.
+    pub errors: Vec<Violation>,
+    /// Failed rules on values the update did not change (ratcheted).
+    pub warnings: Vec<String>,
+}
+
+/// Evaluates every rule of `schema` on `object`; `old` is the stored object on updates.
+pub fn validate_rules(object: &Value, old: Option<&Value>, schema: &Schema) -> RuleOutcome {
+    let mut outcome = RuleOutcome::default();
+    if schema.has_rules {
+        LIBRARIES.with(|libraries| walk(schema, object, old, &Loc::Root, libraries, &mut outcome));
+    }
+    outcome
+}
+
+fn walk(schema: &Schema, value: &Value, old: Option<&Value>, loc: &Loc, libraries: &Context, out: &mut RuleOutcome) {
+    if !schema.rules.is_empty() {
+        evaluate(schema, value, old, loc, libraries, out);
+    }
+    match value {
+        Value::Object(fields) => {
+            let old_fields = old.and_then(Value::as_object);
+            for (name, child) in fields {
+                let child_schema = match (schema.properties.get(name), &schema.additional_properties) {
+                    (Some(property), _) => property,
+                    (None, Some(Additional::Schema(additional))) => additional,
+                    _ => continue,
+                };
+                if child_schema.has_rules {
+                    let old_child = old_fields.and_then(|f| f.get(name));
+                    walk(child_schema, child, old_child, &loc.field(name), libraries, out);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let Some(item_schema) = schema.items.as_deref().filter(|s| s.has_rules) else { return };
+            let old_items = old.and_then(Value::as_array);
+            for (idx, item) in items.iter().enumerate() {
+                // Transition rules see old items only through `map` list keys.
+                let old_item = old_items
+                    .filter(|_| schema.list_type.as_deref() == Some("map"))
+                    .and_then(|old_items| correlate(schema, item, old_items));
+                walk(item_schema, item, old_item, &loc.index(idx), libraries, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn evaluate(
+    schema: &Schema,
+    value: &Value,
+    old: Option<&Value>,
+    loc: &Loc,
+    libraries: &Context,
+    out: &mut RuleOutcome,
+) {
+    let this = to_cel(value, schema);
+    let previous = old.map(|o| to_cel(o, schema));
+    let unchanged = old.is_some_and(|o| o == value);
+    let mut scope = libraries.new_inner_scope();
+    scope.add_variable_from_value("self", this);
+    for rule in &schema.rules {
+        let compiled = match &rule.compiled {
+            Ok(compiled) => compiled,
+            Err(err) => {
+                out.errors.push(type_error(loc, schema, format!("rule compile error: {err}")));
+                continue;
+            }
+        };
+        let mut rule_scope = scope.new_inner_scope();
+        if compiled.uses_old_self {
+            match &previous {
+                Some(previous) => rule_scope.add_variable_from_value("oldSelf", previous.clone()),
+                None if rule.source.optional_old_self => {
+                    rule_scope.add_variable_from_value("oldSelf", cel::Value::Null)
+                }
+                None => continue,
+            }
+        }
+        let failed = match compiled.program.execute(&rule_scope) {
+            Ok(cel::Value::Bool(true)) => continue,
+            Ok(cel::Value::Bool(false)) => failure(value, loc, rule, compiled, &rule_scope),
+            Ok(other) => type_error(
+                loc,
+                schema,
+                format!("rule did not evaluate to a bool: {other:?} evaluating rule: {}", rule.error_string()),
+            ),
+            Err(err) => type_error(loc, schema, format!("{err} evaluating rule: {}", rule.error_string())),
+        };
+        if !compiled.uses_old_self && unchanged {
+            out.warnings.push(failed.to_string());
+        } else {
+            out.errors.push(failed);
+        }
+    }
+}
+
+/// `field.Invalid(path, <schema type>, detail)`: how upstream reports a rule that could not run.
+fn type_error(loc: &Loc, schema: &Schema, detail: String) -> Violation {
+    let type_name = schema.types.first().cloned().unwrap_or_default();
+    Violation {
+        field: loc.error_field(),
+        pointer: loc.pointer(),
+        kind: ErrorKind::Invalid(crate::validation::go_quote(&type_name)),
+        detail,
+    }
+}
+
+fn failure(value: &Value, loc: &Loc, rule: &Rule, compiled: &CompiledRule, scope: &Context) -> Violation {
+    let detail = compiled
+        .message
+        .as_ref()
+        .and_then(|program| match program.execute(scope) {
+            Ok(cel::Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => Some(s.trim().to_string()),
+            _ => None,
+        })
+        .unwrap_or_else(|| rule.message_or_default());
+    let field_path = rule.source.field_path.trim_start_matches('.');
+    let (field, pointer) = if field_path.is_empty() {
+        (loc.error_field(), loc.pointer())
+    } else {
+        let child = loc.field(field_path);
+        (child.path(), child.pointer())
+    };
+    // Objects and lists are not printed: `Invalid value: <detail>`.
+    let shown = (!matches!(value, Value::Object(_) | Value::Array(_))).then(|| bad_value(value));
+    let kind = match rule.source.reason.as_deref() {
+        Some("FieldValueForbidden") => ErrorKind::Forbidden,
+        Some("FieldValueRequired") => ErrorKind::Required,
+        Some("FieldValueDuplicate") => {
+            return Violation {
+                field,
+                pointer,
+                kind: ErrorKind::Duplicate(shown.unwrap_or_default()),
+                detail: String::new(),
+            };
+        }
+        _ => match shown {
+            Some(shown) => ErrorKind::Invalid(shown),
+            None => ErrorKind::InvalidOmitted,
+        },
+    };
+    Violation { field, pointer, kind, detail }
+}
+
+/// CEL's reserved words, which field names are escaped around (`__namespace__`).
+const RESERVED: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// A property name as CEL rules spell it (upstream's `Escape`): `foo-bar` is `foo__dash__bar`.
+fn escape(name: &str) -> String {
+    if RESERVED.contains(&name) {
+        return format!("__{name}__");
+    }
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '_' => out.push_str("__"),
+            '.' => out.push_str("__dot__"),
+            '-' => out.push_str("__dash__"),
+            '/' => out.push_str("__slash__"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn cel_string(s: &str) -> cel::Value {
+    cel::Value::String(Arc::new(s.to_string()))
+}
+
+/// The CEL value of a JSON value under its schema, typed as upstream's `UnstructuredToVal`.
+fn to_cel(value: &Value, schema: &Schema) -> cel::Value {
+    match value {
+        Value::Null => cel::Value::Null,
+        Value::Bool(b) => cel::Value::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), schema.has_type("number")) {
+            (Some(i), false) if !n.is_f64() => cel::Value::Int(i),
+            _ => cel::Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => match schema.format {
+            Some(Format::String(StringFormat::DateTime)) => {
+                chrono::DateTime::parse_from_rfc3339(s).map(cel::Value::Timestamp).unwrap_or_else(|_| cel_string(s))
+            }
+            Some(Format::String(StringFormat::Date)) => chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                .ok()
+                .and_then(|date| date.and_hms_opt(0, 0, 0))
+                .map(|midnight| cel::Value::Timestamp(midnight.and_utc().fixed_offset()))
+                .unwrap_or_else(|| cel_string(s)),
+            Some(Format::String(StringFormat::Duration)) => {
+                duration(s).map(cel::Value::Duration).unwrap_or_else(|| cel_string(s))
+            }
+            Some(Format::String(StringFormat::Byte)) => {
+                use base64::Engine;
+                base64::engine::general_purpose::STANDARD
+                    .decode(s)
+                    .map(|bytes| cel::Value::Bytes(Arc::new(bytes)))
+                    .unwrap_or_else(|_| cel_string(s))
+            }
+            _ => cel_string(s),
+        },
+        Value::Array(items) => {
+            let item_schema = schema.items.as_deref();
+            let empty = Schema::default();
+            cel::Value::List(Arc::new(items.iter().map(|item| to_cel(item, item_schema.unwrap_or(&empty))).collect()))
+        }
+        Value::Object(fields) => {
+            let is_map = matches!(schema.additional_properties, Some(Additional::Schema(_)));
+            let empty = Schema::default();
+            let mut map: HashMap<cel::objects::Key, cel::Value> = fields
+                .iter()
+                .map(|(name, child)| {
+                    let child_schema = schema.property(name).unwrap_or(&empty);
+                    let key = if is_map { name.clone() } else { escape(name) };
+                    (cel::objects::Key::String(Arc::new(key)), to_cel(child, child_schema))
+                })
+                .collect();
+            if schema.embedded_resource {
+                for (name, default) in [("apiVersion", cel_string("")), ("kind", cel_string(""))] {
+                    map.entry(cel::objects::Key::String(Arc::new(name.into()))).or_insert(default);
+                }
+                map.entry(cel::objects::Key::String(Arc::new("metadata".into())))
+                    .or_insert_with(|| cel::Value::Map(cel::objects::Map { map: Arc::new(HashMap::new()) }));
+            }
+            cel::Value::Map(cel::objects::Map { map: Arc::new(map) })
+        }
+    }
+}
+
+/// A Go duration (`1h30m`, `-1.5s`) as chrono's.
+fn duration(s: &str) -> Option<chrono::Duration> {
+    let (negative, body) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    if body == "0" {
+        return Some(chrono::Duration::zero());
+    }
+    let mut total = 0f64;
+    let mut rest = body;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let number: f64 = rest[..number_end].parse().ok()?;
+        rest = &rest[number_end..];
+        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let nanos = match &rest[..unit_end] {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        rest = &rest[unit_end..];
+        total += number * nanos;
+    }
+    let nanos = if negative { -total } else { total };
+    Some(chrono::Duration::nanoseconds(nanos as i64))
+}

@@ -1,0 +1,318 @@
+//! The structural schema of a CRD version, compiled once, and what the API server does with it
+//! to every custom resource: prune unknown fields ([`prune`]), apply defaults ([`default`]),
+//! validate with kube-openapi's rules and messages ([`validate`]) and check list-type
+//! uniqueness ([`validate_list_types`]).
+//!
+//! [`Schema`] is a typed view of an `openAPIV3Schema` node: keywords parsed once, patterns
+//! compiled once, formats resolved against the ones the API server checks, so validating an
+//! object walks plain structs instead of looking keywords up in JSON maps.
+//!
+//! Upstream counterparts: apiextensions' `pkg/apiserver/schema` (`structural.go`, `pruning`,
+//! `defaulting`, `listtype`), `pkg/apiserver/validation` (the translation of kube-openapi's
+//! results into field errors) and kube-openapi's `pkg/validation/validate`, whose validator
+//! order and messages [`validate`] follows. Field paths are written as the API server writes
+//! them: `spec.items[0].name`.
+
+pub mod cel;
+mod default;
+mod formats;
+mod list_type;
+mod openapi;
+mod path;
+mod prune;
+pub mod render;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::validation::{ErrorKind, Violation};
+
+pub use cel::{Rule, RuleOutcome, validate_rules};
+pub use default::default;
+pub use formats::{Format, StringFormat};
+pub use list_type::validate_list_types;
+pub use openapi::{validate, validate_update};
+pub use prune::prune;
+
+/// What [`check`] found.
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// Violations, in upstream's order: OpenAPI, list types, CEL rules.
+    pub errors: Vec<Violation>,
+    /// Warnings: rules that failed on values the update did not change (ratcheted).
+    pub warnings: Vec<String>,
+}
+
+/// Everything the API server checks in a custom resource against its version's schema, as
+/// its strategy runs it (apiextensions' `pkg/registry/customresource/strategy.go`): the
+/// OpenAPI schema (ratcheted on updates), `x-kubernetes-list-type` uniqueness (on updates only
+/// if the old object had none broken), and the CEL rules, unless an earlier error makes them
+/// meaningless.
+pub fn check(object: &Value, old: Option<&Value>, schema: &Schema) -> Checked {
+    let mut errors = match old {
+        Some(old) => validate_update(object, old, schema),
+        None => validate(object, schema),
+    };
+    if old.is_none_or(|old| validate_list_types(old, schema).is_empty()) {
+        errors.extend(validate_list_types(object, schema));
+    }
+    if !schema.has_rules {
+        return Checked { errors, warnings: Vec::new() };
+    }
+    let blocking = errors.iter().any(|e| {
+        matches!(
+            e.kind,
+            ErrorKind::NotSupported(..)
+                | ErrorKind::Required
+                | ErrorKind::TooLong
+                | ErrorKind::TooMany(_)
+                | ErrorKind::TypeInvalid(_)
+        )
+    });
+    if blocking {
+        errors.push(Violation {
+            field: "<nil>".into(),
+            pointer: String::new(),
+            kind: ErrorKind::Invalid("null".into()),
+            detail: "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
+        });
+        return Checked { errors, warnings: Vec::new() };
+    }
+    let rules = validate_rules(object, old, schema);
+    errors.extend(rules.errors);
+    Checked { errors, warnings: rules.warnings }
+}
+
+/// One schema node, as the API server's validator sees it.
+#[derive(Debug, Clone, Default)]
+pub struct Schema {
+    /// `type`; `x-kubernetes-int-or-string` makes it `["integer", "string"]`.
+    pub types: Vec<String>,
+    /// `format`, when it is one the API server checks for this type (others are stripped, as
+    /// upstream's `StripUnsupportedFormatsPostProcess`).
+    pub format: Option<Format>,
+    /// `format` as written, for messages.
+    pub format_name: String,
+    /// `nullable`.
+    pub nullable: bool,
+    /// `x-kubernetes-int-or-string`.
+    pub int_or_string: bool,
+    /// `x-kubernetes-preserve-unknown-fields: true`.
+    pub preserve_unknown_fields: bool,
+    /// `x-kubernetes-embedded-resource`.
+    pub embedded_resource: bool,
+    /// `properties`, in schema order.
+    pub properties: IndexMap<String, Schema>,
+    /// `additionalProperties`.
+    pub additional_properties: Option<Additional>,
+    /// `items` (a single schema; structural schemas allow no tuple form).
+    pub items: Option<Box<Schema>>,
+    /// `required`.
+    pub required: Vec<String>,
+    /// `enum`.
+    pub enumeration: Option<Vec<Value>>,
+    /// `default`.
+    pub default: Option<Value>,
+    /// `maximum` and `exclusiveMaximum`.
+    pub maximum: Option<f64>,
+    /// `exclusiveMaximum`.
+    pub exclusive_maximum: bool,
+    /// `minimum`.
+    pub minimum: Option<f64>,
+    /// `exclusiveMinimum`.
+    pub exclusive_minimum: bool,
+    /// `multipleOf`.
+    pub multiple_of: Option<f64>,
+    /// `maxLength`, in characters.
+    pub max_length: Option<i64>,
+    /// `minLength`, in characters.
+    pub min_length: Option<i64>,
+    /// `pattern`, compiled; `Err` holds the compile error for the message.
+    pub pattern: Option<(String, Result<regex::Regex, String>)>,
+    /// `maxItems`.
+    pub max_items: Option<i64>,
+    /// `minItems`.
+    pub min_items: Option<i64>,
+    /// `uniqueItems`.
+    pub unique_items: bool,
+    /// `maxProperties`.
+    pub max_properties: Option<i64>,
+    /// `minProperties`.
+    pub min_properties: Option<i64>,
+    /// `allOf`.
+    pub all_of: Vec<Schema>,
+    /// `anyOf`.
+    pub any_of: Vec<Schema>,
+    /// `oneOf`.
+    pub one_of: Vec<Schema>,
+    /// `not`.
+    pub not: Option<Box<Schema>>,
+    /// `x-kubernetes-list-type`.
+    pub list_type: Option<String>,
+    /// `x-kubernetes-list-map-keys`.
+    pub list_map_keys: Vec<String>,
+    /// `x-kubernetes-map-type`.
+    pub map_type: Option<String>,
+    /// `x-kubernetes-validations`, compiled.
+    pub rules: Vec<Rule>,
+    /// Whether this node or any below it has rules (so rule checks can skip whole subtrees).
+    pub has_rules: bool,
+}
+
+/// `additionalProperties`: a schema, or `false`.
+#[derive(Debug, Clone)]
+pub enum Additional {
+    /// `additionalProperties: false`.
+    Forbidden,
+    /// A schema every other property must satisfy.
+    Schema(Box<Schema>),
+}
+
+/// The keywords as they are spelled in JSON; turned into a [`Schema`] by [`Schema::new`].
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct Keywords {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    format: Option<String>,
+    nullable: bool,
+    #[serde(rename = "x-kubernetes-int-or-string")]
+    int_or_string: bool,
+    #[serde(rename = "x-kubernetes-preserve-unknown-fields")]
+    preserve_unknown_fields: Option<bool>,
+    #[serde(rename = "x-kubernetes-embedded-resource")]
+    embedded_resource: bool,
+    properties: IndexMap<String, Value>,
+    additional_properties: Option<Value>,
+    items: Option<Value>,
+    required: Vec<String>,
+    #[serde(rename = "enum")]
+    enumeration: Option<Vec<Value>>,
+    default: Option<Value>,
+    maximum: Option<f64>,
+    exclusive_maximum: bool,
+    minimum: Option<f64>,
+    exclusive_minimum: bool,
+    multiple_of: Option<f64>,
+    max_length: Option<i64>,
+    min_length: Option<i64>,
+    pattern: Option<String>,
+    max_items: Option<i64>,
+    min_items: Option<i64>,
+    unique_items: bool,
+    max_properties: Option<i64>,
+    min_properties: Option<i64>,
+    all_of: Vec<Value>,
+    any_of: Vec<Value>,
+    one_of: Vec<Value>,
+    not: Option<Value>,
+    #[serde(rename = "x-kubernetes-list-type")]
+    list_type: Option<String>,
+    #[serde(rename = "x-kubernetes-list-map-keys")]
+    list_map_keys: Vec<String>,
+    #[serde(rename = "x-kubernetes-map-type")]
+    map_type: Option<String>,
+    #[serde(rename = "x-kubernetes-validations")]
+    validations: Vec<Value>,
+}
+
+impl Schema {
+    /// Compiles an `openAPIV3Schema` node. Keywords of the wrong JSON type are ignored here:
+    /// definition validation reports them (a CRD that reaches the server has passed it).
+    pub fn new(node: &Value) -> Schema {
+        let keywords = Keywords::deserialize(node).unwrap_or_default();
+        let children = |nodes: &[Value]| nodes.iter().map(Schema::new).collect::<Vec<_>>();
+        let mut types: Vec<String> = keywords.kind.iter().filter(|t| !t.is_empty()).cloned().collect();
+        if keywords.int_or_string {
+            types = vec!["integer".into(), "string".into()];
+        }
+        let format_name = keywords.format.unwrap_or_default();
+        let format = Format::supported(&format_name, keywords.kind.as_deref().unwrap_or_default());
+        Schema {
+            types,
+            format,
+            format_name,
+            nullable: keywords.nullable,
+            int_or_string: keywords.int_or_string,
+            preserve_unknown_fields: keywords.preserve_unknown_fields == Some(true),
+            embedded_resource: keywords.embedded_resource,
+            properties: keywords.properties.iter().map(|(name, node)| (name.clone(), Schema::new(node))).collect(),
+            additional_properties: match &keywords.additional_properties {
+                Some(Value::Bool(false)) => Some(Additional::Forbidden),
+                Some(node @ Value::Object(_)) => Some(Additional::Schema(Box::new(Schema::new(node)))),
+                _ => None,
+            },
+            items: keywords.items.as_ref().filter(|i| i.is_object()).map(|node| Box::new(Schema::new(node))),
+            required: keywords.required,
+            enumeration: keywords.enumeration,
+            default: keywords.default,
+            maximum: keywords.maximum,
+            exclusive_maximum: keywords.exclusive_maximum,
+            minimum: keywords.minimum,
+            exclusive_minimum: keywords.exclusive_minimum,
+            multiple_of: keywords.multiple_of,
+            max_length: keywords.max_length,
+            min_length: keywords.min_length,
+            pattern: keywords.pattern.map(|pattern| {
+                let compiled = regex::Regex::new(&pattern).map_err(|err| err.to_string());
+                (pattern, compiled)
+            }),
+            max_items: keywords.max_items,
+            min_items: keywords.min_items,
+            unique_items: keywords.unique_items,
+            max_properties: keywords.max_properties,
+            min_properties: keywords.min_properties,
+            all_of: children(&keywords.all_of),
+            any_of: children(&keywords.any_of),
+            one_of: children(&keywords.one_of),
+            not: keywords.not.as_ref().map(|node| Box::new(Schema::new(node))),
+            list_type: keywords.list_type,
+            list_map_keys: keywords.list_map_keys,
+            map_type: keywords.map_type,
+            rules: keywords.validations.iter().map(Rule::new).collect(),
+            has_rules: false,
+        }
+        .with_rule_flag()
+    }
+
+    fn with_rule_flag(mut self) -> Schema {
+        let additional = match &self.additional_properties {
+            Some(Additional::Schema(schema)) => schema.has_rules,
+            _ => false,
+        };
+        self.has_rules = !self.rules.is_empty()
+            || additional
+            || self.properties.values().any(|p| p.has_rules)
+            || self.items.as_ref().is_some_and(|i| i.has_rules);
+        self
+    }
+
+    /// The schema of a property: `properties[name]`, else `additionalProperties`.
+    pub fn property(&self, name: &str) -> Option<&Schema> {
+        self.properties.get(name).or(match &self.additional_properties {
+            Some(Additional::Schema(schema)) => Some(schema),
+            _ => None,
+        })
+    }
+
+    fn has_type(&self, name: &str) -> bool {
+        self.types.iter().any(|t| t == name)
+    }
+}
+
+/// The old item a new list item corresponds to: `map` list items by their keys, `set` items by
+/// value; items of other lists correspond to nothing (upstream's `CorrelatedObject`).
+pub(crate) fn correlate<'a>(list_schema: &Schema, item: &Value, old_items: &'a [Value]) -> Option<&'a Value> {
+    match list_schema.list_type.as_deref() {
+        Some("map") if !list_schema.list_map_keys.is_empty() => {
+            let key = |v: &Value| -> Vec<Option<Value>> {
+                list_schema.list_map_keys.iter().map(|k| v.get(k).cloned()).collect()
+            };
+            let wanted = key(item);
+            old_items.iter().find(|old| key(old) == wanted)
+        }
+        Some("set") => old_items.iter().find(|old| *old == item),
+        _ => None,
+    }
+}

@@ -1,0 +1,200 @@
+//! JSON values printed the way the Go API server prints them in messages: `%v` for numbers,
+//! `%q` for strings, `encoding/json` (sorted keys, HTML-safe escapes) for anything else.
+
+use serde_json::Value;
+
+use crate::validation::go_quote;
+
+/// A bad value as `field.Error.ErrorBody` prints it.
+pub fn bad_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => go_quote(s),
+        Value::Number(n) => go_number(n),
+        Value::Bool(b) => b.to_string(),
+        _ => go_json(value),
+    }
+}
+
+/// A number as Go's `%v` prints an `int64` or a `float64`.
+pub fn go_number(n: &serde_json::Number) -> String {
+    match (n.as_i64(), n.as_f64()) {
+        (Some(i), _) if !n.is_f64() => i.to_string(),
+        (_, Some(f)) => go_float(f),
+        _ => n.to_string(),
+    }
+}
+
+/// The shortest decimal digits of `f` and its decimal exponent: `1.5` is (`"15"`, 0).
+fn shortest_digits(f: f64) -> (String, i32) {
+    let scientific = format!("{:e}", f.abs());
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    (mantissa.replace('.', ""), exponent.parse().unwrap_or(0))
+}
+
+fn exponent_form(negative: bool, digits: &str, exponent: i32, min_exponent_digits: usize) -> String {
+    let mut out = String::from(if negative { "-" } else { "" });
+    out.push_str(&digits[..1]);
+    if digits.len() > 1 {
+        out.push('.');
+        out.push_str(&digits[1..]);
+    }
+    out.push('e');
+    out.push(if exponent < 0 { '-' } else { '+' });
+    out.push_str(&format!("{:0width$}", exponent.unsigned_abs(), width = min_exponent_digits));
+    out
+}
+
+fn fixed_form(negative: bool, digits: &str, exponent: i32) -> String {
+    let mut out = String::from(if negative { "-" } else { "" });
+    let point = exponent + 1;
+    if point <= 0 {
+        out.push_str("0.");
+        out.push_str(&"0".repeat(point.unsigned_abs() as usize));
+        out.push_str(digits);
+    } else if point as usize >= digits.len() {
+        out.push_str(digits);
+        out.push_str(&"0".repeat(point as usize - digits.len()));
+    } else {
+        out.push_str(&digits[..point as usize]);
+        out.push('.');
+        out.push_str(&digits[point as usize..]);
+    }
+    out
+}
+
+/// `fmt.Sprintf("%v", f)`: the shortest digits, in exponent form below 1e-4 and from 1e6 on
+/// (`strconv.FormatFloat(f, 'g', -1, 64)`).
+pub fn go_float(f: f64) -> String {
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    if !f.is_finite() {
+        return if f.is_nan() {
+            "NaN".into()
+        } else if f > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
+    }
+    let (digits, exponent) = shortest_digits(f);
+    if !(-4..6).contains(&exponent) {
+        exponent_form(f < 0.0, &digits, exponent, 2)
+    } else {
+        fixed_form(f < 0.0, &digits, exponent)
+    }
+}
+
+/// A float as `encoding/json` writes it: fixed below 1e21 and from 1e-6, else exponent form
+/// with no padded exponent digits.
+fn json_float(f: f64) -> String {
+    if f == 0.0 {
+        return "0".into();
+    }
+    let (digits, exponent) = shortest_digits(f);
+    let abs = f.abs();
+    if !(1e-6..1e21).contains(&abs) {
+        exponent_form(f < 0.0, &digits, exponent, 1)
+    } else {
+        fixed_form(f < 0.0, &digits, exponent)
+    }
+}
+
+/// `json.Marshal` of a decoded value: object keys sorted, `<`, `>`, `&` and U+2028/9 escaped.
+pub fn go_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_json(value, &mut out);
+    out
+}
+
+fn write_json(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) if n.is_f64() => out.push_str(&json_float(n.as_f64().unwrap_or_default())),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => write_json_string(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (idx, item) in items.iter().enumerate() {
+                if idx > 0 {
+                    out.push(',');
+                }
+                write_json(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(fields) => {
+            let mut names: Vec<&String> = fields.keys().collect();
+            names.sort();
+            out.push('{');
+            for (idx, name) in names.into_iter().enumerate() {
+                if idx > 0 {
+                    out.push(',');
+                }
+                write_json_string(name, out);
+                out.push(':');
+                write_json(&fields[name], out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_json_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn floats_print_as_go_percent_v() {
+        for (f, go) in [
+            (1.5, "1.5"),
+            (10.0, "10"),
+            (100000.0, "100000"),
+            (1e6, "1e+06"),
+            (1234567.0, "1.234567e+06"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (-2.5e-7, "-2.5e-07"),
+            (1e21, "1e+21"),
+        ] {
+            assert_eq!(go_float(f), go, "{f}");
+        }
+    }
+
+    #[test]
+    fn json_matches_encoding_json() {
+        let value = json!({"b": [1, 2.5, 1e21, 1e-7, 100.0], "a": "<&>", "c": null});
+        assert_eq!(go_json(&value), r#"{"a":"\u003c\u0026\u003e","b":[1,2.5,1e+21,1e-7,100],"c":null}"#);
+    }
+
+    #[test]
+    fn bad_values_print_as_error_body() {
+        assert_eq!(bad_value(&json!("x")), "\"x\"");
+        assert_eq!(bad_value(&json!(3)), "3");
+        assert_eq!(bad_value(&json!(3.0)), "3");
+        assert_eq!(bad_value(&json!(null)), "null");
+        assert_eq!(bad_value(&json!({"name": "a"})), r#"{"name":"a"}"#);
+    }
+}

@@ -1,0 +1,206 @@
+//! Upstream test tables for the schema machinery, run as data (`tests/upstream/*.yaml`).
+
+use std::collections::BTreeSet;
+
+use crdctl_model::schema::{Schema, validate, validate_list_types, validate_rules};
+use crdctl_model::validation::ErrorKind;
+use serde::Deserialize;
+use serde_json::Value;
+
+fn table<T: for<'de> Deserialize<'de>>(name: &str) -> Vec<T> {
+    let path = format!("{}/tests/upstream/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
+    serde_saphyr::from_str(&text).unwrap_or_else(|err| panic!("{path}: {err}"))
+}
+
+#[derive(Deserialize)]
+struct ValidationCase {
+    name: String,
+    schema: Value,
+    #[serde(default)]
+    objects: Vec<Value>,
+    #[serde(default)]
+    old_objects: Vec<Value>,
+    #[serde(default)]
+    failing: Vec<Failing>,
+}
+
+#[derive(Deserialize)]
+struct Failing {
+    object: Value,
+    old: Option<Value>,
+    #[serde(default)]
+    errors: Vec<String>,
+    /// For messages that quote a regex engine's own error text.
+    error_prefix: Option<String>,
+}
+
+/// What upstream's test collects: the OpenAPI errors and the CEL errors.
+fn messages(object: &Value, old: Option<&Value>, schema: &Schema) -> BTreeSet<String> {
+    let mut errors = validate(object, schema);
+    errors.extend(validate_rules(object, old, schema).errors);
+    errors.iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn validate_custom_resource_table() {
+    let cases: Vec<ValidationCase> = table("validate_custom_resource.yaml");
+    assert!(cases.len() >= 15, "the table lost cases");
+    let mut problems = Vec::new();
+    for case in &cases {
+        let schema = Schema::new(&case.schema);
+        for (idx, object) in case.objects.iter().enumerate() {
+            let seen = messages(object, case.old_objects.get(idx), &schema);
+            if !seen.is_empty() {
+                problems.push(format!("{}: {object} should be valid, got {seen:#?}", case.name));
+            }
+        }
+        for failing in &case.failing {
+            let seen = messages(&failing.object, failing.old.as_ref(), &schema);
+            match &failing.error_prefix {
+                Some(prefix) => {
+                    if seen.len() != 1 || !seen.iter().all(|m| m.starts_with(prefix)) {
+                        problems.push(format!(
+                            "{}: {}: expected one error starting {prefix:?}, got {seen:#?}",
+                            case.name, failing.object
+                        ));
+                    }
+                }
+                None => {
+                    let expected: BTreeSet<String> = failing.errors.iter().cloned().collect();
+                    if seen != expected {
+                        problems.push(format!(
+                            "{}: {}:\n  missing {:#?}\n  unexpected {:#?}",
+                            case.name,
+                            failing.object,
+                            expected.difference(&seen).collect::<Vec<_>>(),
+                            seen.difference(&expected).collect::<Vec<_>>()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[derive(Deserialize)]
+struct ListCase {
+    name: String,
+    #[serde(default)]
+    schema: Option<Value>,
+    object: Value,
+    #[serde(default)]
+    errors: Vec<(String, String)>,
+}
+
+fn error_type(kind: &ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Duplicate(_) => "Duplicate",
+        ErrorKind::Invalid(_) => "Invalid",
+        _ => "other",
+    }
+}
+
+#[test]
+fn list_sets_and_maps_table() {
+    let cases: Vec<ListCase> = table("list_sets_and_maps.yaml");
+    assert!(cases.len() >= 15, "the table lost cases");
+    let mut problems = Vec::new();
+    for case in &cases {
+        let schema = case.schema.as_ref().map(Schema::new).unwrap_or_default();
+        let mut seen: Vec<(String, String)> = validate_list_types(&case.object, &schema)
+            .iter()
+            .map(|v| (error_type(&v.kind).to_string(), v.field.clone()))
+            .collect();
+        let mut expected = case.errors.clone();
+        seen.sort();
+        expected.sort();
+        if seen != expected {
+            problems.push(format!("{}: expected {expected:?}, got {seen:?}", case.name));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[derive(Deserialize)]
+struct CelCase {
+    name: String,
+    #[serde(default)]
+    vals: Vec<(Value, Value)>,
+    schema: Option<Value>,
+    object: Option<Value>,
+    old: Option<Value>,
+    #[serde(default)]
+    valid: Vec<String>,
+    #[serde(default)]
+    errors: Vec<String>,
+    #[serde(default)]
+    gaps: std::collections::BTreeMap<String, String>,
+}
+
+/// Upstream's test schemas by name (`integerType`, `int32Type`, `durationFormat`, …).
+fn shorthand(kind: &Value) -> Value {
+    let Some(name) = kind.as_str() else { return kind.clone() };
+    let (kind, format) = match name {
+        "int32" | "int64" => ("integer", name),
+        "float" | "double" => ("number", name),
+        "byte" | "duration" | "date" | "date-time" => ("string", name),
+        other => (other, ""),
+    };
+    if format.is_empty() {
+        serde_json::json!({"type": kind})
+    } else {
+        serde_json::json!({"type": kind, "format": format})
+    }
+}
+
+impl CelCase {
+    /// The schema with `rule` at its root, and the object.
+    fn with_rule(&self, rule: &str) -> (Schema, Value) {
+        let (mut schema, object) = if self.vals.is_empty() {
+            (self.schema.clone().expect("schema or vals"), self.object.clone().expect("object or vals"))
+        } else {
+            let mut properties = serde_json::Map::new();
+            let mut object = serde_json::Map::new();
+            for (idx, (kind, value)) in self.vals.iter().enumerate() {
+                properties.insert(format!("val{}", idx + 1), shorthand(kind));
+                object.insert(format!("val{}", idx + 1), value.clone());
+            }
+            (serde_json::json!({"type": "object", "properties": properties}), Value::Object(object))
+        };
+        schema["x-kubernetes-validations"] = serde_json::json!([{"rule": rule}]);
+        (Schema::new(&schema), object)
+    }
+
+    fn errors_for(&self, rule: &str) -> Vec<String> {
+        let (schema, object) = self.with_rule(rule);
+        validate_rules(&object, self.old.as_ref(), &schema).errors.iter().map(ToString::to_string).collect()
+    }
+}
+
+#[test]
+fn cel_validation_expressions_table() {
+    let cases: Vec<CelCase> = table("cel_validation_expressions.yaml");
+    assert!(cases.len() >= 20, "the table lost cases");
+    let mut problems = Vec::new();
+    for case in &cases {
+        for rule in &case.valid {
+            let errors = case.errors_for(rule);
+            if !errors.is_empty() {
+                problems.push(format!("{}: `{rule}` should pass, got {errors:?}", case.name));
+            }
+        }
+        for rule in &case.errors {
+            if case.errors_for(rule).is_empty() {
+                problems.push(format!("{}: `{rule}` should fail", case.name));
+            }
+        }
+        for (rule, why) in &case.gaps {
+            if case.errors_for(rule).is_empty() {
+                problems.push(format!("{}: `{rule}` now passes ({why}): move it to `valid`", case.name));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
