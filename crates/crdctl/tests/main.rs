@@ -8,6 +8,7 @@ mod formats;
 mod inputs;
 mod layering;
 mod migrate;
+mod schemas;
 mod serve;
 mod tidy;
 mod validate;

@@ -21,7 +21,6 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::path::Loc;
-use super::render::bad_value;
 use super::{Additional, Format, Schema, StringFormat, correlate};
 use crate::validation::{ErrorKind, Violation};
 
@@ -187,7 +186,7 @@ fn evaluate(
         }
         let failed = match compiled.program.execute(&rule_scope) {
             Ok(cel::Value::Bool(true)) => continue,
-            Ok(cel::Value::Bool(false)) => failure(value, loc, rule, compiled, &rule_scope),
+            Ok(cel::Value::Bool(false)) => failure(schema, loc, rule, compiled, &rule_scope),
             Ok(other) => type_error(
                 loc,
                 schema,
@@ -214,7 +213,7 @@ fn type_error(loc: &Loc, schema: &Schema, detail: String) -> Violation {
     }
 }
 
-fn failure(value: &Value, loc: &Loc, rule: &Rule, compiled: &CompiledRule, scope: &Context) -> Violation {
+fn failure(schema: &Schema, loc: &Loc, rule: &Rule, compiled: &CompiledRule, scope: &Context) -> Violation {
     let detail = compiled
         .message
         .as_ref()
@@ -230,23 +229,15 @@ fn failure(value: &Value, loc: &Loc, rule: &Rule, compiled: &CompiledRule, scope
         let child = loc.field(field_path);
         (child.path(), child.pointer())
     };
-    // Objects and lists are not printed: `Invalid value: <detail>`.
-    let shown = (!matches!(value, Value::Object(_) | Value::Array(_))).then(|| bad_value(value));
+    // Kubernetes 1.33 names the node's schema type where later versions print the value.
+    let shown = crate::validation::go_quote(schema.types.first().map_or("", String::as_str));
     let kind = match rule.source.reason.as_deref() {
         Some("FieldValueForbidden") => ErrorKind::Forbidden,
         Some("FieldValueRequired") => ErrorKind::Required,
         Some("FieldValueDuplicate") => {
-            return Violation {
-                field,
-                pointer,
-                kind: ErrorKind::Duplicate(shown.unwrap_or_default()),
-                detail: String::new(),
-            };
+            return Violation { field, pointer, kind: ErrorKind::Duplicate(shown), detail: String::new() };
         }
-        _ => match shown {
-            Some(shown) => ErrorKind::Invalid(shown),
-            None => ErrorKind::InvalidOmitted,
-        },
+        _ => ErrorKind::Invalid(shown),
     };
     Violation { field, pointer, kind, detail }
 }

@@ -1,6 +1,6 @@
 //! kube-openapi's schema validator, as the API server runs it on every custom resource, and
 //! apiextensions' translation of its results into field errors
-//! (`kubeOpenAPIResultToFieldErrors`).
+//! (`kubeOpenAPIResultToFieldErrors`), at the versions Kubernetes 1.33 ships.
 //!
 //! The validators run in kube-openapi's order for each node: type, `allOf`/`anyOf`/`oneOf`/
 //! `not`, string, format, number, array, `enum`, object. Like kube-openapi, a failed type does
@@ -278,8 +278,7 @@ fn string(schema: &Schema, s: &str, loc: &Loc) -> Outcome {
     if let Some(max) = schema.max_length
         && length() > max
     {
-        let unit = if max == 1 { "byte" } else { "bytes" };
-        return Outcome::error(violation(loc, ErrorKind::TooLong, format!("may not be more than {max} {unit}")));
+        return Outcome::error(violation(loc, ErrorKind::TooLong, format!("may not be more than {max} bytes")));
     }
     if let Some(min) = schema.min_length
         && length() < min
@@ -299,54 +298,15 @@ fn string(schema: &Schema, s: &str, loc: &Loc) -> Outcome {
     Outcome::default()
 }
 
-/// The type and format the number validator checks ranges for: only an unambiguous type.
-fn number_kind(schema: &Schema) -> (&'static str, Option<Format>) {
-    match schema.types.as_slice() {
-        [t] if t == "integer" => ("integer", schema.format.filter(|f| matches!(f, Format::Int32 | Format::Int64))),
-        [t] if t == "number" => ("number", schema.format.filter(|f| matches!(f, Format::Float | Format::Double))),
-        _ => ("", None),
-    }
-}
-
-/// kube-openapi's `IsValueValidAgainstRange`: whether `n` (the value or a bound) fits the
-/// schema's type and format, judged from its decimal text as swag converts it.
-fn fits_range(n: Num, kind: (&str, Option<Format>)) -> bool {
-    let text = match n {
-        Num::Int(i) => i.to_string(),
-        Num::Float(f) => format!("{f}"),
-    };
-    match kind {
-        ("integer", Some(Format::Int32)) => text.parse::<i32>().is_ok(),
-        ("integer", _) => text.parse::<i64>().is_ok(),
-        ("number", Some(Format::Float)) => text.parse::<f64>().is_ok_and(|f| f.abs() <= f32::MAX as f64),
-        _ => true,
-    }
-}
-
-fn range_error(prefix: &str, kind: (&str, Option<Format>), loc: &Loc) -> Violation {
-    let (type_name, format) = kind;
-    let path = loc.path();
-    unplaced(match format {
-        Some(Format::Int32) => format!("{prefix} value must be of type {type_name} with format int32 in {path}"),
-        Some(Format::Int64) => format!("{prefix} value must be of type {type_name} with format int64 in {path}"),
-        Some(Format::Float) => format!("{prefix} value must be of type {type_name} with format float in {path}"),
-        Some(Format::Double) => format!("{prefix} value must be of type {type_name} with format double in {path}"),
-        _ => format!("{prefix} value must be of type {type_name} (default format) in {path}"),
-    })
-}
-
+/// kube-openapi's number validator as Kubernetes 1.33 runs it: bounds and `multipleOf`, in
+/// integer arithmetic for integer values (a bound is truncated to an integer there) and in
+/// floating point otherwise. That version checks no `int32`/`float` ranges.
 fn number(schema: &Schema, n: Num, loc: &Loc) -> Outcome {
-    let kind = number_kind(schema);
     let mut outcome = Outcome::default();
     let value = n.render();
-    if !fits_range(n, kind) {
-        outcome.errors.push(range_error("Checked", kind, loc));
-    }
     if let Some(factor) = schema.multiple_of {
-        // A factor that fits the type is applied natively (integer arithmetic on integers).
-        let native = fits_range(Num::Float(factor), kind);
         let failure = match n {
-            Num::Int(i) if native => {
+            Num::Int(i) => {
                 let factor = factor as i64;
                 if factor <= 0 {
                     Some((factor.to_string(), true))
@@ -354,9 +314,8 @@ fn number(schema: &Schema, n: Num, loc: &Loc) -> Outcome {
                     (i % factor != 0).then(|| (factor.to_string(), false))
                 }
             }
-            _ if factor <= 0.0 => Some((go_float(factor), true)),
-            _ => {
-                let data = n.as_f64();
+            Num::Float(_) if factor <= 0.0 => Some((go_float(factor), true)),
+            Num::Float(data) => {
                 let multiple = if factor < 1.0 { 1.0 / factor * data } else { data / factor };
                 (!is_json_integer(multiple)).then(|| (go_float(factor), false))
             }
@@ -374,16 +333,14 @@ fn number(schema: &Schema, n: Num, loc: &Loc) -> Outcome {
         }
     }
     let bound = |limit: f64, exclusive: bool, above: bool| -> Option<Violation> {
-        let native = fits_range(Num::Float(limit), kind);
         let (fails, shown) = match n {
-            Num::Int(i) if native => {
+            Num::Int(i) => {
                 let limit = limit as i64;
                 let fails =
                     if above { i > limit || (exclusive && i == limit) } else { i < limit || (exclusive && i == limit) };
                 (fails, limit.to_string())
             }
-            _ => {
-                let data = n.as_f64();
+            Num::Float(data) => {
                 let fails = if above {
                     data > limit || (exclusive && data == limit)
                 } else {

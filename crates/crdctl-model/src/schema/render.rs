@@ -1,17 +1,61 @@
-//! JSON values printed the way the Go API server prints them in messages: `%v` for numbers,
-//! `%q` for strings, `encoding/json` (sorted keys, HTML-safe escapes) for anything else.
+//! JSON values printed the way the Go API server (Kubernetes 1.33) prints them in messages:
+//! `%v` for numbers, `%q` for strings and null, `%#v` (Go syntax) for objects and lists, and
+//! `encoding/json` (sorted keys, HTML-safe escapes) where upstream marshals.
 
 use serde_json::Value;
 
 use crate::validation::go_quote;
 
-/// A bad value as `field.Error.ErrorBody` prints it.
+/// A bad value as `field.Error.ErrorBody` prints it: null as `"null"`, objects and lists in
+/// Go syntax (`map[string]interface {}{"name":"a"}`).
 pub fn bad_value(value: &Value) -> String {
     match value {
+        Value::Null => go_quote("null"),
         Value::String(s) => go_quote(s),
         Value::Number(n) => go_number(n),
         Value::Bool(b) => b.to_string(),
-        _ => go_json(value),
+        _ => go_syntax(value),
+    }
+}
+
+/// `fmt.Sprintf("%#v", v)` of a decoded JSON value: maps with sorted keys, `interface {}(nil)`
+/// for a null inside a container.
+pub fn go_syntax(value: &Value) -> String {
+    let mut out = String::new();
+    write_go_syntax(value, &mut out);
+    out
+}
+
+fn write_go_syntax(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("interface {}(nil)"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&go_number(n)),
+        Value::String(s) => out.push_str(&go_quote(s)),
+        Value::Array(items) => {
+            out.push_str("[]interface {}{");
+            for (idx, item) in items.iter().enumerate() {
+                if idx > 0 {
+                    out.push_str(", ");
+                }
+                write_go_syntax(item, out);
+            }
+            out.push('}');
+        }
+        Value::Object(fields) => {
+            let mut names: Vec<&String> = fields.keys().collect();
+            names.sort();
+            out.push_str("map[string]interface {}{");
+            for (idx, name) in names.into_iter().enumerate() {
+                if idx > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&go_quote(name));
+                out.push(':');
+                write_go_syntax(&fields[name], out);
+            }
+            out.push('}');
+        }
     }
 }
 
@@ -194,7 +238,11 @@ mod tests {
         assert_eq!(bad_value(&json!("x")), "\"x\"");
         assert_eq!(bad_value(&json!(3)), "3");
         assert_eq!(bad_value(&json!(3.0)), "3");
-        assert_eq!(bad_value(&json!(null)), "null");
-        assert_eq!(bad_value(&json!({"name": "a"})), r#"{"name":"a"}"#);
+        assert_eq!(bad_value(&json!(null)), "\"null\"");
+        assert_eq!(
+            bad_value(&json!({"name": "a", "n": null})),
+            r#"map[string]interface {}{"n":interface {}(nil), "name":"a"}"#
+        );
+        assert_eq!(bad_value(&json!(["a", 1])), r#"[]interface {}{"a", 1}"#);
     }
 }

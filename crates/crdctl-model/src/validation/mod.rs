@@ -56,8 +56,6 @@ pub enum ErrorKind {
     TooMany(String),
     /// `Duplicate value: <value>`.
     Duplicate(String),
-    /// `Invalid value` with the value left out (objects and lists failing a CEL rule).
-    InvalidOmitted,
 }
 
 impl ErrorKind {
@@ -66,7 +64,7 @@ impl ErrorKind {
         match self {
             ErrorKind::Required => "FieldValueRequired",
             ErrorKind::Forbidden => "FieldValueForbidden",
-            ErrorKind::Invalid(_) | ErrorKind::InvalidOmitted => "FieldValueInvalid",
+            ErrorKind::Invalid(_) => "FieldValueInvalid",
             ErrorKind::NotSupported(..) => "FieldValueNotSupported",
             ErrorKind::TypeInvalid(_) => "FieldValueTypeInvalid",
             ErrorKind::TooLong => "FieldValueTooLong",
@@ -84,7 +82,6 @@ impl Violation {
             ErrorKind::Forbidden => "Forbidden".to_string(),
             ErrorKind::Invalid(value) | ErrorKind::TypeInvalid(value) => format!("Invalid value: {value}"),
             ErrorKind::TooLong => "Too long".to_string(),
-            ErrorKind::InvalidOmitted => "Invalid value".to_string(),
             ErrorKind::TooMany(count) => format!("Too many: {count}"),
             ErrorKind::Duplicate(value) => format!("Duplicate value: {value}"),
             ErrorKind::NotSupported(value, supported) => {

@@ -179,11 +179,14 @@ impl ServedCrd {
     }
 
     async fn convert(&self, objects: Vec<Value>, version: &str, shape: Shape) -> Result<Vec<Value>, ApiError> {
+        let desired = self.api_version(version);
+        // Objects already in the desired version need no converter, so a webhook that cannot
+        // be reached (or configured) only fails the requests that need it, as upstream.
+        if objects.iter().all(|object| object["apiVersion"] == desired.as_str()) {
+            return Ok(objects);
+        }
         let converter = self.converter.as_ref().map_err(|err| ApiError::internal(err.message.clone()))?;
-        converter
-            .convert(objects, &self.api_version(version), shape)
-            .await
-            .map_err(|err| ApiError::internal(err.message))
+        converter.convert(objects, &desired, shape).await.map_err(|err| ApiError::internal(err.message))
     }
 }
 
