@@ -14,7 +14,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::negotiate::{self, BodyType, Representation};
 use crate::registry::crd::GROUP as CRD_GROUP;
 use crate::registry::event;
-use crate::rest::{self, Change, Endpoint, Kind, Params, Reply};
+use crate::rest::{self, Change, Endpoint, Kind, Params, Reply, Subresource};
 
 /// Adds one `Warning` header per distinct text.
 pub fn add_warnings(response: &mut Response, warnings: &[String]) {
@@ -135,11 +135,13 @@ async fn route(
         state.metrics.record_deprecated(&path);
     }
     let name = path.name.as_deref();
-    let status = match path.subresource.as_deref() {
-        None => false,
-        Some("status") if endpoint.has_status() => true,
+    let subresource = match path.subresource.as_deref() {
+        None => Subresource::Main,
+        Some("status") if endpoint.has_status() => Subresource::Status,
+        Some("scale") if endpoint.has_scale() => Subresource::Scale,
         Some(_) => return Err(ApiError::not_found(endpoint.subject(name.unwrap_or_default()))),
     };
+    let main = subresource == Subresource::Main;
     let decode = || -> ApiResult<(BodyType, Value)> {
         let body_type = negotiate::body_type(headers)?;
         Ok((body_type, negotiate::decode_body(body, body_type)?))
@@ -155,7 +157,7 @@ async fn route(
         }
         (Method::GET, None) => rest::list(state, &endpoint, &params).await?,
         (Method::GET, Some(name)) => rest::get(state, &endpoint, name).await?,
-        (Method::POST, None) if !status => {
+        (Method::POST, None) if main => {
             let (body_type, object) = decode()?;
             if matches!(body_type, BodyType::Json | BodyType::Yaml) {
                 rest::create(state, &endpoint, object, &params).await?
@@ -165,7 +167,7 @@ async fn route(
         }
         (Method::PUT, Some(name)) => {
             let (_, object) = decode()?;
-            rest::update(state, &endpoint, name, Change::Replace(object), status, &params).await?
+            rest::update(state, &endpoint, name, Change::Replace(object), subresource, &params).await?
         }
         (Method::PATCH, Some(name)) => {
             let body_type = negotiate::body_type(headers)?;
@@ -173,13 +175,17 @@ async fn route(
                 return Err(ApiError::unsupported_media_type(&negotiate::PATCH_TYPES));
             }
             let patch = negotiate::decode_body(body, body_type)?;
-            rest::update(state, &endpoint, name, Change::Patch(body_type, patch), status, &params).await?
+            rest::update(state, &endpoint, name, Change::Patch(body_type, patch), subresource, &params).await?
         }
-        (Method::DELETE, Some(name)) if !status => {
-            rest::delete(state, &endpoint, name, delete_options().as_ref()).await?
-        }
+        (Method::DELETE, Some(name)) if main => rest::delete(state, &endpoint, name, delete_options().as_ref()).await?,
         (Method::DELETE, None) => rest::delete_collection(state, &endpoint, &params, delete_options().as_ref()).await?,
         _ => return Err(ApiError::method_not_supported(endpoint.subject(name.unwrap_or_default()), method.as_str())),
+    };
+    let reply = match (&endpoint.kind, subresource) {
+        (Kind::Custom(served), Subresource::Scale) if reply.body["kind"] != "Status" => {
+            Reply { body: crate::registry::scale::of(&reply.body, served, &endpoint.version), ..reply }
+        }
+        _ => reply,
     };
     render(&endpoint, reply, representation, &params, warnings)
 }

@@ -17,6 +17,7 @@ use crate::AppState;
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::negotiate::{BodyType, PATCH_TYPES};
 use crate::registry::custom_resource::FieldValidation;
+use crate::registry::scale;
 use crate::registry::{ServedCrd, crd, custom_resource, event, namespace};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::table::Column;
@@ -165,6 +166,11 @@ impl Endpoint {
             Kind::Custom(served) => served.prefix(self.namespace.as_deref()),
             Kind::Event(_) => event::prefix(self.namespace.as_deref()),
         }
+    }
+
+    /// Whether the version has the scale subresource.
+    pub fn has_scale(&self) -> bool {
+        matches!(&self.kind, Kind::Custom(served) if served.has_scale(&self.version))
     }
 
     /// Whether the version has the status subresource.
@@ -426,56 +432,53 @@ pub enum Change {
     Patch(BodyType, Value),
 }
 
-/// PUT or PATCH of the main resource or `/status`: read, compute, admit, compare-and-swap,
-/// retried on conflicts the client did not ask to detect.
+/// What part of an object a request addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    /// The object itself.
+    Main,
+    /// `/status`: only `status` changes.
+    Status,
+    /// `/scale`: the request reads and writes an `autoscaling/v1` `Scale`.
+    Scale,
+}
+
+/// PUT or PATCH of the main resource, `/status` or `/scale`: read, compute, admit,
+/// compare-and-swap, retried on conflicts the client did not ask to detect.
 pub async fn update(
     state: &AppState,
     endpoint: &Endpoint,
     name: &str,
     change: Change,
-    status: bool,
+    subresource: Subresource,
     params: &Params,
 ) -> ApiResult<Reply> {
+    let status = subresource == Subresource::Status;
     for _ in 0..UPDATE_ATTEMPTS {
         let key = endpoint.key(name);
         let current = state.store.get(&key).await.map_err(store_error(endpoint, name))?;
         let Some(current) = current else {
             if let Change::Patch(BodyType::ApplyPatch, body) = &change
-                && !status
+                && subresource == Subresource::Main
             {
                 return create(state, endpoint, body.clone(), params).await;
             }
             return Err(ApiError::not_found(endpoint.subject(name)));
         };
         let old = endpoint.present_entry(&current).await?;
-        let (new, precondition) = match &change {
-            Change::Replace(body) if !body.is_object() => {
-                return Err(ApiError::bad_request(format!(
-                    "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                    crdctl_conversion::response::json_type(body)
-                )));
+        let (new, precondition) = match (&change, &endpoint.kind) {
+            (_, Kind::Custom(served)) if subresource == Subresource::Scale => {
+                let current_scale = scale::of(&old, served, &endpoint.version);
+                let desired = match &change {
+                    Change::Replace(body) => body.clone(),
+                    Change::Patch(body_type, patch) => apply_patch(&current_scale, *body_type, patch)?,
+                };
+                let rv = crate::object::meta_str(&desired, "resourceVersion").map(str::to_string);
+                let mut new = old.clone();
+                scale::apply(&mut new, &desired, served, &endpoint.version)?;
+                (new, rv)
             }
-            Change::Replace(body) => {
-                let rv = crate::object::meta_str(body, "resourceVersion").map(str::to_string);
-                if rv.is_none() && matches!(endpoint.kind, Kind::Custom(_)) {
-                    return Err(ApiError::invalid(
-                        &endpoint.group,
-                        &endpoint.type_kind,
-                        name,
-                        &[crdctl_model::validation::Violation {
-                            field: "metadata.resourceVersion".into(),
-                            pointer: String::new(),
-                            kind: crdctl_model::validation::ErrorKind::Invalid("0x0".into()),
-                            detail: "must be specified for an update".into(),
-                        }],
-                    ));
-                }
-                (body.clone(), rv)
-            }
-            Change::Patch(body_type, patch) => {
-                let rv = crate::object::meta_str(patch, "resourceVersion").map(str::to_string);
-                (apply_patch(&old, *body_type, patch)?, rv)
-            }
+            _ => change_object(endpoint, name, &old, &change)?,
         };
         if let Some(rv) = &precondition
             && *rv != current.mod_revision.to_string()
@@ -520,6 +523,40 @@ pub async fn update(
         }
     }
     Err(ApiError::conflict(endpoint.subject(name)))
+}
+
+/// The object a PUT or PATCH of the main resource or `/status` asks for, and the
+/// `resourceVersion` it must replace.
+fn change_object(endpoint: &Endpoint, name: &str, old: &Value, change: &Change) -> ApiResult<(Value, Option<String>)> {
+    Ok(match change {
+        Change::Replace(body) if !body.is_object() => {
+            return Err(ApiError::bad_request(format!(
+                "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                crdctl_conversion::response::json_type(body)
+            )));
+        }
+        Change::Replace(body) => {
+            let rv = crate::object::meta_str(body, "resourceVersion").map(str::to_string);
+            if rv.is_none() && matches!(endpoint.kind, Kind::Custom(_)) {
+                return Err(ApiError::invalid(
+                    &endpoint.group,
+                    &endpoint.type_kind,
+                    name,
+                    &[crdctl_model::validation::Violation {
+                        field: "metadata.resourceVersion".into(),
+                        pointer: String::new(),
+                        kind: crdctl_model::validation::ErrorKind::Invalid("0x0".into()),
+                        detail: "must be specified for an update".into(),
+                    }],
+                ));
+            }
+            (body.clone(), rv)
+        }
+        Change::Patch(body_type, patch) => {
+            let rv = crate::object::meta_str(patch, "resourceVersion").map(str::to_string);
+            (apply_patch(old, *body_type, patch)?, rv)
+        }
+    })
 }
 
 /// Runs the strategy for an update; returns the object to store (in the storage version for

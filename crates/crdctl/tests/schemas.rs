@@ -110,20 +110,55 @@ const CASES: &[Case] = &[
     },
 ];
 
+/// Applies a corpus CRD server-side and waits until it is served.
+fn install(k: &Kubectl, file: &str) {
+    let crd = corpus().join("real").join(file);
+    let applied = k.run(&["apply", "--server-side", "-f", crd.to_str().unwrap()]);
+    assert_eq!(applied.code, 0, "{file}: {applied:?}");
+    let name = applied.stdout.split_whitespace().next().unwrap().to_string();
+    k.ok(&["wait", "--for", "condition=established", "--timeout=20s", &name]);
+}
+
 #[test]
 fn real_operators_objects_validate_with_upstream_messages() {
     let served = Served::start(&[]);
     let k = Kubectl::new(KUBECTL, &served);
     for case in CASES {
-        let crd = corpus().join("real").join(case.crd);
-        let applied = k.run(&["apply", "--server-side", "-f", crd.to_str().unwrap()]);
-        assert_eq!(applied.code, 0, "{}: {applied:?}", case.crd);
-        let name = applied.stdout.split_whitespace().next().unwrap().to_string();
-        k.ok(&["wait", "--for", "condition=established", "--timeout=20s", &name]);
+        install(&k, case.crd);
 
         assert_eq!(k.apply(case.valid).stdout.trim(), case.created, "{}", case.crd);
         let refused = k.run_with(&["apply", "-f", "-"], Some(case.invalid));
         assert_eq!(refused.code, 1, "{}: {refused:?}", case.crd);
         assert_eq!(refused.stderr, case.refusal, "{}", case.crd);
     }
+}
+
+#[test]
+fn kubectl_scale_and_explain_work_on_a_real_crd() {
+    let served = Served::start(&[]);
+    let k = Kubectl::new(KUBECTL, &served);
+    install(&k, "prometheus-operator/monitoring.coreos.com_prometheuses.v0.93.0.yaml");
+    k.apply(CASES[3].valid);
+
+    // Prometheus scales its shards: `subresources.scale.specReplicasPath` is `.spec.shards`.
+    assert_eq!(
+        k.ok(&["scale", "prometheus", "main", "--replicas=3"]).stdout.trim(),
+        "prometheus.monitoring.coreos.com/main scaled"
+    );
+    assert_eq!(k.ok(&["get", "prometheus", "main", "-o", "jsonpath={.spec.shards} {.spec.replicas}"]).stdout, "3 2");
+    let raw = k.ok(&["get", "--raw", "/apis/monitoring.coreos.com/v1/namespaces/default/prometheuses/main/scale"]);
+    let scale: serde_json::Value = serde_json::from_str(&raw.stdout).unwrap();
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["apiVersion"], "autoscaling/v1");
+    assert_eq!(scale["spec"]["replicas"], 3);
+    // A precondition that does not hold is refused; one that holds applies.
+    let stale = k.run(&["scale", "prometheus", "main", "--replicas=5", "--current-replicas=2"]);
+    assert_eq!(stale.code, 1, "{stale:?}");
+    k.ok(&["scale", "prometheus", "main", "--replicas=5", "--current-replicas=3"]);
+    assert_eq!(k.ok(&["get", "prometheus", "main", "-o", "jsonpath={.spec.shards}"]).stdout, "5");
+
+    // `kubectl explain` reads the published OpenAPI: nested fields with their descriptions.
+    let explained = k.ok(&["explain", "prometheus.spec.shardingStrategy"]);
+    assert!(explained.stdout.starts_with("GROUP:      monitoring.coreos.com\nKIND:       Prometheus\nVERSION:    v1\n\nFIELD: shardingStrategy <Object>"), "{}", explained.stdout);
+    assert!(explained.stdout.contains("FIELDS:\n  mode\t<string>"), "{}", explained.stdout);
 }

@@ -9,6 +9,7 @@ pub mod crd;
 pub mod custom_resource;
 pub mod event;
 pub mod namespace;
+pub mod scale;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -105,7 +106,12 @@ impl ServedCrd {
 
     /// Whether the version has the scale subresource.
     pub fn has_scale(&self, version: &str) -> bool {
-        self.version_json(version).and_then(|v| v.pointer("/subresources/scale")).is_some()
+        self.scale(version).is_some()
+    }
+
+    /// The version's `subresources.scale`.
+    pub fn scale(&self, version: &str) -> Option<&Value> {
+        self.version_json(version)?.pointer("/subresources/scale")
     }
 
     /// The version's `additionalPrinterColumns`.
