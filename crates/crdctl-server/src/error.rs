@@ -116,6 +116,12 @@ impl ApiError {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", message).with_details(details)
     }
 
+    /// 409 for a server-side apply that would take fields from other managers, one
+    /// `FieldManagerConflict` cause per field (upstream's `NewApplyConflict`).
+    pub fn apply_conflict(message: String, causes: Vec<Value>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, "Conflict", message).with_details(json!({"causes": causes}))
+    }
+
     /// 400 with a message.
     pub fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "BadRequest", message)

@@ -95,10 +95,11 @@ pub async fn api(
     params: Result<Query<Params>, axum::extract::rejection::QueryRejection>,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
-    let Ok(Query(params)) = params else {
+    let Ok(Query(mut params)) = params else {
         return ApiError::bad_request(format!("invalid query parameters: {}", uri.query().unwrap_or_default()))
             .into_response();
     };
+    params.user_agent = headers.get(axum::http::header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string);
     let path = parse_path(uri.path());
     let content_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or_default();
     let request = path.as_ref().and_then(|path| crate::metrics::Request::new(&method, path, &params, content_type));
@@ -160,7 +161,7 @@ async fn route(
         (Method::POST, None) if main => {
             let (body_type, object) = decode()?;
             if matches!(body_type, BodyType::Json | BodyType::Yaml) {
-                rest::create(state, &endpoint, object, &params).await?
+                rest::create(state, &endpoint, object, &params, rest::Managed::Record).await?
             } else {
                 return Err(ApiError::unsupported_media_type(&["application/json", "application/yaml"]));
             }

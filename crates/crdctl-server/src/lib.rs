@@ -26,6 +26,7 @@
 
 pub mod discovery;
 pub mod error;
+pub mod fieldmanager;
 pub mod handler;
 pub mod jsonpath;
 pub mod metrics;

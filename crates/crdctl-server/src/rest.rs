@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::AppState;
 use crate::error::{ApiError, ApiResult, Subject};
+use crate::fieldmanager;
 use crate::negotiate::{BodyType, PATCH_TYPES};
 use crate::registry::custom_resource::FieldValidation;
 use crate::registry::scale;
@@ -90,9 +91,21 @@ pub struct Params {
     pub dry_run: Option<String>,
     /// `includeObject` for tables.
     pub include_object: Option<String>,
+    /// `fieldManager`.
+    pub field_manager: Option<String>,
+    /// `force` (server-side apply).
+    pub force: Option<bool>,
+    /// The request's `User-Agent`, for the default field manager; set by the handler.
+    #[serde(skip)]
+    pub user_agent: Option<String>,
 }
 
 impl Params {
+    /// The field manager of a write: `fieldManager`, else the user agent's first segment.
+    pub fn manager(&self) -> String {
+        self.field_manager.clone().unwrap_or_else(|| fieldmanager::default_manager(self.user_agent.as_deref()))
+    }
+
     /// Whether this is a watch request.
     pub fn is_watch(&self) -> bool {
         matches!(self.watch.as_deref(), Some("true" | "1"))
@@ -166,6 +179,26 @@ impl Endpoint {
             Kind::Custom(served) => served.prefix(self.namespace.as_deref()),
             Kind::Event(_) => event::prefix(self.namespace.as_deref()),
         }
+    }
+
+    /// What a write at `subresource` may own in `managedFields`; events keep none.
+    pub fn field_scope(&self, subresource: Subresource) -> Option<fieldmanager::Scope<'_>> {
+        let sub = match subresource {
+            Subresource::Main => "",
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+        };
+        let schema = match &self.kind {
+            Kind::Custom(served) => served.schema(&self.version),
+            Kind::Crd | Kind::Namespace => None,
+            Kind::Event(_) => return None,
+        };
+        Some(fieldmanager::Scope {
+            schema,
+            api_version: self.api_version(),
+            subresource: sub,
+            has_status: self.has_status(),
+        })
     }
 
     /// Whether the version has the scale subresource.
@@ -360,8 +393,23 @@ pub async fn list(state: &AppState, endpoint: &Endpoint, params: &Params) -> Api
     })))
 }
 
+/// Who owns the fields of a created object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Managed {
+    /// The request's manager, as an `Update`.
+    Record,
+    /// Already set: a server-side apply created it.
+    Applied,
+}
+
 /// POST: create an object.
-pub async fn create(state: &AppState, endpoint: &Endpoint, mut object: Value, params: &Params) -> ApiResult<Reply> {
+pub async fn create(
+    state: &AppState,
+    endpoint: &Endpoint,
+    mut object: Value,
+    params: &Params,
+    managed: Managed,
+) -> ApiResult<Reply> {
     let mut warnings = Vec::new();
     match &endpoint.kind {
         Kind::Namespace => namespace::prepare_create(&mut object)?,
@@ -390,6 +438,11 @@ pub async fn create(state: &AppState, endpoint: &Endpoint, mut object: Value, pa
             }
             crate::object::prepare_create(&mut object, endpoint.namespace.as_deref());
         }
+    }
+    if managed == Managed::Record
+        && let Some(scope) = endpoint.field_scope(Subresource::Main)
+    {
+        fieldmanager::record_update(None, &mut object, &scope, &params.manager(), &crate::object::now_timestamp());
     }
     let name = crate::object::name(&object).to_string();
     endpoint.refuse_if_terminating(&name)?;
@@ -461,7 +514,8 @@ pub async fn update(
             if let Change::Patch(BodyType::ApplyPatch, body) = &change
                 && subresource == Subresource::Main
             {
-                return create(state, endpoint, body.clone(), params).await;
+                let applied = server_side_apply(endpoint, None, body, subresource, params)?;
+                return create(state, endpoint, applied, params, Managed::Applied).await;
             }
             return Err(ApiError::not_found(endpoint.subject(name)));
         };
@@ -478,7 +532,18 @@ pub async fn update(
                 scale::apply(&mut new, &desired, served, &endpoint.version)?;
                 (new, rv)
             }
-            _ => change_object(endpoint, name, &old, &change)?,
+            (Change::Patch(BodyType::ApplyPatch, config), _) => {
+                let rv = crate::object::meta_str(config, "resourceVersion").map(str::to_string);
+                (server_side_apply(endpoint, Some(&old), config, subresource, params)?, rv)
+            }
+            _ => {
+                let (mut new, rv) = change_object(endpoint, name, &old, &change)?;
+                if let Some(scope) = endpoint.field_scope(subresource) {
+                    let now = crate::object::now_timestamp();
+                    fieldmanager::record_update(Some(&old), &mut new, &scope, &params.manager(), &now);
+                }
+                (new, rv)
+            }
         };
         if let Some(rv) = &precondition
             && *rv != current.mod_revision.to_string()
@@ -523,6 +588,35 @@ pub async fn update(
         }
     }
     Err(ApiError::conflict(endpoint.subject(name)))
+}
+
+/// Server-side apply of `config` onto `live` (None: the object does not exist yet).
+fn server_side_apply(
+    endpoint: &Endpoint,
+    live: Option<&Value>,
+    config: &Value,
+    subresource: Subresource,
+    params: &Params,
+) -> ApiResult<Value> {
+    let Some(manager) = params.field_manager.as_deref().filter(|m| !m.is_empty()) else {
+        let violation = crdctl_model::validation::Violation {
+            field: "fieldManager".into(),
+            pointer: String::new(),
+            kind: crdctl_model::validation::ErrorKind::Required,
+            detail: "is required for apply patch".into(),
+        };
+        return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", &[violation]));
+    };
+    if config.pointer("/metadata/managedFields").is_some_and(|m| !m.is_null()) {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    let Some(scope) = endpoint.field_scope(subresource) else {
+        let live = live.cloned().unwrap_or_else(|| json!({}));
+        return Ok(fieldmanager::typed::merge(&live, config, None));
+    };
+    let force = params.force.unwrap_or(false);
+    fieldmanager::apply(live, config, &scope, manager, force, &crate::object::now_timestamp())
+        .map_err(fieldmanager::Conflicts::into_error)
 }
 
 /// The object a PUT or PATCH of the main resource or `/status` asks for, and the
@@ -599,7 +693,8 @@ async fn admit_update(
 fn apply_patch(current: &Value, body_type: BodyType, patch: &Value) -> ApiResult<Value> {
     let mut patched = current.clone();
     match body_type {
-        BodyType::MergePatch | BodyType::ApplyPatch => json_patch::merge(&mut patched, patch),
+        BodyType::MergePatch => json_patch::merge(&mut patched, patch),
+        BodyType::ApplyPatch => return Err(ApiError::bad_request("apply patches are not applied as merge patches")),
         BodyType::JsonPatch => {
             let operations: json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|err| {
                 ApiError::bad_request(format!("the server rejected our request due to an error in our request: {err}"))

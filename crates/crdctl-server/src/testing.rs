@@ -276,9 +276,15 @@ impl TestServer {
     async fn install(&self, crd: &Value) -> Result<(), StartError> {
         let state = self.server.state();
         let endpoint = crate::rest::Endpoint::crds();
-        crate::rest::create(state, &endpoint, crd.clone(), &crate::rest::Params::default())
-            .await
-            .map(|_| ())
-            .map_err(|err| StartError::Setup(format!("cannot create the CRD: {}", err.message)))
+        crate::rest::create(
+            state,
+            &endpoint,
+            crd.clone(),
+            &crate::rest::Params::default(),
+            crate::rest::Managed::Record,
+        )
+        .await
+        .map(|_| ())
+        .map_err(|err| StartError::Setup(format!("cannot create the CRD: {}", err.message)))
     }
 }

@@ -162,3 +162,82 @@ fn kubectl_scale_and_explain_work_on_a_real_crd() {
     assert!(explained.stdout.starts_with("GROUP:      monitoring.coreos.com\nKIND:       Prometheus\nVERSION:    v1\n\nFIELD: shardingStrategy <Object>"), "{}", explained.stdout);
     assert!(explained.stdout.contains("FIELDS:\n  mode\t<string>"), "{}", explained.stdout);
 }
+
+#[test]
+fn server_side_apply_is_idempotent_conflicts_and_forces() {
+    let served = Served::start(&[]);
+    let k = Kubectl::new(KUBECTL, &served);
+    install(&k, "gateway-api/gateway.networking.k8s.io_httproutes.standard.v1.6.0.yaml");
+    let apply = |manager: &str, extra: &[&str], yaml: &str| {
+        let mut args = vec!["apply", "--server-side", "--field-manager", manager];
+        args.extend(extra);
+        args.extend(["-f", "-"]);
+        k.run_with(&args, Some(yaml))
+    };
+    let route = CASES[0].valid;
+
+    // Twice is idempotent: the second apply writes nothing.
+    assert_eq!(apply("ops", &[], route).stdout.trim(), "httproute.gateway.networking.k8s.io/web serverside-applied");
+    let version = || k.ok(&["get", "httproute", "web", "-o", "jsonpath={.metadata.resourceVersion}"]).stdout;
+    let before = version();
+    assert_eq!(apply("ops", &[], route).code, 0);
+    assert_eq!(version(), before);
+    let managed = k.json(&["get", "httproute", "web", "--show-managed-fields"]);
+    let entries = managed["metadata"]["managedFields"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["manager"], "ops");
+    assert_eq!(entries[0]["operation"], "Apply");
+    assert_eq!(
+        entries[0]["fieldsV1"],
+        serde_json::json!({"f:spec": {"f:hostnames": {}, "f:parentRefs": {}, "f:rules": {}}})
+    );
+
+    // Another manager that changes an owned field conflicts, in upstream's words.
+    let hostnames = "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: web, namespace: default}\nspec:\n  hostnames: [other.example.com]\n";
+    let refused = apply("dns", &[], hostnames);
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused.stderr.starts_with("error: Apply failed with 1 conflict: conflict with \"ops\": .spec.hostnames\nPlease review the fields above--they currently have other managers."),
+        "{}",
+        refused.stderr
+    );
+    // Forced, it takes the field over.
+    assert_eq!(apply("dns", &["--force-conflicts"], hostnames).code, 0);
+    let taken = k.json(&["get", "httproute", "web", "--show-managed-fields"]);
+    assert_eq!(taken["spec"]["hostnames"], serde_json::json!(["other.example.com"]));
+    let mut owners: Vec<(String, serde_json::Value)> = taken["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["manager"].as_str().unwrap().to_string(), e["fieldsV1"].clone()))
+        .collect();
+    owners.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        owners,
+        [
+            ("dns".to_string(), serde_json::json!({"f:spec": {"f:hostnames": {}}})),
+            ("ops".to_string(), serde_json::json!({"f:spec": {"f:parentRefs": {}, "f:rules": {}}})),
+        ]
+    );
+
+    // A field its only manager stops applying is removed.
+    let nothing =
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: web, namespace: default}\n";
+    assert_eq!(apply("dns", &[], nothing).code, 0);
+    let pruned = k.json(&["get", "httproute", "web"]);
+    assert!(pruned["spec"].get("hostnames").is_none(), "{pruned}");
+    assert_eq!(pruned["spec"]["parentRefs"][0]["name"], "gateway");
+
+    // A client-side edit takes the fields it changes as an `Update` manager.
+    k.ok(&["label", "httproute", "web", "tier=edge"]);
+    let labelled = k.json(&["get", "httproute", "web", "--show-managed-fields"]);
+    let label_owner = labelled["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["fieldsV1"].pointer("/f:metadata/f:labels/f:tier").is_some())
+        .cloned()
+        .expect("someone owns the label");
+    assert_eq!(label_owner["operation"], "Update");
+    assert_eq!(label_owner["manager"], "kubectl-label");
+}

@@ -1,0 +1,366 @@
+//! Server-side apply and `metadata.managedFields`: which manager owns which field, updated by
+//! every write, and the apply operation that merges a manager's configuration into the live
+//! object, removes what it stopped applying, and refuses to take fields from other managers
+//! unless forced.
+//!
+//! Upstream: apimachinery's `pkg/util/managedfields/internal` (the field manager, conflict
+//! messages, the fields every object strips) over structured-merge-diff's `merge.Updater`
+//! (`Apply`, `Update`, `prune`). [`set`] holds field sets and their `FieldsV1` encoding;
+//! [`typed`] walks objects with the CRD's schema.
+//!
+//! Not modelled: converting objects to each manager's API version before comparing (fields
+//! are compared in the request's version), and the cap on the number of update managers.
+
+pub mod set;
+pub mod typed;
+
+use crdctl_model::schema::Schema;
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use set::{Element, Set};
+
+/// `Apply` or `Update`.
+const APPLY: &str = "Apply";
+const UPDATE: &str = "Update";
+
+/// One `managedFields` entry.
+#[derive(Debug, Clone, PartialEq)]
+struct Entry {
+    manager: String,
+    operation: String,
+    api_version: String,
+    time: String,
+    subresource: String,
+    fields: Set,
+}
+
+impl Entry {
+    /// Whether two entries are the same manager: appliers regardless of API version.
+    fn same_manager(&self, other: &Entry) -> bool {
+        self.manager == other.manager
+            && self.operation == other.operation
+            && self.subresource == other.subresource
+            && (self.operation == APPLY || self.api_version == other.api_version)
+    }
+
+    /// How conflicts name the manager (upstream's `printManager`).
+    fn describe(&self) -> String {
+        let mut out = format!("{:?}", self.manager);
+        if !self.subresource.is_empty() {
+            out.push_str(&format!(" with subresource {:?}", self.subresource));
+        }
+        if self.operation == UPDATE {
+            out.push_str(&format!(" using {}", self.api_version));
+        }
+        out
+    }
+}
+
+fn decode(object: &Value) -> Vec<Entry> {
+    let entries = object.pointer("/metadata/managedFields").and_then(Value::as_array);
+    let text = |entry: &Value, key: &str| entry.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+    entries
+        .into_iter()
+        .flatten()
+        .map(|entry| Entry {
+            manager: text(entry, "manager"),
+            operation: text(entry, "operation"),
+            api_version: text(entry, "apiVersion"),
+            time: text(entry, "time"),
+            subresource: text(entry, "subresource"),
+            fields: Set::from_fields_v1(entry.get("fieldsV1").unwrap_or(&Value::Null)),
+        })
+        .collect()
+}
+
+/// Writes the entries, sorted as upstream sorts them (operation, time, manager, …).
+fn encode(object: &mut Value, mut entries: Vec<Entry>) {
+    entries.retain(|e| !e.fields.is_empty());
+    entries.sort_by(|a, b| {
+        (&a.operation, &a.time, &a.manager, &a.api_version, &a.subresource).cmp(&(
+            &b.operation,
+            &b.time,
+            &b.manager,
+            &b.api_version,
+            &b.subresource,
+        ))
+    });
+    let encoded: Vec<Value> = entries
+        .into_iter()
+        .map(|e| {
+            let mut entry = json!({
+                "manager": e.manager, "operation": e.operation, "apiVersion": e.api_version, "time": e.time,
+                "fieldsType": "FieldsV1", "fieldsV1": e.fields.to_fields_v1(),
+            });
+            if !e.subresource.is_empty() {
+                entry["subresource"] = json!(e.subresource);
+            }
+            entry
+        })
+        .collect();
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        if encoded.is_empty() {
+            meta.remove("managedFields");
+        } else {
+            meta.insert("managedFields".into(), Value::Array(encoded));
+        }
+    }
+}
+
+/// Where a write lands, which decides which fields it may own.
+#[derive(Debug, Clone)]
+pub struct Scope<'a> {
+    /// The version's schema; `None` for built-in kinds (fields deduced from the object).
+    pub schema: Option<&'a Schema>,
+    /// `apiVersion` of the request.
+    pub api_version: String,
+    /// `status` for the status subresource, empty otherwise.
+    pub subresource: &'a str,
+    /// Whether `status` is a subresource (then the main resource does not own it).
+    pub has_status: bool,
+}
+
+impl Scope<'_> {
+    /// The fields no manager owns: server-owned metadata, and what the endpoint resets.
+    fn owned(&self, set: Set) -> Set {
+        let mut set = set;
+        for stripped in [
+            &["f:apiVersion"][..],
+            &["f:kind"],
+            &["f:metadata", "f:name"],
+            &["f:metadata", "f:namespace"],
+            &["f:metadata", "f:creationTimestamp"],
+            &["f:metadata", "f:selfLink"],
+            &["f:metadata", "f:uid"],
+            &["f:metadata", "f:generation"],
+            &["f:metadata", "f:managedFields"],
+            &["f:metadata", "f:resourceVersion"],
+            &["f:metadata", "f:deletionTimestamp"],
+            &["f:metadata", "f:deletionGracePeriodSeconds"],
+        ] {
+            let path: Vec<Element> = stripped.iter().map(|e| e.to_string()).collect();
+            set = set.without(&path);
+        }
+        let status = ["f:status".to_string()];
+        match (self.subresource, self.has_status) {
+            ("status", _) => set.only(&status),
+            (_, true) => set.without(&status),
+            _ => set,
+        }
+    }
+
+    fn field_set(&self, object: &Value) -> Set {
+        self.owned(typed::field_set(object, self.schema))
+    }
+}
+
+fn without_managed_fields(object: &Value) -> Value {
+    let mut copy = object.clone();
+    if let Some(meta) = copy.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    copy
+}
+
+/// Records a create, update or patch by `manager` (operation `Update`): the fields it changed
+/// become its own and leave their other owners; removed fields leave every owner.
+pub fn record_update(old: Option<&Value>, new: &mut Value, scope: &Scope<'_>, manager: &str, now: &str) {
+    let mut entries = old.map(decode).unwrap_or_default();
+    let empty = json!({});
+    let old_object = old.map(without_managed_fields).unwrap_or(empty);
+    let comparison = typed::compare(&old_object, &without_managed_fields(new), scope.schema);
+    let changed = scope.owned(comparison.modified.union(&comparison.added));
+    let removed = scope.owned(comparison.removed);
+    let me = Entry {
+        manager: manager.to_string(),
+        operation: UPDATE.into(),
+        api_version: scope.api_version.to_string(),
+        time: now.to_string(),
+        subresource: scope.subresource.to_string(),
+        fields: Set::default(),
+    };
+    let previous = entries.iter().find(|e| e.same_manager(&me)).cloned();
+    entries.retain(|e| !e.same_manager(&me));
+    for entry in &mut entries {
+        entry.fields = entry.fields.difference(&changed).difference(&removed);
+    }
+    let owned_before = previous.as_ref().map(|e| e.fields.clone()).unwrap_or_default();
+    let mine = Entry { fields: owned_before.difference(&removed).union(&changed), ..me };
+    entries.push(keep_time_if_unchanged(mine, previous));
+    encode(new, entries);
+}
+
+/// A manager's entry keeps its time unless its fields changed, so a repeated write is a no-op.
+fn keep_time_if_unchanged(entry: Entry, previous: Option<Entry>) -> Entry {
+    match previous {
+        Some(previous) if previous.fields == entry.fields => Entry { time: previous.time, ..entry },
+        _ => entry,
+    }
+}
+
+/// Fields another manager owns that an apply would change.
+#[derive(Debug)]
+pub struct Conflicts(Vec<(String, String)>);
+
+impl Conflicts {
+    /// The 409 upstream answers, with one `FieldManagerConflict` cause per field.
+    pub fn into_error(self) -> ApiError {
+        let conflicts = self.0;
+        let message = if conflicts.len() == 1 {
+            format!("Apply failed with 1 conflict: conflict with {}: {}", conflicts[0].0, conflicts[0].1)
+        } else {
+            let mut lines = Vec::new();
+            let mut managers: Vec<&String> = conflicts.iter().map(|(m, _)| m).collect();
+            managers.dedup();
+            for manager in managers {
+                lines.push(format!("conflicts with {manager}:"));
+                lines.extend(conflicts.iter().filter(|(m, _)| m == manager).map(|(_, path)| format!("- {path}")));
+            }
+            format!("Apply failed with {} conflicts: {}", conflicts.len(), lines.join("\n"))
+        };
+        let causes: Vec<Value> = conflicts
+            .iter()
+            .map(|(manager, path)| json!({"reason": "FieldManagerConflict", "message": format!("conflict with {manager}"), "field": path}))
+            .collect();
+        ApiError::apply_conflict(message, causes)
+    }
+}
+
+/// Server-side apply of `config` by `manager` onto `live` (None on create): the merged object
+/// with its `managedFields`, or the conflicts that stop it.
+pub fn apply(
+    live: Option<&Value>,
+    config: &Value,
+    scope: &Scope<'_>,
+    manager: &str,
+    force: bool,
+    now: &str,
+) -> Result<Value, Conflicts> {
+    let mut entries = live.map(decode).unwrap_or_default();
+    let live_object = live.map(without_managed_fields).unwrap_or_else(|| json!({}));
+    let mut merged = typed::merge(&live_object, config, scope.schema);
+    let me = Entry {
+        manager: manager.to_string(),
+        operation: APPLY.into(),
+        api_version: scope.api_version.to_string(),
+        time: now.to_string(),
+        subresource: scope.subresource.to_string(),
+        fields: scope.field_set(config),
+    };
+    let previous = entries.iter().find(|e| e.same_manager(&me)).cloned();
+    let last = previous.as_ref().map(|e| e.fields.clone()).unwrap_or_default();
+    entries.retain(|e| !e.same_manager(&me));
+
+    // Fields this manager applied before and applies no more go, unless someone still owns them.
+    if !last.is_empty() {
+        let owned = entries.iter().fold(me.fields.clone(), |owned, e| owned.union(&e.fields));
+        let stale = typed::with_named_fields_as_members(&last).difference(&owned);
+        typed::remove(&mut merged, &stale, &owned, scope.schema);
+    }
+
+    let comparison = typed::compare(&live_object, &merged, scope.schema);
+    let changed = scope.owned(comparison.modified.union(&comparison.added));
+    let removed = scope.owned(comparison.removed);
+    let mut conflicts = Vec::new();
+    for entry in &entries {
+        for path in entry.fields.intersection(&changed).paths() {
+            conflicts.push((entry.describe(), set::display(&path)));
+        }
+    }
+    if !conflicts.is_empty() && !force {
+        conflicts.sort();
+        return Err(Conflicts(conflicts));
+    }
+    for entry in &mut entries {
+        entry.fields = entry.fields.difference(&changed).difference(&removed);
+    }
+    entries.push(keep_time_if_unchanged(me, previous));
+    encode(&mut merged, entries);
+    Ok(merged)
+}
+
+/// The manager of a write without `fieldManager`: the user agent up to its first `/`, as
+/// upstream's `prefixFromUserAgent`, at most 128 characters.
+pub fn default_manager(user_agent: Option<&str>) -> String {
+    let agent = user_agent.unwrap_or_default();
+    agent.split('/').next().unwrap_or_default().chars().take(128).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(schema: &Schema) -> Scope<'_> {
+        Scope { schema: Some(schema), api_version: "example.com/v1".into(), subresource: "", has_status: true }
+    }
+
+    fn schema() -> Schema {
+        Schema::new(&json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}},
+            "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+        }}))
+    }
+
+    fn object(spec: Value) -> Value {
+        json!({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "x"}, "spec": spec})
+    }
+
+    #[test]
+    fn apply_twice_is_idempotent_and_dropping_a_field_removes_it() {
+        let schema = schema();
+        let first = apply(None, &object(json!({"a": "1", "b": "2"})), &scope(&schema), "alice", false, "t1").unwrap();
+        let again =
+            apply(Some(&first), &object(json!({"a": "1", "b": "2"})), &scope(&schema), "alice", false, "t1").unwrap();
+        assert_eq!(first, again);
+        let dropped = apply(Some(&again), &object(json!({"a": "1"})), &scope(&schema), "alice", false, "t2").unwrap();
+        assert_eq!(dropped["spec"], json!({"a": "1"}));
+        assert_eq!(dropped["metadata"]["managedFields"][0]["fieldsV1"], json!({"f:spec": {"f:a": {}}}));
+    }
+
+    #[test]
+    fn a_second_applier_conflicts_unless_forced_or_in_agreement() {
+        let schema = schema();
+        let first = apply(None, &object(json!({"a": "1"})), &scope(&schema), "alice", false, "t1").unwrap();
+        let Err(conflicts) = apply(Some(&first), &object(json!({"a": "2"})), &scope(&schema), "bob", false, "t2")
+        else {
+            panic!("expected a conflict")
+        };
+        let error = conflicts.into_error();
+        assert_eq!(error.message, r#"Apply failed with 1 conflict: conflict with "alice": .spec.a"#);
+        // The same value is shared ownership, not a conflict.
+        let shared = apply(Some(&first), &object(json!({"a": "1"})), &scope(&schema), "bob", false, "t2").unwrap();
+        assert_eq!(shared["metadata"]["managedFields"].as_array().unwrap().len(), 2);
+        // Forced, bob takes the field; alice's entry, now empty, goes.
+        let forced = apply(Some(&first), &object(json!({"a": "2"})), &scope(&schema), "bob", true, "t2").unwrap();
+        assert_eq!(forced["spec"]["a"], "2");
+        let managers: Vec<&Value> =
+            forced["metadata"]["managedFields"].as_array().unwrap().iter().map(|e| &e["manager"]).collect();
+        assert_eq!(managers, [&json!("bob")]);
+    }
+
+    #[test]
+    fn updates_take_the_fields_they_change() {
+        let schema = schema();
+        let applied = apply(None, &object(json!({"a": "1", "b": "2"})), &scope(&schema), "alice", false, "t1").unwrap();
+        let mut edited = applied.clone();
+        edited["spec"]["a"] = json!("3");
+        record_update(Some(&applied), &mut edited, &scope(&schema), "kubectl-edit", "t2");
+        let entries = edited["metadata"]["managedFields"].as_array().unwrap();
+        assert_eq!(entries[0]["manager"], "alice");
+        assert_eq!(entries[0]["fieldsV1"], json!({"f:spec": {"f:b": {}}}));
+        assert_eq!(entries[1]["manager"], "kubectl-edit");
+        assert_eq!(entries[1]["operation"], "Update");
+        assert_eq!(entries[1]["fieldsV1"], json!({"f:spec": {"f:a": {}}}));
+        // Alice applying her old value now conflicts with the editor, named with its version.
+        let Err(conflicts) =
+            apply(Some(&edited), &object(json!({"a": "1", "b": "2"})), &scope(&schema), "alice", false, "t3")
+        else {
+            panic!("expected a conflict")
+        };
+        assert_eq!(
+            conflicts.into_error().message,
+            r#"Apply failed with 1 conflict: conflict with "kubectl-edit" using example.com/v1: .spec.a"#
+        );
+    }
+}
