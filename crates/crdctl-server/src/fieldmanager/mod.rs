@@ -204,6 +204,11 @@ fn keep_time_if_unchanged(entry: Entry, previous: Option<Entry>) -> Entry {
 pub struct Conflicts(Vec<(String, String)>);
 
 impl Conflicts {
+    /// Each conflict: the other manager as upstream names it, and the field path.
+    pub fn fields(&self) -> &[(String, String)] {
+        &self.0
+    }
+
     /// The 409 upstream answers, with one `FieldManagerConflict` cause per field.
     pub fn into_error(self) -> ApiError {
         let conflicts = self.0;
