@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kube_cel::KubeCelExt;
+use kube_cel::cel::extractors::This;
 use kube_cel::cel::{self, Context, Program};
 use serde::Deserialize;
 use serde_json::Value;
@@ -97,8 +98,47 @@ impl Rule {
 }
 
 thread_local! {
-    /// The function libraries, registered once per thread (a `Context` is not `Sync`).
-    static LIBRARIES: Context<'static> = Context::default().with_all();
+    /// The function libraries, registered once per thread (a `Context` is not `Sync`), with
+    /// the regex functions compiling each pattern once (cel-go compiles constant patterns when
+    /// it compiles the rule; the `cel` crate would compile them on every call).
+    static LIBRARIES: Context<'static> = {
+        let mut context = Context::default().with_all();
+        context.add_function("matches", matches);
+        context.add_function("find", find);
+        context
+    };
+    static REGEXES: std::cell::RefCell<HashMap<String, Arc<regex::Regex>>> = std::cell::RefCell::default();
+}
+
+/// At most this many compiled patterns are kept per thread; then the cache starts over.
+const REGEX_CACHE: usize = 512;
+
+fn regex(function: &str, pattern: &str) -> Result<Arc<regex::Regex>, cel::ExecutionError> {
+    REGEXES.with(|cache| {
+        if let Some(found) = cache.borrow().get(pattern) {
+            return Ok(found.clone());
+        }
+        let compiled = regex::Regex::new(pattern)
+            .map(Arc::new)
+            .map_err(|err| cel::ExecutionError::function_error(function, format!("invalid regex: {err}")))?;
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= REGEX_CACHE {
+            cache.clear();
+        }
+        cache.insert(pattern.to_string(), compiled.clone());
+        Ok(compiled)
+    })
+}
+
+/// `<string>.matches(<pattern>)`.
+fn matches(This(this): This<Arc<String>>, pattern: Arc<String>) -> Result<bool, cel::ExecutionError> {
+    Ok(regex("matches", &pattern)?.is_match(&this))
+}
+
+/// `<string>.find(<pattern>)`: the first match, or `""`.
+fn find(This(this): This<Arc<String>>, pattern: Arc<String>) -> Result<cel::Value, cel::ExecutionError> {
+    let found = regex("find", &pattern)?.find(&this).map(|m| m.as_str().to_string()).unwrap_or_default();
+    Ok(cel::Value::String(Arc::new(found)))
 }
 
 /// What a rule check found: errors, and the errors ratcheting turned into warnings.
