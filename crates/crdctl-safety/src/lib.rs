@@ -161,12 +161,17 @@ pub fn check(old: &Crd, new: &Crd, config: &Config) -> Report {
 
 /// Checks every CRD in `new` against the CRD of the same name in `old`. A CRD only in `new` is
 /// a fresh install and passes.
+///
+/// Schemas the API server would refuse (not structural, rules that do not compile) are
+/// reported too, in the API server's words: OLM's preflight never sees them, because applying
+/// the CRD fails first.
 pub fn check_all(old: &[Crd], new: &[Crd], config: &Config) -> Report {
     let mut report = Report::default();
     for crd in new {
         if let Some(installed) = old.iter().find(|o| o.name() == crd.name()) {
             report.extend(check(installed, crd, config));
         }
+        report.findings.extend(schema_refusals(crd, &crdctl_model::validation::validate(crd)));
     }
     for crd in old.iter().filter(|o| !new.iter().any(|n| n.name() == o.name())) {
         report.notes.push(Note::CrdDropped { crd: crd.name().to_string() });
@@ -174,9 +179,30 @@ pub fn check_all(old: &[Crd], new: &[Crd], config: &Config) -> Report {
     report
 }
 
+/// The violations of a CRD's version schemas, as API-server refusals.
+fn schema_refusals(crd: &Crd, violations: &[crdctl_model::validation::Violation]) -> Vec<Finding> {
+    violations
+        .iter()
+        .filter(|v| v.field.starts_with("spec.versions[") && v.field.contains(".schema.openAPIV3Schema"))
+        .map(|violation| refusal(crd, violation))
+        .collect()
+}
+
+fn refusal(crd: &Crd, violation: &crdctl_model::validation::Violation) -> Finding {
+    Finding {
+        crd: crd.name().to_string(),
+        scope: Scope::Crd,
+        path: None,
+        location: locate(crd, &violation.pointer),
+        change: Change::ApiServerRefusal { field: violation.field.clone(), message: violation.body() },
+        severity: Severity::Error,
+        implied_by_removal: false,
+    }
+}
+
 /// What the API server itself refuses when the new CRDs replace the installed ones, with the
-/// preflight off (OLM's `--enforcement None`): a changed scope and a removed stored version,
-/// in the API server's words. An installed CRD is taken to be Established, and a file without
+/// preflight off (OLM's `--enforcement None`): a changed scope, a removed stored version and a
+/// schema it does not accept, in the API server's words. An installed CRD is taken to be Established, and a file without
 /// `status.storedVersions` to have stored its storage version.
 pub fn api_server_check_all(old: &[Crd], new: &[Crd]) -> Report {
     let mut report = Report::default();
@@ -189,19 +215,13 @@ pub fn api_server_check_all(old: &[Crd], new: &[Crd]) -> Report {
         if status.stored_versions.is_empty() {
             status.stored_versions = storage;
         }
-        for violation in crdctl_model::validation::validate_update(crd, &installed) {
+        let violations = crdctl_model::validation::validate_update(crd, &installed);
+        for violation in &violations {
             if violation.field == "spec.scope" || violation.field.starts_with("status.storedVersions") {
-                report.findings.push(Finding {
-                    crd: crd.name().to_string(),
-                    scope: Scope::Crd,
-                    path: None,
-                    location: locate(crd, &violation.pointer),
-                    change: Change::ApiServerRefusal { field: violation.field.clone(), message: violation.body() },
-                    severity: Severity::Error,
-                    implied_by_removal: false,
-                });
+                report.findings.push(refusal(crd, violation));
             }
         }
+        report.findings.extend(schema_refusals(crd, &violations));
     }
     report
 }

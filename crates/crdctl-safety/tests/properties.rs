@@ -1,5 +1,6 @@
 //! Properties over generated CRDs (proptest): v1beta1 → v1 normalisation is a fixed point and
-//! drops nothing the user wrote, and a CRD compared with itself is always safe.
+//! drops nothing the user wrote, a CRD compared with itself is always safe, and a change the
+//! check lets through never makes an object that was valid invalid.
 //!
 //! The generator writes legacy v1beta1 CRDs the way people did: a top-level `validation`,
 //! `subresources` and `additionalPrinterColumns` (with `JSONPath`) or per-version ones, and
@@ -32,7 +33,8 @@ fn leaf_schema() -> impl Strategy<Value = Value> {
             }
             schema
         }),
-        "[a-z^$.*]{1,6}".prop_map(|pattern| json!({"type": "string", "pattern": pattern, "description": "a pattern"})),
+        prop::sample::select(vec!["^[a-z]+$", "a.*", "^x", "[a-c]{1,3}", "b$", "^$"])
+            .prop_map(|pattern| json!({"type": "string", "pattern": pattern, "description": "a pattern"})),
         Just(json!({"type": "boolean", "nullable": true})),
         Just(json!({"x-kubernetes-int-or-string": true})),
     ]
@@ -141,5 +143,114 @@ proptest! {
         prop_assert!(report.findings.is_empty(), "{:?}", report.findings);
         let report = crdctl_safety::api_server_check_all(&crds, &crds);
         prop_assert!(report.findings.is_empty(), "{:?}", report.findings);
+    }
+}
+
+/// Values shaped like `schema`: often valid, sometimes not (the property filters on validity).
+fn object_for(schema: &Value) -> BoxedStrategy<Value> {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array).filter(|v| !v.is_empty()) {
+        return prop_oneof![4 => prop::sample::select(values.clone()), 1 => "[a-c]{1,3}".prop_map(Value::from)].boxed();
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            let fields: Vec<(String, BoxedStrategy<Value>)> = schema["properties"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(name, property)| (name.clone(), object_for(property)))
+                .collect();
+            let strategies: Vec<BoxedStrategy<Option<(String, Value)>>> = fields
+                .into_iter()
+                .map(|(name, strategy)| proptest::option::of(strategy.prop_map(move |v| (name.clone(), v))).boxed())
+                .collect();
+            strategies.prop_map(|present| Value::Object(present.into_iter().flatten().collect())).boxed()
+        }
+        Some("array") => prop::collection::vec(object_for(&schema["items"]), 0..3).prop_map(Value::Array).boxed(),
+        Some("integer") => (-5i64..120).prop_map(Value::from).boxed(),
+        Some("boolean") => prop_oneof![any::<bool>().prop_map(Value::from), Just(Value::Null)].boxed(),
+        Some(_) => "[a-z^$.]{0,4}".prop_map(Value::from).boxed(),
+        None => prop_oneof![(0i64..100).prop_map(Value::from), "[a-z]{1,3}".prop_map(Value::from)].boxed(),
+    }
+}
+
+/// Every node of a schema, by JSON pointer.
+fn nodes(schema: &Value, pointer: String, out: &mut Vec<String>) {
+    out.push(pointer.clone());
+    for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+        nodes(property, format!("{pointer}/properties/{name}"), out);
+    }
+    if schema.get("items").is_some() {
+        nodes(&schema["items"], format!("{pointer}/items"), out);
+    }
+}
+
+/// One edit of the kind operators make between releases, at one node.
+fn edit(schema: &Value, node: usize, kind: usize) -> Value {
+    let mut pointers = Vec::new();
+    nodes(schema, String::new(), &mut pointers);
+    let mut edited = schema.clone();
+    let Some(target) = edited.pointer_mut(&pointers[node % pointers.len()]) else { return edited };
+    let bump = |value: Option<&Value>, by: i64| json!(value.and_then(Value::as_i64).unwrap_or(50) + by);
+    match kind % 10 {
+        0 => target["enum"] = json!(["a", "b"]),
+        1 => {
+            if let Some(values) = target.get_mut("enum").and_then(Value::as_array_mut) {
+                values.push(json!("zz"));
+            }
+        }
+        2 => target["minimum"] = bump(target.get("minimum"), 3),
+        3 => target["maximum"] = bump(target.get("maximum"), -7),
+        4 => target["maximum"] = bump(target.get("maximum"), 7),
+        5 => {
+            if let Some(first) = properties_names(target).first() {
+                target["required"] = json!([first]);
+            }
+        }
+        6 => target["type"] = json!("string"),
+        7 => {
+            if let Some(properties) = target.get_mut("properties").and_then(Value::as_object_mut) {
+                properties.insert("added".into(), json!({"type": "string"}));
+            }
+        }
+        8 => target["minItems"] = json!(2),
+        _ => target["description"] = json!("documented"),
+    }
+    edited
+}
+
+fn v1_crd(spec_schema: &Value) -> Value {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec_schema}}}}]}})
+}
+
+fn valid(schema: &Value, spec: &Value) -> bool {
+    let compiled = crdctl_model::schema::Schema::new(&json!({"type": "object", "properties": {"spec": schema}}));
+    crdctl_model::schema::validate(&json!({"spec": spec}), &compiled).is_empty()
+}
+
+fn schema_and_object() -> impl Strategy<Value = (Value, Value)> {
+    schema().prop_flat_map(|schema| {
+        let objects = object_for(&schema);
+        (Just(schema), objects)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// Issue 11: what the preflight lets through never makes a stored object invalid.
+    #[test]
+    fn a_safe_change_never_invalidates_an_old_object((old, spec) in schema_and_object(), node in 0usize..64, kind in 0usize..10) {
+        prop_assume!(valid(&old, &spec));
+        let new = edit(&old, node, kind);
+        let (old_crd, new_crd) = (load(&v1_crd(&old)), load(&v1_crd(&new)));
+        let report = crdctl_safety::check_all(&old_crd, &new_crd, &crdctl_safety::Config::default());
+        let safe = report.findings.iter().all(|f| f.severity != crdctl_safety::Severity::Error);
+        if safe {
+            prop_assert!(valid(&new, &spec), "{} was judged safe, but {} no longer validates", new, spec);
+        }
     }
 }

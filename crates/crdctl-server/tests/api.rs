@@ -142,6 +142,27 @@ async fn crd_lifecycle(api: Api) {
         refused.body["message"],
         r#"CustomResourceDefinition.apiextensions.k8s.io "wrong.example.com" is invalid: metadata.name: Invalid value: "wrong.example.com": must be spec.names.plural+"."+spec.group"#
     );
+    // A schema that is not structural, or a rule that does not compile, is refused as upstream.
+    let mut unstructural: Value = serde_json::from_str(CRD).unwrap();
+    unstructural["metadata"]["name"] = json!("others.example.com");
+    unstructural["spec"]["names"] = json!({"plural": "others", "kind": "Other"});
+    unstructural["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({"type": "object", "properties": {
+        "spec": {"properties": {"a": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size( > 1"}]}}}
+    }});
+    let refused = crd.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &unstructural).await;
+    assert_eq!(refused.code, 422, "{refused:?}");
+    let fields: Vec<&str> =
+        refused.body["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    assert_eq!(
+        fields,
+        [
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].type",
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[a].x-kubernetes-validations[0].rule",
+        ]
+    );
+    let message = refused.body["message"].as_str().unwrap();
+    assert!(message.contains("spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields"), "{message}");
+    assert!(message.contains("compilation failed: ERROR: <input>:1:12: Syntax error:"), "{message}");
     let again =
         crd.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &serde_json::from_str(CRD).unwrap()).await;
     assert_eq!((again.code, again.body["reason"].as_str()), (409, Some("AlreadyExists")));

@@ -76,6 +76,25 @@ fn enforcement_none_reports_only_what_the_api_server_refuses() {
     assert_eq!((out.code, out.stdout.as_str()), (0, ""), "the API server allows a new required field: {out:?}");
 }
 
+/// Issue 8: what the API server refuses in a new schema is reported in either enforcement.
+#[test]
+fn a_rule_that_does_not_compile_is_reported_as_the_api_server_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let crd = |rules: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: crontabs.example.com}}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {{plural: crontabs, kind: CronTab}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations: [{rules}]\n"
+        )
+    };
+    std::fs::write(dir.path().join("old.yaml"), crd("{rule: \"true\"}")).unwrap();
+    std::fs::write(dir.path().join("new.yaml"), crd("{rule: \"self.size( > 1\", message: bad}")).unwrap();
+    let expected = "CustomResourceDefinition.apiextensions.k8s.io \"crontabs.example.com\" is invalid: spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.size( > 1\", Message:\"bad\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:12: Syntax error:";
+    for enforcement in ["Strict", "None"] {
+        let out = crdctl_in(dir.path(), &["check", "--enforcement", enforcement, "old.yaml", "new.yaml"], None);
+        assert_eq!(out.code, 1, "{out:?}");
+        assert!(out.stdout.starts_with(expected), "{enforcement}: {}", out.stdout);
+    }
+}
+
 /// Issue 11, defect 4: `--enforcement None` goes through the same output formats.
 #[test]
 fn enforcement_none_honours_the_output_format() {

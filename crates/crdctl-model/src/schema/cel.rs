@@ -72,6 +72,8 @@ impl Rule {
                 program: result.program,
                 message: result.message_program,
             })),
+            // The parser's own text, as upstream quotes cel-go's ("ERROR: <input>:1:12: …").
+            Some(Err(kube_cel::CompilationError::Parse { source, .. })) => Err(source.to_string()),
             Some(Err(err)) => Err(err.to_string()),
             None => Err("no rule".into()),
         };

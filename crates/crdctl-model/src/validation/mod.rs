@@ -11,6 +11,7 @@
 
 mod conversion;
 mod names;
+mod schemas;
 pub mod stored_versions;
 mod versions;
 
@@ -124,6 +125,14 @@ impl Path {
         Path { field: format!("{}.{name}", self.field), pointer: format!("{}/{v1_pointer_segments}", self.pointer) }
     }
 
+    /// A map key, as `field.Path.Key` writes it: `properties[spec]`.
+    pub(crate) fn key(&self, key: &str) -> Path {
+        Path {
+            field: format!("{}[{key}]", self.field),
+            pointer: format!("{}/{}", self.pointer, key.replace('~', "~0").replace('/', "~1")),
+        }
+    }
+
     pub(crate) fn index(&self, idx: usize) -> Path {
         Path { field: format!("{}[{idx}]", self.field), pointer: format!("{}/{idx}", self.pointer) }
     }
@@ -153,6 +162,15 @@ impl Path {
 /// A value rendered the way `field.ErrorBody` prints it: strings quoted, numbers and booleans
 /// bare, anything else as JSON.
 pub(crate) struct GoValue(String);
+
+/// A value already rendered as Go prints it (`%#v` of a struct or slice).
+pub(crate) struct Raw(pub String);
+
+impl From<Raw> for GoValue {
+    fn from(value: Raw) -> Self {
+        GoValue(value.0)
+    }
+}
 
 impl From<&str> for GoValue {
     fn from(value: &str) -> Self {

@@ -18,7 +18,11 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Vio
     let schema_path = |idx: usize| versions_path.index(idx).child("schema").child("openAPIV3Schema");
     let pruning = spec.preserve_unknown_fields != Some(true);
     for (idx, version) in spec.versions.iter().enumerate() {
-        if crd.schema(idx).is_some() {
+        if let Some(schema) = crd.schema(idx) {
+            // Structural schemas are required where schemas are (apiextensions.k8s.io/v1).
+            if options.require_schema {
+                violations.extend(super::schemas::validate(schema, &schema_path(idx)));
+            }
             continue;
         }
         if options.require_schema {
