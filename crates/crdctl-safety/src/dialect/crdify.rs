@@ -232,20 +232,189 @@ fn go_schema_string(schema: &serde_json::Map<String, Value>) -> Option<String> {
     ))
 }
 
-/// OLM's concise summary of unhandled keywords: `unhandled changes found (Format "" -> "email")`,
-/// with Go field names in struct order and go-cmp's rendering of simple values.
+/// OLM's concise summary of unhandled keywords: `unhandled changes found (Format "" -> "email")`.
+///
+/// OLM builds it from go-cmp's diff of the two schemas (operator-controller's
+/// `conciseUnhandledMessage`), so this writes the `-`/`+` lines go-cmp would write for each
+/// keyword, Go field names in struct order, and reads them back the way OLM does.
 fn unhandled_text(keywords: &[KeywordChange]) -> String {
     let go_field = |keyword: &str| GO_FIELDS.iter().position(|(json, _, _)| *json == keyword);
     let mut keywords: Vec<&KeywordChange> = keywords.iter().collect();
     keywords.sort_by_key(|k| go_field(&k.keyword).unwrap_or(GO_FIELDS.len()));
-    let parts: Vec<String> = keywords
-        .into_iter()
-        .map(|k| {
-            let (field, kind) = go_field(&k.keyword)
-                .map_or((k.keyword.as_str(), GoValue::Complex), |idx| (GO_FIELDS[idx].1, GO_FIELDS[idx].2));
-            let (before, after) = (kind.render(k.old.as_ref()), kind.render(k.new.as_ref()));
+    let mut lines = Vec::new();
+    for k in keywords {
+        let (field, kind) = go_field(&k.keyword)
+            .map_or((k.keyword.as_str(), GoValue::Complex), |idx| (GO_FIELDS[idx].1, GO_FIELDS[idx].2));
+        if k.keyword == "x-kubernetes-validations" {
+            rule_list_lines(k.old.as_ref(), k.new.as_ref(), &mut lines);
+        } else {
+            lines.push(format!("-\t{field}: {},", kind.render_cmp(k.old.as_ref())));
+            lines.push(format!("+\t{field}: {},", kind.render_cmp(k.new.as_ref())));
+        }
+    }
+    concise_unhandled(&lines)
+}
+
+/// `ValidationRule`'s fields in Go struct order: JSON name, Go name, kind.
+const RULE_FIELDS: [(&str, &str, GoValue); 6] = [
+    ("rule", "Rule", GoValue::String),
+    ("message", "Message", GoValue::String),
+    ("messageExpression", "MessageExpression", GoValue::String),
+    ("reason", "Reason", GoValue::StringPointer),
+    ("fieldPath", "FieldPath", GoValue::String),
+    ("optionalOldSelf", "OptionalOldSelf", GoValue::BoolPointer),
+];
+
+/// go-cmp's widest single-line rendering of a value before it breaks it into lines.
+const MAX_LINE: usize = 80;
+
+/// A rule's fields as go-cmp prints them: zero fields left out.
+fn rule_fields(rule: &Value) -> Vec<String> {
+    RULE_FIELDS
+        .iter()
+        .filter(|(json, _, _)| rule.get(*json).is_some_and(|v| !v.is_null() && v != "" && v != false))
+        .map(|(json, go, kind)| format!("{go}: {}", kind.render_cmp(rule.get(*json))))
+        .collect()
+}
+
+/// A rule on one line, when go-cmp keeps it on one: its fields fit in 80 columns.
+fn compact_rule(rule: &Value) -> Option<String> {
+    let inner = rule_fields(rule).join(", ");
+    (inner.len() <= MAX_LINE).then(|| format!("{{{inner}}}"))
+}
+
+/// One rule as go-cmp prints an inserted or removed element: on one line if it fits, else one
+/// field per line.
+fn rule_element_lines(rule: &Value, sign: char, out: &mut Vec<String>) {
+    match compact_rule(rule) {
+        Some(single) => out.push(format!("{sign}\t\t{single},")),
+        None => {
+            out.push(format!("{sign}\t\t{{"));
+            out.extend(rule_fields(rule).iter().map(|f| format!("{sign}\t\t\t{f},")));
+            out.push(format!("{sign}\t\t}},"));
+        }
+    }
+}
+
+/// The whole `XValidations` field as go-cmp prints it when one side is nil (it does not diff
+/// a nil slice element by element): `nil`, or `v1.ValidationRules{…}` on one line if it fits.
+fn rules_value_lines(rules: Option<&Value>, sign: char, out: &mut Vec<String>) {
+    let Some(rules) = rules.and_then(Value::as_array) else {
+        out.push(format!("{sign}\tXValidations: nil,"));
+        return;
+    };
+    let compact: Option<Vec<String>> = rules.iter().map(compact_rule).collect();
+    match compact.map(|c| c.join(", ")).filter(|inner| inner.len() <= MAX_LINE) {
+        Some(inner) => out.push(format!("{sign}\tXValidations: v1.ValidationRules{{{inner}}},")),
+        None => {
+            out.push(format!("{sign}\tXValidations: v1.ValidationRules{{"));
+            rules.iter().for_each(|rule| rule_element_lines(rule, sign, out));
+            out.push(format!("{sign}\t}},"));
+        }
+    }
+}
+
+/// go-cmp's diff of two rule lists: equal rules are context; in each gap between them, rules
+/// that keep their expression or message are shown field by field, the others whole.
+fn rule_list_lines(old: Option<&Value>, new: Option<&Value>, out: &mut Vec<String>) {
+    if old.is_none() || new.is_none() {
+        rules_value_lines(old, '-', out);
+        rules_value_lines(new, '+', out);
+        return;
+    }
+    let empty = Vec::new();
+    let old = old.and_then(Value::as_array).unwrap_or(&empty);
+    let new = new.and_then(Value::as_array).unwrap_or(&empty);
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() || j < new.len() {
+        if i < old.len() && j < new.len() && old[i] == new[j] {
+            i += 1;
+            j += 1;
+            continue;
+        }
+        let next_old = (i..old.len()).find(|&a| new[j..].contains(&old[a])).unwrap_or(old.len());
+        let next_new = (j..new.len()).find(|&b| old[i..].contains(&new[b])).unwrap_or(new.len());
+        let (removed, inserted) = (&old[i..next_old.min(old.len())], &new[j..next_new.min(new.len())]);
+        let similar =
+            |a: &Value, b: &Value| ["rule", "message"].iter().any(|k| a.get(*k).is_some() && a.get(*k) == b.get(*k));
+        let paired = removed.len().min(inserted.len());
+        for (a, b) in removed.iter().zip(inserted) {
+            if similar(a, b) {
+                for (json, go, kind) in RULE_FIELDS {
+                    if a.get(json) != b.get(json) {
+                        out.push(format!("-\t\t\t{go}: {},", kind.render_cmp(a.get(json))));
+                        out.push(format!("+\t\t\t{go}: {},", kind.render_cmp(b.get(json))));
+                    }
+                }
+            } else {
+                rule_element_lines(a, '-', out);
+                rule_element_lines(b, '+', out);
+            }
+        }
+        removed[paired..].iter().for_each(|rule| rule_element_lines(rule, '-', out));
+        inserted[paired..].iter().for_each(|rule| rule_element_lines(rule, '+', out));
+        (i, j) = (next_old.max(i + removed.len()), next_new.max(j + inserted.len()));
+        if removed.is_empty() && inserted.is_empty() {
+            i += 1;
+            j += 1;
+        }
+    }
+}
+
+/// operator-controller's `conciseUnhandledMessage` over go-cmp diff lines.
+fn concise_unhandled(lines: &[String]) -> String {
+    struct Field {
+        name: String,
+        before: Option<(String, String)>,
+        after: Option<(String, String)>,
+    }
+    let normalize = |raw: &str| -> String {
+        let value = raw.trim().trim_end_matches(',').trim();
+        if value.is_empty() {
+            return "<empty>".into();
+        }
+        if value == "\"\"" {
+            return value.into();
+        }
+        let value = value.replace("v1.", "");
+        if value.contains("JSONSchemaProps") { "<complex value>".into() } else { value }
+    };
+    let mut fields: Vec<Field> = Vec::new();
+    for line in lines {
+        let line = line.trim_matches(|c: char| c.is_whitespace());
+        let Some(sign) = line.chars().next().filter(|c| *c == '-' || *c == '+') else { continue };
+        if line.len() < 2 {
+            continue;
+        }
+        let rest = line[1..].trim().trim_start_matches('\t').trim();
+        let rest = rest.strip_suffix(',').unwrap_or(rest);
+        let Some((name, raw)) = rest.split_once(':') else { continue };
+        let name = name.trim();
+        if name.is_empty() {
+            continue;
+        }
+        let raw = raw.trim().to_string();
+        let side = Some((normalize(&raw), raw));
+        let index = fields.iter().position(|f| f.name == name).unwrap_or_else(|| {
+            fields.push(Field { name: name.to_string(), before: None, after: None });
+            fields.len() - 1
+        });
+        if sign == '-' {
+            fields[index].before = side;
+        } else {
+            fields[index].after = side;
+        }
+    }
+    let parts: Vec<String> = fields
+        .iter()
+        .filter_map(|f| {
+            let (before, raw_before) = f.before.clone().unwrap_or(("<empty>".into(), String::new()));
+            let (after, raw_after) = f.after.clone().unwrap_or(("<empty>".into(), String::new()));
+            if (f.before.is_none() && f.after.is_none()) || (before == after && raw_before == raw_after) {
+                return None;
+            }
             let changed = if before == after { " (changed)" } else { "" };
-            format!("{field} {before} -> {after}{changed}")
+            Some(format!("{} {before} -> {after}{changed}", f.name))
         })
         .collect();
     if parts.is_empty() {
@@ -275,6 +444,17 @@ enum GoValue {
 }
 
 impl GoValue {
+    /// The value as go-cmp writes it in a diff line; schemas and raw JSON as Go structs, which
+    /// OLM's summary reads as `<complex value>`.
+    fn render_cmp(self, value: Option<&Value>) -> String {
+        match (self, value) {
+            (GoValue::Complex, Some(value @ (Value::Object(_) | Value::Array(_)))) => {
+                format!("&v1.JSONSchemaProps{{{value}}}")
+            }
+            _ => self.render(value),
+        }
+    }
+
     fn render(self, value: Option<&Value>) -> String {
         match (self, value) {
             (GoValue::String, v) => quote(v.and_then(Value::as_str).unwrap_or_default()),
@@ -400,6 +580,35 @@ mod tests {
         assert!(
             printed[0].contains("a.example.com") && !printed[1].contains("CRD"),
             "a's findings together: {printed:?}"
+        );
+    }
+
+    /// Issue 11, defect 10: rule lists read as go-cmp's diff of them.
+    #[test]
+    fn validation_rules_read_as_go_cmp_reports_them() {
+        let change =
+            |keyword: &str, old: Option<Value>, new: Option<Value>| KeywordChange { keyword: keyword.into(), old, new };
+        let cors = json!({"rule": "!(!has(self.cors) && self.type == 'CORS')", "message": "filter.cors must be specified for CORS filter.type"});
+        let kept = json!({"rule": "self.type != ''"});
+        assert_eq!(
+            unhandled_text(&[change("x-kubernetes-validations", Some(json!([kept])), Some(json!([kept, cors])))]),
+            r#"unhandled changes found (Rule <empty> -> "!(!has(self.cors) && self.type == 'CORS')"; Message <empty> -> "filter.cors must be specified for CORS filter.type")"#
+        );
+        // A short element stays on one line, which OLM's summary splits at its first colon.
+        assert_eq!(
+            unhandled_text(&[change("x-kubernetes-validations", Some(json!([])), Some(json!([kept])))]),
+            r#"unhandled changes found ({Rule <empty> -> "self.type != ''"})"#
+        );
+        // A changed rule shows its changed fields only.
+        let reworded = json!({"rule": "self.type != ''", "message": "type is required"});
+        assert_eq!(
+            unhandled_text(&[change("x-kubernetes-validations", Some(json!([kept])), Some(json!([reworded])))]),
+            r#"unhandled changes found (Message "" -> "type is required")"#
+        );
+        // go-cmp does not diff a nil slice element by element: the whole field changes.
+        assert_eq!(
+            unhandled_text(&[change("x-kubernetes-validations", None, Some(json!([kept])))]),
+            r#"unhandled changes found (XValidations nil -> ValidationRules{{Rule: "self.type != ''"}})"#
         );
     }
 }
