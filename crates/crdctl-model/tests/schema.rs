@@ -204,3 +204,51 @@ fn cel_validation_expressions_table() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+#[derive(Deserialize)]
+struct RatchetCase {
+    name: String,
+    schema: Value,
+    new: Value,
+    old: Value,
+    valid: bool,
+}
+
+#[test]
+fn ratcheting_table() {
+    let cases: Vec<RatchetCase> = table("ratcheting.yaml");
+    assert!(cases.len() >= 10, "the table lost cases");
+    let problems: Vec<String> = cases
+        .iter()
+        .filter_map(|case| {
+            let schema = Schema::new(&case.schema);
+            let errors = crdctl_model::schema::validate_update(&case.new, &case.old, &schema);
+            // Without the old object the same value must fail, or the case shows nothing.
+            let unratcheted = validate(&case.new, &schema);
+            let ok = errors.is_empty() == case.valid && (!case.valid || !unratcheted.is_empty());
+            (!ok).then(|| format!("{}: errors {errors:?}, without ratcheting {unratcheted:?}", case.name))
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Upstream's CEL ratcheting (cel/validation.go `shouldRatchetError`): a rule that fails on a
+/// value the update left alone becomes a warning; transition rules are never ratcheted.
+#[test]
+fn cel_rules_ratchet_unchanged_values() {
+    let schema = Schema::new(&serde_json::json!({"type": "object", "properties": {
+        "name": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 3", "message": "too long"}]},
+        "other": {"type": "string"},
+        "fixed": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "immutable"}]}
+    }}));
+    let old = serde_json::json!({"name": "abcd", "other": "a", "fixed": "x"});
+    let unchanged = serde_json::json!({"name": "abcd", "other": "b", "fixed": "x"});
+    let outcome = validate_rules(&unchanged, Some(&old), &schema);
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(outcome.warnings, [r#"name: Invalid value: "string": too long"#]);
+    let changed = serde_json::json!({"name": "abcde", "other": "b", "fixed": "y"});
+    let outcome = validate_rules(&changed, Some(&old), &schema);
+    let errors: Vec<String> = outcome.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errors, [r#"name: Invalid value: "string": too long"#, r#"fixed: Invalid value: "string": immutable"#]);
+    assert!(outcome.warnings.is_empty());
+}
