@@ -43,6 +43,10 @@ pub(crate) fn validate(schema: &Value, path: &Path) -> Vec<Violation> {
     invariants(schema, Level::Root, path, &mut structural);
     completeness(schema, schema, path, path, &mut structural);
     structural.sort_by_key(ToString::to_string);
+    // Defaults are checked once the schema is structural, as upstream's `ValidateDefaults`.
+    if structural.is_empty() {
+        defaults(schema, path, &mut structural);
+    }
     let mut out = structural;
     if schema.get("nullable") == Some(&Value::Bool(true)) {
         out.push(path.child("nullable").forbidden("nullable cannot be true at the root"));
@@ -281,6 +285,46 @@ fn nested_completeness(v: &Value, s: Option<&Value>, s_path: &Path, v_path: &Pat
             Some(shape) => nested_completeness(property, Some(shape), &s_child, &v_child, out),
             None => out.push(s_child.required(&format!("because it is defined in {}", v_child.field))),
         }
+    }
+}
+
+/// Every `default` must survive pruning and validate against its own node's schema, OpenAPI
+/// rules and CEL rules alike (apiextensions' `schema/defaulting/validation.go`, with defaults
+/// required to be pruned as for apiextensions.k8s.io/v1). Errors are placed under
+/// `<node>.default`, as upstream places kube-openapi's.
+fn defaults(s: &Value, path: &Path, out: &mut Vec<Violation>) {
+    if let Some(default) = s.get("default").filter(|d| !d.is_null()) {
+        let node = crate::schema::Schema::new(s);
+        let default_path = path.child("default");
+        let mut pruned = default.clone();
+        crate::schema::prune(&mut pruned, &node);
+        if pruned != *default {
+            out.push(
+                default_path.invalid(Raw(crate::schema::render::bad_value(default)), "must not have unknown fields"),
+            );
+        }
+        let mut errors = crate::schema::validate(default, &node);
+        if errors.is_empty() {
+            errors = crate::schema::validate_rules(default, Some(default), &node).errors;
+        }
+        if errors.is_empty() {
+            errors = crate::schema::validate_rules(default, None, &node).errors;
+        }
+        for mut error in errors {
+            error.field = if error.field == "<nil>" {
+                default_path.field.clone()
+            } else {
+                format!("{}.{}", default_path.field, error.field)
+            };
+            error.pointer = default_path.pointer.clone();
+            out.push(error);
+        }
+    }
+    if let Some(items) = s.get("items").filter(|i| i.is_object()) {
+        defaults(items, &path.child("items"), out);
+    }
+    for (name, property) in properties(s).into_iter().flatten() {
+        defaults(property, &path.child("properties").key(name), out);
     }
 }
 
