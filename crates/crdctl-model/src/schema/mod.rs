@@ -15,6 +15,7 @@
 
 pub mod cel;
 mod default;
+mod embedded;
 mod formats;
 mod list_type;
 mod openapi;
@@ -30,6 +31,7 @@ use crate::validation::{ErrorKind, Violation};
 
 pub use cel::{Rule, RuleOutcome, validate_rules};
 pub use default::default;
+pub use embedded::validate_embedded;
 pub use formats::{Format, StringFormat};
 pub use list_type::validate_list_types;
 pub use openapi::{validate, validate_update};
@@ -46,7 +48,7 @@ pub struct Checked {
 
 /// Everything the API server checks in a custom resource against its version's schema, as
 /// its strategy runs it (apiextensions' `pkg/registry/customresource/strategy.go`): the
-/// OpenAPI schema (ratcheted on updates), `x-kubernetes-list-type` uniqueness (on updates only
+/// OpenAPI schema (ratcheted on updates), embedded resources, `x-kubernetes-list-type` uniqueness (on updates only
 /// if the old object had none broken), and the CEL rules, unless an earlier error makes them
 /// meaningless.
 pub fn check(object: &Value, old: Option<&Value>, schema: &Schema) -> Checked {
@@ -54,6 +56,7 @@ pub fn check(object: &Value, old: Option<&Value>, schema: &Schema) -> Checked {
         Some(old) => validate_update(object, old, schema),
         None => validate(object, schema),
     };
+    errors.extend(validate_embedded(object, schema));
     if old.is_none_or(|old| validate_list_types(old, schema).is_empty()) {
         errors.extend(validate_list_types(object, schema));
     }

@@ -1,0 +1,134 @@
+//! Embedded resources (`x-kubernetes-embedded-resource`): each needs an `apiVersion` and a
+//! `kind`, and names itself as an object does. Upstream: apiextensions'
+//! `pkg/apiserver/schema/objectmeta/validation.go` (the part that applies without ObjectMeta's
+//! full validation: names, not labels or annotations).
+
+use serde_json::{Map, Value};
+
+use super::path::Loc;
+use super::render::bad_value;
+use super::{Additional, Schema};
+use crate::validation::{ErrorKind, Violation, dns1035_label_errors, go_quote};
+
+/// Every problem with the embedded resources in `object`.
+pub fn validate_embedded(object: &Value, schema: &Schema) -> Vec<Violation> {
+    let mut out = Vec::new();
+    walk(object, schema, &Loc::Root, &mut out);
+    out
+}
+
+fn walk(value: &Value, schema: &Schema, loc: &Loc, out: &mut Vec<Violation>) {
+    match value {
+        Value::Object(fields) => {
+            if schema.embedded_resource {
+                embedded(fields, loc, out);
+            }
+            for (name, child) in fields {
+                match (schema.properties.get(name), &schema.additional_properties) {
+                    (Some(property), _) => walk(child, property, &loc.field(name), out),
+                    (None, Some(Additional::Schema(additional))) => walk(child, additional, &loc.key(name), out),
+                    _ => {}
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = &schema.items {
+                for (idx, item) in items.iter().enumerate() {
+                    walk(item, item_schema, &loc.index(idx), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn violation(loc: &Loc, kind: ErrorKind, detail: impl Into<String>) -> Violation {
+    Violation { field: loc.error_field(), pointer: loc.pointer(), kind, detail: detail.into() }
+}
+
+fn embedded(fields: &Map<String, Value>, loc: &Loc, out: &mut Vec<Violation>) {
+    for name in ["apiVersion", "kind"] {
+        if !fields.contains_key(name) {
+            out.push(violation(&loc.field(name), ErrorKind::Required, "must not be empty"));
+        }
+    }
+    for (name, value) in fields {
+        let at = loc.field(name);
+        let invalid = |detail: String| violation(&at, ErrorKind::Invalid(bad_value(value)), detail);
+        match (name.as_str(), value.as_str()) {
+            ("apiVersion" | "kind", None) => out.push(invalid("must be a string".into())),
+            ("apiVersion" | "kind", Some("")) => out.push(invalid("must not be empty".into())),
+            ("apiVersion", Some(api_version)) if api_version.matches('/').count() > 1 => {
+                out.push(invalid(format!("unexpected GroupVersion string: {api_version}")));
+            }
+            ("kind", Some(kind)) => {
+                let errors = dns1035_label_errors(&kind.to_lowercase());
+                if !errors.is_empty() {
+                    out.push(invalid(format!("may have mixed case, but should otherwise match: {}", errors.join(","))));
+                }
+            }
+            ("metadata", _) => metadata(value, &at, out),
+            _ => {}
+        }
+    }
+}
+
+/// `metadata.name` and `generateName` as `ValidatePathSegmentName` checks them.
+fn metadata(value: &Value, loc: &Loc, out: &mut Vec<Violation>) {
+    let Some(fields) = value.as_object() else {
+        out.push(violation(loc, ErrorKind::Invalid(bad_value(value)), "must be an object"));
+        return;
+    };
+    for key in ["name", "generateName"] {
+        let Some(name) = fields.get(key).and_then(Value::as_str) else { continue };
+        let mut problems = Vec::new();
+        if key == "name" && (name == "." || name == "..") {
+            problems.push(format!("may not be '{name}'"));
+        }
+        for forbidden in ["/", "%"] {
+            if name.contains(forbidden) {
+                problems.push(format!("may not contain '{forbidden}'"));
+            }
+        }
+        for problem in problems {
+            let at = loc.field(key);
+            out.push(violation(&at, ErrorKind::Invalid(go_quote(name)), problem));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn embedded_resources_need_type_metadata_and_a_usable_name() {
+        let schema = Schema::new(&json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "template": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}
+        }}}}));
+        let errors = |template: Value| -> Vec<String> {
+            validate_embedded(&json!({"spec": {"template": template}}), &schema)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(
+            errors(json!({"metadata": {"name": "a/b"}})),
+            [
+                "spec.template.apiVersion: Required value: must not be empty",
+                "spec.template.kind: Required value: must not be empty",
+                "spec.template.metadata.name: Invalid value: \"a/b\": may not contain '/'",
+            ]
+        );
+        assert_eq!(
+            errors(json!({"apiVersion": "a/b/c", "kind": "Not A Kind"})),
+            [
+                "spec.template.apiVersion: Invalid value: \"a/b/c\": unexpected GroupVersion string: a/b/c",
+                "spec.template.kind: Invalid value: \"Not A Kind\": may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+            ]
+        );
+        assert!(errors(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"}})).is_empty());
+    }
+}
