@@ -14,6 +14,11 @@ fn leaf_schema() -> impl Strategy<Value = Value> {
         (proptest::option::of(prop::collection::vec("[a-c]{1,3}", 1..4)), proptest::option::of("[a-z]{0,5}")).prop_map(
             |(values, default)| {
                 let mut schema = json!({"type": "string"});
+                // A default must be one of the enum's values, or the API server refuses the CRD.
+                let default = match (&values, default) {
+                    (Some(values), Some(_)) => values.first().cloned(),
+                    (_, default) => default,
+                };
                 if let Some(values) = values {
                     schema["enum"] = json!(values);
                 }

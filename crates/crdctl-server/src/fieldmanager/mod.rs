@@ -142,6 +142,10 @@ impl Scope<'_> {
             let path: Vec<Element> = stripped.iter().map(|e| e.to_string()).collect();
             set = set.without(&path);
         }
+        // `metadata` itself is never owned (an empty one would be), only fields inside it.
+        let mut metadata = Set::default();
+        metadata.insert(&["f:metadata".to_string()]);
+        set = set.difference(&metadata);
         let status = ["f:status".to_string()];
         match (self.subresource, self.has_status) {
             ("status", _) => set.only(&status),
@@ -342,6 +346,22 @@ mod tests {
         let managers: Vec<&Value> =
             forced["metadata"]["managedFields"].as_array().unwrap().iter().map(|e| &e["manager"]).collect();
         assert_eq!(managers, [&json!("bob")]);
+    }
+
+    #[test]
+    fn metadata_is_never_owned_but_its_labels_are() {
+        let schema = schema();
+        let mut bare = object(json!({"a": "1"}));
+        bare["metadata"] = json!({});
+        let applied = apply(None, &bare, &scope(&schema), "alice", false, "t1").unwrap();
+        assert_eq!(applied["metadata"]["managedFields"][0]["fieldsV1"], json!({"f:spec": {"f:a": {}}}));
+        let mut labelled = object(json!({"a": "1"}));
+        labelled["metadata"]["labels"] = json!({"tier": "edge"});
+        let applied = apply(None, &labelled, &scope(&schema), "alice", false, "t1").unwrap();
+        assert_eq!(
+            applied["metadata"]["managedFields"][0]["fieldsV1"],
+            json!({"f:metadata": {"f:labels": {"f:tier": {}}}, "f:spec": {"f:a": {}}})
+        );
     }
 
     #[test]
