@@ -4,10 +4,8 @@
 
 use std::path::Path;
 
-use crate::serve::{Kubectl, Served};
+use crate::serve::{Kubectl, Served, kubectl_versions};
 use crate::util::{corpus, crdctl};
-
-const KUBECTL: &str = "1.33";
 
 /// The corpus CRDs under `real/`, each as apiextensions.k8s.io/v1 (legacy v1beta1 files are
 /// upgraded with `crdctl convert-crd`, since a Kubernetes 1.33 API no longer serves v1beta1).
@@ -37,10 +35,15 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// The newest kubectl the tests run.
+fn newest() -> String {
+    kubectl_versions().pop().expect("at least one kubectl version")
+}
+
 #[test]
 fn every_real_crd_is_accepted_with_server_side_apply() {
     let served = Served::start(&[]);
-    let k = Kubectl::new(KUBECTL, &served);
+    let k = Kubectl::new(&newest(), &served);
     let crds = real_crds();
     assert!(crds.len() >= 20, "the corpus lost files");
     for (file, yaml) in &crds {
@@ -121,22 +124,34 @@ fn install(k: &Kubectl, file: &str) {
 
 #[test]
 fn real_operators_objects_validate_with_upstream_messages() {
+    for version in kubectl_versions() {
+        real_operators_objects(&version);
+    }
+}
+
+fn real_operators_objects(version: &str) {
     let served = Served::start(&[]);
-    let k = Kubectl::new(KUBECTL, &served);
+    let k = Kubectl::new(version, &served);
     for case in CASES {
         install(&k, case.crd);
 
         assert_eq!(k.apply(case.valid).stdout.trim(), case.created, "{}", case.crd);
         let refused = k.run_with(&["apply", "-f", "-"], Some(case.invalid));
         assert_eq!(refused.code, 1, "{}: {refused:?}", case.crd);
-        assert_eq!(refused.stderr, case.refusal, "{}", case.crd);
+        assert_eq!(refused.stderr, case.refusal, "kubectl {version}: {}", case.crd);
     }
 }
 
 #[test]
 fn kubectl_scale_and_explain_work_on_a_real_crd() {
+    for version in kubectl_versions() {
+        scale_and_explain(&version);
+    }
+}
+
+fn scale_and_explain(version: &str) {
     let served = Served::start(&[]);
-    let k = Kubectl::new(KUBECTL, &served);
+    let k = Kubectl::new(version, &served);
     install(&k, "prometheus-operator/monitoring.coreos.com_prometheuses.v0.93.0.yaml");
     k.apply(CASES[3].valid);
 
@@ -165,8 +180,14 @@ fn kubectl_scale_and_explain_work_on_a_real_crd() {
 
 #[test]
 fn server_side_apply_is_idempotent_conflicts_and_forces() {
+    for version in kubectl_versions() {
+        server_side_apply(&version);
+    }
+}
+
+fn server_side_apply(version: &str) {
     let served = Served::start(&[]);
-    let k = Kubectl::new(KUBECTL, &served);
+    let k = Kubectl::new(version, &served);
     install(&k, "gateway-api/gateway.networking.k8s.io_httproutes.standard.v1.6.0.yaml");
     let apply = |manager: &str, extra: &[&str], yaml: &str| {
         let mut args = vec!["apply", "--server-side", "--field-manager", manager];

@@ -77,7 +77,9 @@ impl Served {
 }
 
 /// The kubectl versions to test with.
-fn kubectl_versions() -> Vec<String> {
+/// The kubectl versions the end-to-end tests run (`CRDCTL_KUBECTL_VERSIONS`, default the
+/// oldest and newest that ship).
+pub fn kubectl_versions() -> Vec<String> {
     std::env::var("CRDCTL_KUBECTL_VERSIONS")
         .unwrap_or_else(|_| "1.27,1.33".to_string())
         .split(',')
