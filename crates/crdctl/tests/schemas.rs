@@ -35,6 +35,14 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// Runs `test` once per kubectl version, each against a fresh server.
+fn with_each_kubectl(test: fn(&Kubectl)) {
+    for version in kubectl_versions() {
+        let served = Served::start(&[]);
+        test(&Kubectl::new(&version, &served));
+    }
+}
+
 /// The newest kubectl the tests run.
 fn newest() -> String {
     kubectl_versions().pop().expect("at least one kubectl version")
@@ -124,35 +132,27 @@ fn install(k: &Kubectl, file: &str) {
 
 #[test]
 fn real_operators_objects_validate_with_upstream_messages() {
-    for version in kubectl_versions() {
-        real_operators_objects(&version);
-    }
+    with_each_kubectl(real_operators_objects);
 }
 
-fn real_operators_objects(version: &str) {
-    let served = Served::start(&[]);
-    let k = Kubectl::new(version, &served);
+fn real_operators_objects(k: &Kubectl) {
     for case in CASES {
-        install(&k, case.crd);
+        install(k, case.crd);
 
         assert_eq!(k.apply(case.valid).stdout.trim(), case.created, "{}", case.crd);
         let refused = k.run_with(&["apply", "-f", "-"], Some(case.invalid));
         assert_eq!(refused.code, 1, "{}: {refused:?}", case.crd);
-        assert_eq!(refused.stderr, case.refusal, "kubectl {version}: {}", case.crd);
+        assert_eq!(refused.stderr, case.refusal, "{}: {}", k.name(), case.crd);
     }
 }
 
 #[test]
 fn kubectl_scale_and_explain_work_on_a_real_crd() {
-    for version in kubectl_versions() {
-        scale_and_explain(&version);
-    }
+    with_each_kubectl(scale_and_explain);
 }
 
-fn scale_and_explain(version: &str) {
-    let served = Served::start(&[]);
-    let k = Kubectl::new(version, &served);
-    install(&k, "prometheus-operator/monitoring.coreos.com_prometheuses.v0.93.0.yaml");
+fn scale_and_explain(k: &Kubectl) {
+    install(k, "prometheus-operator/monitoring.coreos.com_prometheuses.v0.93.0.yaml");
     k.apply(CASES[3].valid);
 
     // Prometheus scales its shards: `subresources.scale.specReplicasPath` is `.spec.shards`.
@@ -180,15 +180,11 @@ fn scale_and_explain(version: &str) {
 
 #[test]
 fn server_side_apply_is_idempotent_conflicts_and_forces() {
-    for version in kubectl_versions() {
-        server_side_apply(&version);
-    }
+    with_each_kubectl(server_side_apply);
 }
 
-fn server_side_apply(version: &str) {
-    let served = Served::start(&[]);
-    let k = Kubectl::new(version, &served);
-    install(&k, "gateway-api/gateway.networking.k8s.io_httproutes.standard.v1.6.0.yaml");
+fn server_side_apply(k: &Kubectl) {
+    install(k, "gateway-api/gateway.networking.k8s.io_httproutes.standard.v1.6.0.yaml");
     let apply = |manager: &str, extra: &[&str], yaml: &str| {
         let mut args = vec!["apply", "--server-side", "--field-manager", manager];
         args.extend(extra);

@@ -126,6 +126,11 @@ impl Kubectl {
         }
     }
 
+    /// The binary's name, `kubectl.1.33`, for messages.
+    pub fn name(&self) -> String {
+        self.binary.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(&self.binary);
         command.env("KUBECONFIG", &self.kubeconfig).arg("--cache-dir").arg(self.cache.path()).args(args);
