@@ -14,19 +14,21 @@
 
 #[path = "../../../examples/crontab-conversion-webhook/convert.rs"]
 mod convert;
+#[path = "common/load.rs"]
+mod load;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crdctl_server::testing::TestServer;
 use crdctl_storage::Store;
+use load::{Load, RUN_FOR, v1_body};
 use serde_json::{Value, json};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const RUN_FOR: Duration = Duration::from_secs(2);
 const LIST_SIZE: usize = 10_000;
 
 fn value_bytes() -> Vec<u8> {
@@ -75,106 +77,6 @@ async fn store_writes(writers: usize) -> f64 {
     count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
 }
 
-struct Load {
-    http: reqwest::Client,
-    base: String,
-}
-
-impl Load {
-    async fn send(&self, method: reqwest::Method, path: &str, body: Option<String>) -> (u16, bytes::Bytes) {
-        let mut request = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(body) = body {
-            request = request.header("Content-Type", "application/json").body(body);
-        }
-        let response = request.send().await.unwrap();
-        (response.status().as_u16(), response.bytes().await.unwrap())
-    }
-
-    /// Creates objects from `clients` tasks for `RUN_FOR`, or until `until` objects exist.
-    async fn creates(
-        self: &Arc<Self>,
-        version: &str,
-        body: fn(&str, &str) -> String,
-        clients: usize,
-        until: Option<usize>,
-        prefix: &str,
-    ) -> (f64, usize) {
-        let count = Arc::new(AtomicUsize::new(0));
-        let started = Instant::now();
-        let tasks: Vec<_> = (0..clients)
-            .map(|client| {
-                let (load, count, version, prefix) =
-                    (Arc::clone(self), Arc::clone(&count), version.to_string(), prefix.to_string());
-                tokio::spawn(async move {
-                    let path = format!("/apis/example.com/{version}/namespaces/default/crontabs");
-                    let mut i = 0;
-                    loop {
-                        let done = count.load(Ordering::Relaxed);
-                        match until {
-                            Some(limit) if done >= limit => break,
-                            None if started.elapsed() >= RUN_FOR => break,
-                            _ => {}
-                        }
-                        let name = format!("{prefix}-{client:02}-{i:06}");
-                        let (code, answer) = load.send(reqwest::Method::POST, &path, Some(body(&name, &version))).await;
-                        assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
-                        count.fetch_add(1, Ordering::Relaxed);
-                        i += 1;
-                    }
-                })
-            })
-            .collect();
-        for task in tasks {
-            task.await.unwrap();
-        }
-        let n = count.load(Ordering::Relaxed);
-        (n as f64 / started.elapsed().as_secs_f64(), n)
-    }
-
-    async fn gets(self: &Arc<Self>, names: Arc<Vec<String>>, clients: usize) -> f64 {
-        let count = Arc::new(AtomicUsize::new(0));
-        let started = Instant::now();
-        let tasks: Vec<_> = (0..clients)
-            .map(|client| {
-                let (load, count, names) = (Arc::clone(self), Arc::clone(&count), Arc::clone(&names));
-                tokio::spawn(async move {
-                    let mut i = client;
-                    while started.elapsed() < RUN_FOR {
-                        let path =
-                            format!("/apis/example.com/v1/namespaces/default/crontabs/{}", names[i % names.len()]);
-                        assert_eq!(load.send(reqwest::Method::GET, &path, None).await.0, 200);
-                        count.fetch_add(1, Ordering::Relaxed);
-                        i += clients;
-                    }
-                })
-            })
-            .collect();
-        for task in tasks {
-            task.await.unwrap();
-        }
-        count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
-    }
-
-    /// The median time of three full lists at `version`, checking the item count.
-    async fn list(&self, version: &str, expected: usize) -> Duration {
-        let mut times = Vec::new();
-        for _ in 0..3 {
-            let t = Instant::now();
-            let (code, body) = self
-                .send(reqwest::Method::GET, &format!("/apis/example.com/{version}/namespaces/default/crontabs"), None)
-                .await;
-            let elapsed = t.elapsed();
-            assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
-            let list: Value = serde_json::from_slice(&body).unwrap();
-            assert_eq!(list["items"].as_array().unwrap().len(), expected);
-            assert_eq!(list["items"][0]["apiVersion"], format!("example.com/{version}"));
-            times.push(elapsed);
-        }
-        times.sort();
-        times[1]
-    }
-}
-
 fn crd(webhook: Option<(u16, String)>) -> Value {
     let schema_v1 = json!({"openAPIV3Schema": {"type": "object", "properties": {"host": {"type": "string"}, "port": {"type": "string"}}}});
     let schema_v1beta1 = match &webhook {
@@ -192,12 +94,6 @@ fn crd(webhook: Option<(u16, String)>) -> Value {
                          {"name": "v1", "served": true, "storage": true, "schema": schema_v1}]}})
 }
 
-fn v1_body(name: &str, version: &str) -> String {
-    format!(
-        r#"{{"apiVersion":"example.com/{version}","kind":"CronTab","metadata":{{"name":"{name}"}},"host":"localhost","port":"1234"}}"#
-    )
-}
-
 fn v1beta1_body(name: &str, version: &str) -> String {
     format!(
         r#"{{"apiVersion":"example.com/{version}","kind":"CronTab","metadata":{{"name":"{name}"}},"hostPort":"localhost:1234"}}"#
@@ -208,7 +104,7 @@ async fn server_with(crd: Value) -> (TestServer, Arc<Load>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(crdctl_storage::redb::open(dir.path()).unwrap());
     let server = TestServer::start_with(crdctl_server::Config::default(), store).await.unwrap();
-    let load = Arc::new(Load { http: reqwest::Client::new(), base: server.url() });
+    let load = Arc::new(Load::new(vec![server.url()]));
     let (code, body) = load
         .send(reqwest::Method::POST, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Some(crd.to_string()))
         .await;
@@ -251,8 +147,8 @@ async fn main() {
         let (creates_1, made_1) = load.creates(version, body, 1, None, "one").await;
         let (creates_16, made_16) = load.creates(version, body, 16, Some(LIST_SIZE - made_1), "many").await;
         let total = made_1 + made_16;
-        let listed = load.list("v1", total).await;
-        let listed_converted = load.list("v1beta1", total).await;
+        let listed = load.list("v1", "", total).await;
+        let listed_converted = load.list("v1beta1", "", total).await;
         let page: Value = serde_json::from_slice(
             &load.send(reqwest::Method::GET, "/apis/example.com/v1/namespaces/default/crontabs?limit=64", None).await.1,
         )

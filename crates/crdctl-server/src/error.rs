@@ -198,6 +198,17 @@ impl ApiError {
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", message)
     }
 
+    /// 504: a write's answer did not arrive in time; it may or may not have been applied.
+    pub fn timeout(message: impl Into<String>) -> ApiError {
+        let message = message.into();
+        ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "Timeout",
+            format!("Timeout: request did not complete within requested timeout - {message}"),
+        )
+        .with_details(json!({"retryAfterSeconds": 1}))
+    }
+
     /// 504 `Too large resource version`.
     pub fn too_large_resource_version(requested: u64, current: u64) -> ApiError {
         ApiError::new(
@@ -221,6 +232,7 @@ impl ApiError {
                 ApiError::too_large_resource_version(requested, current)
             }
             StoreError::Unavailable(message) => ApiError::unavailable(message),
+            StoreError::Timeout(message) => ApiError::timeout(message),
             other => ApiError::internal(other.to_string()),
         }
     }

@@ -88,6 +88,9 @@ pub struct Config {
     /// Service references of conversion webhooks mapped to local addresses
     /// (`<namespace>/<name>` → address).
     pub webhook_services: HashMap<String, SocketAddr>,
+    /// Serve watches and `resourceVersion="0"` lists from a watch cache per resource
+    /// ([`crdctl_storage::cache`]), as kube-apiserver does in front of etcd.
+    pub watch_cache: bool,
 }
 
 impl Default for Config {
@@ -98,6 +101,7 @@ impl Default for Config {
             token: None,
             upgrade_safety: UpgradeSafety::Strict,
             webhook_services: HashMap::new(),
+            watch_cache: false,
         }
     }
 }
@@ -161,6 +165,10 @@ impl crdctl_conversion::webhook::ServiceResolver for MappedServices {
 impl AppState {
     /// Loads the CRDs, makes sure the built-in namespaces exist, and starts the registry.
     pub async fn new(config: Config, store: Arc<dyn Store>) -> Result<AppState, StartError> {
+        let store: Arc<dyn Store> = match config.watch_cache {
+            true => Arc::new(crdctl_storage::cache::CachedStore::new(store, registry::resource_prefix)),
+            false => store,
+        };
         for name in registry::namespace::BUILT_IN {
             let mut object = registry::namespace::new(name);
             registry::namespace::prepare_create(&mut object).map_err(|e| StartError::Store(e.message))?;

@@ -298,25 +298,31 @@ pub async fn read_list(state: &AppState, endpoint: &Endpoint, params: &Params) -
     let labels = LabelSelector::parse(params.label_selector.as_deref().unwrap_or_default())?;
     let fields = FieldSelector::parse(params.field_selector.as_deref().unwrap_or_default(), endpoint.namespaced)?;
     let prefix = endpoint.prefix();
-    let (mut revision, mut start_after) = match params.continue_.as_deref().filter(|c| !c.is_empty()) {
+    let (mut revision, mut min_revision, mut start_after) = match params.continue_.as_deref().filter(|c| !c.is_empty())
+    {
         Some(token) => {
             let token = decode_continue(token)?;
-            (Some(token.rv), Some(format!("{prefix}{}", token.start)))
+            (Some(token.rv), None, Some(format!("{prefix}{}", token.start)))
         }
-        None => (list_revision(state, params).await?, None),
+        None => match list_revision(state, params).await? {
+            ReadAt::Current => (None, None, None),
+            ReadAt::Exact(revision) => (Some(revision), None, None),
+            ReadAt::NotOlderThan(revision) => (None, Some(revision), None),
+        },
     };
     let limit = params.limit.unwrap_or(0);
     let mut objects = Vec::new();
     loop {
         let page = state
             .store
-            .list(ListOptions { prefix: &prefix, start_after: start_after.as_deref(), limit, revision })
+            .list(ListOptions { prefix: &prefix, start_after: start_after.as_deref(), limit, revision, min_revision })
             .await
             .map_err(|err| match err {
                 StoreError::Compacted { .. } if params.continue_.is_some() => ApiError::expired(EXPIRED_CONTINUE),
                 other => ApiError::from_store(other, endpoint.subject("")),
             })?;
         revision = Some(page.revision);
+        min_revision = None;
         start_after = page.entries.last().map(|e| e.key.clone());
         for entry in &page.entries {
             let object = decode_entry(entry)?;
@@ -340,21 +346,32 @@ pub async fn read_list(state: &AppState, endpoint: &Endpoint, params: &Params) -
 
 const EXPIRED_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
-/// The revision a list reads at: current for `""` and `"0"` and for `NotOlderThan` (after
-/// checking it was reached), the given one for `Exact`.
-async fn list_revision(state: &AppState, params: &Params) -> ApiResult<Option<Revision>> {
-    let Some(text) = params.resource_version.as_deref().filter(|rv| !rv.is_empty() && *rv != "0") else {
-        return Ok(None);
+/// Which state a list reads, from `resourceVersion` and `resourceVersionMatch`.
+enum ReadAt {
+    /// `""`: the current state, from the store itself.
+    Current,
+    /// `Exact`: the state at that revision.
+    Exact(Revision),
+    /// `"0"` and `NotOlderThan`: any state at least that new (after checking it was reached),
+    /// which the watch cache may serve.
+    NotOlderThan(Revision),
+}
+
+async fn list_revision(state: &AppState, params: &Params) -> ApiResult<ReadAt> {
+    let text = match params.resource_version.as_deref() {
+        None | Some("") => return Ok(ReadAt::Current),
+        Some("0") => return Ok(ReadAt::NotOlderThan(0)),
+        Some(text) => text,
     };
     let requested = crate::object::parse_resource_version(text)?;
     match params.resource_version_match.as_deref() {
-        Some("Exact") => Ok(Some(requested)),
+        Some("Exact") => Ok(ReadAt::Exact(requested)),
         _ => {
             let current = state.store.revision().await.map_err(|err| ApiError::unavailable(err.to_string()))?;
             if requested > current {
                 return Err(ApiError::too_large_resource_version(requested, current));
             }
-            Ok(None)
+            Ok(ReadAt::NotOlderThan(requested))
         }
     }
 }

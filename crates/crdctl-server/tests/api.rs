@@ -34,19 +34,29 @@ const CRD: &str = r#"{
 struct Api {
     server: TestServer,
     http: reqwest::Client,
-    _dir: Option<tempfile::TempDir>,
+    /// What keeps the store alive: the redb directory, the etcd process.
+    _keep: Option<Box<dyn Send>>,
 }
 
 async fn memory() -> Api {
     let server = TestServer::start().await.unwrap();
-    Api { server, http: reqwest::Client::new(), _dir: None }
+    Api { server, http: reqwest::Client::new(), _keep: None }
 }
 
 async fn redb() -> Api {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(crdctl_storage::redb::open(dir.path()).unwrap());
     let server = TestServer::start_with(Config::default(), store).await.unwrap();
-    Api { server, http: reqwest::Client::new(), _dir: Some(dir) }
+    Api { server, http: reqwest::Client::new(), _keep: Some(Box::new(dir)) }
+}
+
+/// On a real etcd, through the watch cache, as `crdctl serve --etcd` runs.
+async fn etcd() -> Api {
+    let cluster = crdctl_storage::etcd::cluster::LocalCluster::start(1).expect("etcd starts");
+    let store = crdctl_storage::etcd::open(crdctl_storage::etcd::EtcdConfig::new(cluster.endpoints())).await.unwrap();
+    let config = Config { watch_cache: true, ..Config::default() };
+    let server = TestServer::start_with(config, Arc::new(store)).await.unwrap();
+    Api { server, http: reqwest::Client::new(), _keep: Some(Box::new(cluster)) }
 }
 
 /// A response: code, `Warning` headers, body.
@@ -547,13 +557,13 @@ macro_rules! backend_suite {
     )*};
 }
 
-backend_suite!(memory, redb);
+backend_suite!(memory, redb, etcd);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_kubernetes_mode_skips_the_safety_gate() {
     let config = Config { upgrade_safety: UpgradeSafety::None, ..Config::default() };
     let server = TestServer::start_with(config, Arc::new(crdctl_storage::memory::open())).await.unwrap();
-    let api = Api { server, http: reqwest::Client::new(), _dir: None }.with_crd().await;
+    let api = Api { server, http: reqwest::Client::new(), _keep: None }.with_crd().await;
     let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com";
     let mut crd = api.get(path).await.body;
     crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["cronSpec"]["type"] =
@@ -635,7 +645,7 @@ async fn collections_and_conflicts(api: Api) {
 async fn a_watch_older_than_the_history_window_is_410_expired_and_timeouts_end_watches() {
     let server =
         TestServer::start_with(Config::default(), Arc::new(crdctl_storage::memory::open_with_window(5))).await.unwrap();
-    let api = Api { server, http: reqwest::Client::new(), _dir: None }.with_crd().await;
+    let api = Api { server, http: reqwest::Client::new(), _keep: None }.with_crd().await;
     for idx in 0..10 {
         assert_eq!(api.post(CRONTABS_V1, &crontab(&format!("w{idx}"), "v1")).await.code, 201);
     }

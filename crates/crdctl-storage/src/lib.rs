@@ -30,6 +30,9 @@
 //! # });
 //! ```
 
+pub mod cache;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 pub mod local;
 pub mod memory;
 pub mod redb;
@@ -126,6 +129,10 @@ pub struct ListOptions<'a> {
     pub limit: usize,
     /// Read at this revision instead of the current one; it must be inside the history window.
     pub revision: Option<Revision>,
+    /// Without `revision`: any state at or after this revision will do (Kubernetes'
+    /// `resourceVersion="0"` and `NotOlderThan`), so a [`cache`] may answer. Stores that always
+    /// read the current state ignore it.
+    pub min_revision: Option<Revision>,
 }
 
 /// One page of a list.
@@ -200,6 +207,10 @@ pub enum StoreError {
     /// The store cannot be reached or cannot write; nothing was written.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// A write's answer did not arrive in time: it may or may not have been applied (never in
+    /// part).
+    #[error("store timeout: {0}")]
+    Timeout(String),
     /// Stored bytes could not be decoded.
     #[error("store corrupt: {0}")]
     Corrupt(String),

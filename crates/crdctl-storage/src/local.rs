@@ -325,7 +325,13 @@ impl<B: Backend> Store for LocalStore<B> {
         let (prefix, start_after) = (options.prefix.to_string(), options.start_after.map(str::to_string));
         let (limit, revision) = (options.limit, options.revision);
         blocking(&self.shared, move |shared| {
-            shared.list(ListOptions { prefix: &prefix, start_after: start_after.as_deref(), limit, revision })
+            shared.list(ListOptions {
+                prefix: &prefix,
+                start_after: start_after.as_deref(),
+                limit,
+                revision,
+                min_revision: None,
+            })
         })
         .await
     }

@@ -1,6 +1,8 @@
 //! Integration tests: every test runs the real `crdctl` binary.
 
 mod util;
+#[macro_use]
+mod serve;
 
 mod check;
 mod convert_crd;
@@ -8,8 +10,8 @@ mod formats;
 mod inputs;
 mod layering;
 mod migrate;
+mod replicas;
 mod schemas;
-mod serve;
 mod tidy;
 mod validate;
 mod versions;

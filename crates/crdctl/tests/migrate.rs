@@ -12,14 +12,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::serve::{Kubectl, Served, example, without_version};
+use crate::serve::{Backend, Data, Kubectl, Served, example, without_version};
 use crate::util::crdctl;
 
 const CRD: &str = "crontabs.example.com";
 
 /// `crdctl store stats` of a stopped server's data: objects per stored apiVersion of CronTabs.
-fn stored(data: &Path) -> HashMap<String, u64> {
-    let out = crdctl(&["store", "stats", "--data", data.to_str().unwrap(), "--output", "json"]);
+fn stored(data: &Data) -> HashMap<String, u64> {
+    let mut args = vec!["store".to_string(), "stats".into(), "--output".into(), "json".into()];
+    args.extend(data.store_args());
+    let out = crdctl(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(out.code, 0, "{out:?}");
     let stats: Value = serde_json::from_str(&out.stdout).unwrap();
     let crontabs = stats["resources"].as_array().unwrap().iter().find(|r| r["resource"] == CRD);
@@ -120,8 +122,14 @@ fn migrate(served: &Served, state: &Path, extra: &[&str]) -> (i32, Value, String
 
 /// A server whose `count` objects were written while v1beta1 was the storage version, after
 /// `crd_v1_storage` made v1 the storage version.
-fn stored_as_v1beta1(served_args: &[&str], crd_v1_storage: &str, count: usize, body: fn(usize) -> Value) -> Served {
-    let served = Served::start(served_args);
+fn stored_as_v1beta1(
+    backend: Backend,
+    served_args: &[&str],
+    crd_v1_storage: &str,
+    count: usize,
+    body: fn(usize) -> Value,
+) -> Served {
+    let served = Served::start_on(backend, served_args);
     let k = Kubectl::new("1.33", &served);
     k.apply(&v1beta1_storage(crd_v1_storage));
     k.ok(&["wait", "--for", "condition=established", "--timeout=20s", &format!("crd/{CRD}")]);
@@ -132,13 +140,19 @@ fn stored_as_v1beta1(served_args: &[&str], crd_v1_storage: &str, count: usize, b
 
 /// The seed's storage upgrade: objects stored as v1beta1, storage moved to v1, `store stats`
 /// showing what is left, `migrate` while another client writes, then v1beta1 can go.
-fn storage_upgrade(served_args: &[&str], crd_v1_storage: &str, count: usize, body: fn(usize) -> Value) {
-    let served = stored_as_v1beta1(served_args, crd_v1_storage, count, body);
-    let (code, dir) = served.terminate();
+fn storage_upgrade(
+    backend: Backend,
+    served_args: &[&str],
+    crd_v1_storage: &str,
+    count: usize,
+    body: fn(usize) -> Value,
+) {
+    let served = stored_as_v1beta1(backend, served_args, crd_v1_storage, count, body);
+    let (code, data) = served.terminate();
     assert_eq!(code, 0);
-    assert_eq!(stored(&dir.path().join("data")), HashMap::from([("example.com/v1beta1".into(), count as u64)]));
+    assert_eq!(stored(&data), HashMap::from([("example.com/v1beta1".into(), count as u64)]));
 
-    let served = Served::start_in(dir, served_args);
+    let served = data.serve(served_args);
     let k = Kubectl::new("1.33", &served);
     let refused = k.run_with(&["apply", "-f", "-"], Some(&without_version(crd_v1_storage, "v1beta1")));
     assert!(refused.stderr.contains("must remain in spec.versions until a storage migration"), "{refused:?}");
@@ -165,14 +179,15 @@ fn storage_upgrade(served_args: &[&str], crd_v1_storage: &str, count: usize, bod
     assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
     k.apply(&without_version(crd_v1_storage, "v1beta1"));
 
-    let (code, dir) = served.terminate();
+    let (code, data) = served.terminate();
     assert_eq!(code, 0);
-    assert_eq!(stored(&dir.path().join("data")), HashMap::from([("example.com/v1".into(), count as u64)]));
+    assert_eq!(stored(&data), HashMap::from([("example.com/v1".into(), count as u64)]));
 }
 
-#[test]
-fn migrate_moves_every_object_to_the_storage_version_while_another_client_writes() {
-    storage_upgrade(&[], &example("3-v1-storage.yaml"), 10_000, host_and_port);
+on_each_backend!(migrate_moves_every_object_to_the_storage_version_while_another_client_writes);
+
+fn migrate_moves_every_object_to_the_storage_version_while_another_client_writes(backend: Backend) {
+    storage_upgrade(backend, &[], &example("3-v1-storage.yaml"), 10_000, host_and_port);
 }
 
 #[test]
@@ -183,12 +198,12 @@ fn migrate_through_the_conversion_webhook_over_tls() {
     let mapping = format!("default/example-conversion-webhook-server=127.0.0.1:{}", webhook.port);
     let ca_bundle = std::fs::read_to_string(certs.join("ca-bundle.txt")).unwrap();
     let crd = example("4-webhook.yaml").replace("caBundle: \"Cg==\"", &format!("caBundle: \"{}\"", ca_bundle.trim()));
-    storage_upgrade(&["--webhook-service", &mapping], &crd, 10_000, host_port);
+    storage_upgrade(Backend::Redb, &["--webhook-service", &mapping], &crd, 10_000, host_port);
 }
 
 #[test]
 fn a_migration_killed_halfway_finishes_without_rewriting_finished_pages() {
-    let served = stored_as_v1beta1(&[], &example("3-v1-storage.yaml"), 10_000, host_and_port);
+    let served = stored_as_v1beta1(Backend::Redb, &[], &example("3-v1-storage.yaml"), 10_000, host_and_port);
     let state = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_crdctl"))
         .args(["migrate", CRD, "--kubeconfig", served.kubeconfig.to_str().unwrap(), "--page-size", "200"])
@@ -226,8 +241,8 @@ fn a_migration_killed_halfway_finishes_without_rewriting_finished_pages() {
     assert_eq!(handled, 10_000 - done, "{summary}");
     assert_eq!(puts(&served) - puts_before, handled, "one PUT per object left, none for finished pages");
     assert!(!record_file.exists());
-    let (_, dir) = served.terminate();
-    assert_eq!(stored(&dir.path().join("data")), HashMap::from([("example.com/v1".into(), 10_000)]));
+    let (_, data) = served.terminate();
+    assert_eq!(stored(&data), HashMap::from([("example.com/v1".into(), 10_000)]));
 }
 
 /// PUTs of CronTabs the server has answered, from its /metrics.
@@ -248,7 +263,7 @@ fn puts(served: &Served) -> u64 {
 
 #[test]
 fn retire_version_walks_the_seed_procedure_and_refuses_with_reasons() {
-    let served = stored_as_v1beta1(&[], &example("3-v1-storage.yaml"), 300, host_and_port);
+    let served = stored_as_v1beta1(Backend::Redb, &[], &example("3-v1-storage.yaml"), 300, host_and_port);
     let k = Kubectl::new("1.33", &served);
     let kubeconfig = served.kubeconfig.to_str().unwrap().to_string();
     let state = tempfile::tempdir().unwrap();
@@ -296,6 +311,6 @@ fn retire_version_walks_the_seed_procedure_and_refuses_with_reasons() {
     let again = retire(&["v1beta1", "--unused-for", "0s", "--apply"]);
     assert_eq!(again.code, 0, "{again:?}");
     assert!(again.stdout.contains("1. [done]") && again.stdout.contains("3. [done]"), "{}", again.stdout);
-    let (_, dir) = served.terminate();
-    assert_eq!(stored(&dir.path().join("data")), HashMap::from([("example.com/v1".into(), 300)]));
+    let (_, data) = served.terminate();
+    assert_eq!(stored(&data), HashMap::from([("example.com/v1".into(), 300)]));
 }

@@ -5,38 +5,64 @@
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crdctl_storage::etcd::cluster::LocalCluster;
 use serde_json::Value;
 
 use crate::util::repo_root;
 
-/// A `crdctl serve` process on a free loopback port with its data in a temporary directory.
-pub struct Served {
-    child: Child,
+/// Where a `crdctl serve` process keeps its state; it outlives the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded default, a redb database in a directory.
+    Redb,
+    /// A real etcd (one member, on free ports), which several servers may share.
+    Etcd,
+}
+
+/// The state behind one server: a directory (its kubeconfig, and the redb data) and, on etcd,
+/// the cluster, shared with replicas.
+pub struct Data {
     pub dir: tempfile::TempDir,
-    pub kubeconfig: PathBuf,
+    pub etcd: Option<Arc<Mutex<LocalCluster>>>,
 }
 
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Served {
-    /// Starts the real binary with `args` after `serve --listen 127.0.0.1:0 --data <tmp>/data`.
-    pub fn start(args: &[&str]) -> Served {
-        let dir = tempfile::tempdir().unwrap();
-        Served::start_in(dir, args)
+impl Data {
+    pub fn new(backend: Backend) -> Data {
+        let etcd =
+            (backend == Backend::Etcd).then(|| Arc::new(Mutex::new(LocalCluster::start(1).expect("etcd starts"))));
+        Data { dir: tempfile::tempdir().unwrap(), etcd }
     }
 
-    /// Starts it on the data already in `dir`.
-    pub fn start_in(dir: tempfile::TempDir, args: &[&str]) -> Served {
+    /// State on a new etcd cluster of `members` members.
+    pub fn on_cluster(members: usize) -> Data {
+        let etcd = LocalCluster::start(members).expect("etcd starts");
+        Data { dir: tempfile::tempdir().unwrap(), etcd: Some(Arc::new(Mutex::new(etcd))) }
+    }
+
+    /// Another server's state on the same etcd (its own directory for its kubeconfig).
+    pub fn replica(&self) -> Data {
+        assert!(self.etcd.is_some(), "replicas share an etcd");
+        Data { dir: tempfile::tempdir().unwrap(), etcd: self.etcd.clone() }
+    }
+
+    /// The flags that point `crdctl serve` or `crdctl store stats` at this state.
+    pub fn store_args(&self) -> Vec<String> {
+        match &self.etcd {
+            Some(etcd) => vec!["--etcd".into(), etcd.lock().unwrap().endpoints().join(",")],
+            None => vec!["--data".into(), self.dir.path().join("data").display().to_string()],
+        }
+    }
+
+    /// Starts the real binary on this state with `args` after `serve --listen 127.0.0.1:0`.
+    pub fn serve(self, args: &[&str]) -> Served {
         let mut child = Command::new(env!("CARGO_BIN_EXE_crdctl"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data"])
-            .arg(dir.path().join("data"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(self.store_args())
+            .arg("--write-kubeconfig")
+            .arg(self.dir.path().join("kubeconfig"))
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -48,7 +74,43 @@ impl Served {
         let export = lines.next().unwrap().unwrap();
         let kubeconfig = PathBuf::from(export.strip_prefix("export KUBECONFIG=").expect("the export line"));
         assert_eq!(lines.next().unwrap().unwrap(), "kubectl get crds");
-        Served { child, dir, kubeconfig }
+        Served { child, data: Some(self), kubeconfig }
+    }
+}
+
+/// A `crdctl serve` process on a free loopback port.
+pub struct Served {
+    child: Child,
+    data: Option<Data>,
+    pub kubeconfig: PathBuf,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Served {
+    /// A server on the embedded store in a temporary directory.
+    pub fn start(args: &[&str]) -> Served {
+        Data::new(Backend::Redb).serve(args)
+    }
+
+    /// A server on fresh state of `backend`.
+    pub fn start_on(backend: Backend, args: &[&str]) -> Served {
+        Data::new(backend).serve(args)
+    }
+
+    /// Its state.
+    pub fn data(&self) -> &Data {
+        self.data.as_ref().expect("a running server has its data")
+    }
+
+    /// Another server on the same etcd.
+    pub fn replica(&self, args: &[&str]) -> Served {
+        self.data().replica().serve(args)
     }
 
     /// The server's base URL, read from its kubeconfig.
@@ -59,24 +121,34 @@ impl Served {
     }
 
     /// Kills the process with SIGKILL, keeping the data.
-    pub fn kill(mut self) -> tempfile::TempDir {
+    pub fn kill(mut self) -> Data {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap())
+        self.data.take().expect("the data")
     }
 
     /// Sends SIGTERM and returns the exit code.
-    pub fn terminate(mut self) -> (i32, tempfile::TempDir) {
+    pub fn terminate(mut self) -> (i32, Data) {
         let pid = self.child.id().to_string();
         assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
         let status = self.child.wait().unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let data = std::mem::replace(&mut self.dir, dir);
-        (status.code().unwrap_or(-1), data)
+        (status.code().unwrap_or(-1), self.data.take().expect("the data"))
     }
 }
 
-/// The kubectl versions to test with.
+/// Defines, for each `fn name(backend: Backend)` named, one test per storage backend:
+/// `on_redb::name` and `on_etcd::name`.
+macro_rules! on_each_backend {
+    ($($test:ident),* $(,)?) => {
+        mod on_redb {
+            $( #[test] fn $test() { super::$test(crate::serve::Backend::Redb) } )*
+        }
+        mod on_etcd {
+            $( #[test] fn $test() { super::$test(crate::serve::Backend::Etcd) } )*
+        }
+    };
+}
+
 /// The kubectl versions the end-to-end tests run (`CRDCTL_KUBECTL_VERSIONS`, default the
 /// oldest and newest that ship).
 pub fn kubectl_versions() -> Vec<String> {
@@ -224,8 +296,8 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 }
 
 /// The seed's whole story with the None strategy, for one kubectl version.
-fn seed_story(version: &str) {
-    let served = Served::start(&[]);
+fn seed_story(backend: Backend, version: &str) {
+    let served = Served::start_on(backend, &[]);
     let k = Kubectl::new(version, &served);
 
     // A CRD with v1beta1 only; kubectl waits for Established.
@@ -329,23 +401,28 @@ fn seed_story(version: &str) {
     assert_eq!(k.ok(&["get", "crd"]).stderr.trim(), "No resources found");
 }
 
-#[test]
-fn kubectl_drives_the_seed_story() {
+fn kubectl_drives_the_seed_story(backend: Backend) {
     for version in kubectl_versions() {
-        seed_story(&version);
+        seed_story(backend, &version);
     }
 }
 
-#[test]
-fn data_survives_a_restart_and_sigterm_exits_cleanly() {
-    let served = Served::start(&[]);
+on_each_backend!(
+    kubectl_drives_the_seed_story,
+    data_survives_a_restart_and_sigterm_exits_cleanly,
+    webhook_conversion_through_the_example_over_tls,
+    acknowledged_writes_survive_sigkill,
+);
+
+fn data_survives_a_restart_and_sigterm_exits_cleanly(backend: Backend) {
+    let served = Served::start_on(backend, &[]);
     let k = Kubectl::new("1.33", &served);
     k.apply(&example("3-v1-storage.yaml"));
     k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
     k.apply("apiVersion: example.com/v1\nkind: CronTab\nmetadata:\n  name: kept\nhost: h\nport: \"1\"\n");
-    let (code, dir) = served.terminate();
+    let (code, data) = served.terminate();
     assert_eq!(code, 0, "SIGTERM is a clean stop");
-    let served = Served::start_in(dir, &[]);
+    let served = data.serve(&[]);
     let k = Kubectl::new("1.33", &served);
     assert_eq!(k.json(&["get", "crontab", "kept"])["host"], "h");
 }
@@ -368,13 +445,12 @@ fn webhook_crd(ca_bundle: &str) -> String {
     example("4-webhook.yaml").replace("caBundle: \"Cg==\"", &format!("caBundle: \"{ca_bundle}\""))
 }
 
-#[test]
-fn webhook_conversion_through_the_example_over_tls() {
+fn webhook_conversion_through_the_example_over_tls(backend: Backend) {
     let work = tempfile::tempdir().unwrap();
     let certs = crate::webhook::certs(work.path());
     let webhook = crate::webhook::start_example(&certs);
     let mapping = format!("default/example-conversion-webhook-server=127.0.0.1:{}", webhook.port);
-    let served = Served::start(&["--webhook-service", &mapping]);
+    let served = Served::start_on(backend, &["--webhook-service", &mapping]);
     let k = Kubectl::new("1.33", &served);
     let ca_bundle = std::fs::read_to_string(certs.join("ca-bundle.txt")).unwrap();
     k.apply(&webhook_crd(ca_bundle.trim()));
@@ -398,10 +474,9 @@ fn webhook_conversion_through_the_example_over_tls() {
     assert!(failed.stderr.contains("conversion webhook for example.com/v1, Kind=CronTab failed:"), "{failed:?}");
 }
 
-#[test]
-fn acknowledged_writes_survive_sigkill() {
+fn acknowledged_writes_survive_sigkill(backend: Backend) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let mut served = Served::start(&[]);
+    let mut served = Served::start_on(backend, &[]);
     let k = Kubectl::new("1.33", &served);
     k.apply(&example("3-v1-storage.yaml"));
     k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
@@ -441,7 +516,7 @@ fn acknowledged_writes_survive_sigkill() {
         });
         let (writers, acked) = acked;
         // Kill while the writers are still sending.
-        let dir = served.kill();
+        let data = served.kill();
         runtime.block_on(async {
             for writer in writers {
                 let _ = writer.await;
@@ -449,7 +524,7 @@ fn acknowledged_writes_survive_sigkill() {
         });
         assert!(acked.len() >= 400, "only {} writes were acknowledged", acked.len());
         acknowledged.extend(acked);
-        served = Served::start_in(dir, &[]);
+        served = data.serve(&[]);
         let listed = Kubectl::new("1.33", &served).json(&["get", "crontabs"]);
         let names: std::collections::HashSet<&str> =
             listed["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
@@ -494,13 +569,13 @@ fn tls_token_kubeconfig_and_plain_kubernetes_mode() {
     let first = &banner[0];
     let kubeconfig = dir.path().join("kubeconfig");
     assert_eq!(banner[1], format!("export KUBECONFIG={}", kubeconfig.display()));
-    let served = Served { child, dir, kubeconfig };
+    let served = Served { child, data: Some(Data { dir, etcd: None }), kubeconfig };
     assert!(first.contains("listening on https://127.0.0.1:") && first.ends_with("(in memory)"), "{first}");
     let k = Kubectl::new("1.33", &served);
     assert!(k.ok(&["get", "namespaces"]).stdout.contains("default"));
     // A wrong token is refused (401).
     let wrong = std::fs::read_to_string(&served.kubeconfig).unwrap().replace("token: s3cret", "token: wrong");
-    let wrong_path = served.dir.path().join("wrong-token");
+    let wrong_path = served.data().dir.path().join("wrong-token");
     std::fs::write(&wrong_path, wrong).unwrap();
     let wrong = Kubectl { binary: kubectl_binary("1.33"), kubeconfig: wrong_path, cache: tempfile::tempdir().unwrap() };
     let refused = wrong.run(&["get", "namespaces"]);
@@ -528,7 +603,7 @@ fn serving_goes_on_when_nobody_reads_standard_output() {
         .unwrap();
     let kubeconfig = dir.path().join("data/kubeconfig");
     wait_until("the kubeconfig", || kubeconfig.exists());
-    let served = Served { child, dir, kubeconfig };
+    let served = Served { child, data: Some(Data { dir, etcd: None }), kubeconfig };
     std::thread::sleep(Duration::from_millis(300));
     let k = Kubectl::new("1.33", &served);
     assert!(k.ok(&["get", "namespaces"]).stdout.contains("default"));

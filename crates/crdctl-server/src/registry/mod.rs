@@ -328,6 +328,20 @@ impl Registry {
     }
 }
 
+/// The resource a store prefix belongs to, for the watch cache: `/registry/<resource>/` for the
+/// core group (no dot in its name), `/registry/<group>/<plural>/` for the others (API groups
+/// have dots); namespaced prefixes share their resource's cache.
+pub fn resource_prefix(prefix: &str) -> Option<String> {
+    let rest = prefix.strip_prefix("/registry/")?;
+    let mut segments = rest.split('/');
+    let first = segments.next().filter(|s| !s.is_empty())?;
+    if !first.contains('.') {
+        return Some(format!("/registry/{first}/"));
+    }
+    let plural = segments.next().filter(|s| !s.is_empty())?;
+    Some(format!("/registry/{first}/{plural}/"))
+}
+
 /// A stored object with its `resourceVersion`.
 pub fn decode(bytes: &[u8], revision: Revision) -> Option<Value> {
     let mut object: Value = serde_json::from_slice(bytes).ok()?;

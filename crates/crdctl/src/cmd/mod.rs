@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod convert_crd;
+pub mod etcd;
 pub mod migrate;
 pub mod retire_version;
 pub mod serve;
@@ -45,8 +46,10 @@ pub enum Command {
     /// Serve CRDs and custom resources to kubectl (a Kubernetes-compatible API server).
     ///
     /// Data is kept on disk in --data (an embedded redb database; every acknowledged write is
-    /// durable), or only in memory with --in-memory. On start it prints the address and the
-    /// KUBECONFIG line that points kubectl at it. Listening beyond loopback requires --tls-cert,
+    /// durable), only in memory with --in-memory, or in etcd with --etcd, where several servers
+    /// share one state as kube-apiserver replicas do (watches and resourceVersion="0" lists are
+    /// then served from a watch cache). On start it prints the address and the KUBECONFIG line
+    /// that points kubectl at it. Listening beyond loopback requires --tls-cert,
     /// --tls-key and --token-file. SIGTERM or Ctrl-C stops it gracefully.
     ///
     /// --crd-upgrade-safety Strict (the default) refuses CRD updates that OLM v1's preflight

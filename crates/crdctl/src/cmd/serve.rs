@@ -17,12 +17,18 @@ pub struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:6443")]
     listen: SocketAddr,
-    /// Directory of the on-disk store.
+    /// Directory of the on-disk store (and of the kubeconfig).
     #[arg(long, default_value = ".crdctl", conflicts_with = "in_memory")]
     data: PathBuf,
     /// Keep everything in memory; nothing survives a restart.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "etcd")]
     in_memory: bool,
+    #[command(flatten)]
+    etcd: super::etcd::EtcdArgs,
+    /// With --etcd: serve watches and resourceVersion="0" lists from a watch cache per
+    /// resource, as kube-apiserver does.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    watch_cache: bool,
     /// PEM certificate for HTTPS.
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -92,16 +98,20 @@ async fn serve(args: Args) -> anyhow::Result<Outcome> {
             SafetyArg::None => UpgradeSafety::None,
         },
         webhook_services: args.webhook_services.iter().cloned().collect::<HashMap<_, _>>(),
+        watch_cache: args.etcd.enabled() && args.watch_cache,
     };
     let (store, where_): (Arc<dyn crdctl_storage::Store>, String) = if args.in_memory {
         (Arc::new(crdctl_storage::memory::open()), "in memory".into())
+    } else if args.etcd.enabled() {
+        let store = args.etcd.open().await?;
+        (Arc::new(store), format!("data in etcd {} under {}", args.etcd.etcd.join(","), args.etcd.etcd_prefix))
     } else {
         let store = crdctl_storage::redb::open(&args.data)
             .with_context(|| format!("{}: cannot open the store", args.data.display()))?;
         (Arc::new(store), format!("data in {}", args.data.display()))
     };
     let server = Server::start(config, store).await?;
-    let kubeconfig_path = match (&args.write_kubeconfig, args.in_memory) {
+    let kubeconfig_path = match (&args.write_kubeconfig, args.in_memory || args.etcd.enabled()) {
         (Some(path), _) => path.clone(),
         (None, false) => args.data.join("kubeconfig"),
         (None, true) => std::env::temp_dir().join(format!("crdctl-{}.kubeconfig", server.address().port())),

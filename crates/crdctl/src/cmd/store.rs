@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use crdctl_server::stats::{StoredVersions, Tally};
+use crdctl_storage::{ListOptions, Store as _};
 use serde::Serialize;
 
 use super::Outcome;
@@ -13,9 +14,10 @@ use crate::output::{self, Format, Report};
 /// Subcommands of `crdctl store`.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// For each resource, how many objects are stored in each apiVersion (read-only; the server
-    /// must be stopped). The API converts every read, so only this shows what a storage
-    /// migration has left to do, or that it is done.
+    /// For each resource, how many objects are stored in each apiVersion (read-only; with the
+    /// on-disk store the server must be stopped, with --etcd it may run). The API converts
+    /// every read, so only this shows what a storage migration has left to do, or that it is
+    /// done.
     Stats(StatsArgs),
 }
 
@@ -23,8 +25,10 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 pub struct StatsArgs {
     /// The data directory of `crdctl serve`.
-    #[arg(long, default_value = ".crdctl")]
+    #[arg(long, default_value = ".crdctl", conflicts_with = "etcd")]
     data: PathBuf,
+    #[command(flatten)]
+    etcd: super::etcd::EtcdArgs,
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Format::Text)]
     output: Format,
@@ -38,9 +42,19 @@ pub fn run(command: Command) -> anyhow::Result<Outcome> {
 }
 
 fn stats(args: StatsArgs) -> anyhow::Result<Outcome> {
-    let store = crdctl_storage::redb::ReadOnlyStore::open(&args.data).context("cannot read the store")?;
     let mut tally = Tally::default();
-    let revision = store.for_each("/registry/", |entry| tally.add(&entry.key, &entry.value))?;
+    let revision = if args.etcd.enabled() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        runtime.block_on(async {
+            let store = args.etcd.open().await?;
+            let page = store.list(ListOptions { prefix: "/registry/", ..Default::default() }).await?;
+            page.entries.iter().for_each(|entry| tally.add(&entry.key, &entry.value));
+            anyhow::Ok(page.revision)
+        })?
+    } else {
+        let store = crdctl_storage::redb::ReadOnlyStore::open(&args.data).context("cannot read the store")?;
+        store.for_each("/registry/", |entry| tally.add(&entry.key, &entry.value))?
+    };
     output::print(&StatsReport(tally.finish(revision)), args.output)?;
     Ok(Outcome::Clean)
 }

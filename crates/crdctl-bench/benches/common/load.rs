@@ -1,0 +1,148 @@
+//! The HTTP load generator the server benchmarks share.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How long each rate is measured.
+pub const RUN_FOR: Duration = Duration::from_secs(2);
+
+/// An HTTP load generator over one server or several replicas (client `i` talks to replica
+/// `i mod n`).
+pub struct Load {
+    http: reqwest::Client,
+    bases: Vec<String>,
+}
+
+impl Load {
+    /// A load generator for the servers at `bases`.
+    pub fn new(bases: Vec<String>) -> Load {
+        Load { http: reqwest::Client::new(), bases }
+    }
+
+    /// The base URL of replica `replica mod n`.
+    pub fn base(&self, replica: usize) -> &str {
+        &self.bases[replica % self.bases.len()]
+    }
+
+    /// One request to the first server.
+    pub async fn send(&self, method: reqwest::Method, path: &str, body: Option<String>) -> (u16, bytes::Bytes) {
+        self.send_to(0, method, path, body).await
+    }
+
+    /// One request to replica `replica mod n`.
+    pub async fn send_to(
+        &self,
+        replica: usize,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<String>,
+    ) -> (u16, bytes::Bytes) {
+        let mut request = self.http.request(method, format!("{}{path}", self.base(replica)));
+        if let Some(body) = body {
+            request = request.header("Content-Type", "application/json").body(body);
+        }
+        let response = request.send().await.unwrap();
+        (response.status().as_u16(), response.bytes().await.unwrap())
+    }
+
+    /// Creates objects from `clients` tasks for `RUN_FOR`, or until `until` objects exist.
+    pub async fn creates(
+        self: &Arc<Self>,
+        version: &str,
+        body: fn(&str, &str) -> String,
+        clients: usize,
+        until: Option<usize>,
+        prefix: &str,
+    ) -> (f64, usize) {
+        let count = Arc::new(AtomicUsize::new(0));
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..clients)
+            .map(|client| {
+                let (load, count, version, prefix) =
+                    (Arc::clone(self), Arc::clone(&count), version.to_string(), prefix.to_string());
+                tokio::spawn(async move {
+                    let path = format!("/apis/example.com/{version}/namespaces/default/crontabs");
+                    let mut i = 0;
+                    loop {
+                        let done = count.load(Ordering::Relaxed);
+                        match until {
+                            Some(limit) if done >= limit => break,
+                            None if started.elapsed() >= RUN_FOR => break,
+                            _ => {}
+                        }
+                        let name = format!("{prefix}-{client:02}-{i:06}");
+                        let (code, answer) =
+                            load.send_to(client, reqwest::Method::POST, &path, Some(body(&name, &version))).await;
+                        assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
+                        count.fetch_add(1, Ordering::Relaxed);
+                        i += 1;
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let n = count.load(Ordering::Relaxed);
+        (n as f64 / started.elapsed().as_secs_f64(), n)
+    }
+
+    /// Gets of `names` from `clients` tasks for `RUN_FOR`.
+    pub async fn gets(self: &Arc<Self>, names: Arc<Vec<String>>, clients: usize) -> f64 {
+        let count = Arc::new(AtomicUsize::new(0));
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..clients)
+            .map(|client| {
+                let (load, count, names) = (Arc::clone(self), Arc::clone(&count), Arc::clone(&names));
+                tokio::spawn(async move {
+                    let mut i = client;
+                    while started.elapsed() < RUN_FOR {
+                        let path =
+                            format!("/apis/example.com/v1/namespaces/default/crontabs/{}", names[i % names.len()]);
+                        assert_eq!(load.send(reqwest::Method::GET, &path, None).await.0, 200);
+                        count.fetch_add(1, Ordering::Relaxed);
+                        i += clients;
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+    }
+
+    /// The median time of three full lists at `version` with `query` (`resourceVersion=0`, …),
+    /// checking the item count.
+    pub async fn list(&self, version: &str, query: &str, expected: usize) -> Duration {
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            let (code, body) = self
+                .send(
+                    reqwest::Method::GET,
+                    &format!("/apis/example.com/{version}/namespaces/default/crontabs?{query}"),
+                    None,
+                )
+                .await;
+            let elapsed = t.elapsed();
+            assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+            let list: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(list["items"].as_array().unwrap().len(), expected);
+            assert_eq!(list["items"][0]["apiVersion"], format!("example.com/{version}"));
+            times.push(elapsed);
+        }
+        times.sort();
+        times[1]
+    }
+}
+
+/// A CronTab at `version` in the v1 shape.
+pub fn v1_body(name: &str, version: &str) -> String {
+    format!(
+        r#"{{"apiVersion":"example.com/{version}","kind":"CronTab","metadata":{{"name":"{name}"}},"host":"localhost","port":"1234"}}"#
+    )
+}

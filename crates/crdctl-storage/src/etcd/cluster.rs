@@ -1,0 +1,153 @@
+//! Real etcd processes on free loopback ports in a temporary directory, for tests and
+//! benchmarks: one member or several forming a cluster, each of which can be killed and
+//! restarted on its data.
+//!
+//! It runs the `etcd` binary on the `PATH` (Debian: `etcd-server`); without it,
+//! [`LocalCluster::start`] fails and says so, it never pretends.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a member has to answer `/health` after it starts.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One etcd member.
+struct Member {
+    name: String,
+    client_port: u16,
+    peer_port: u16,
+    child: Option<Child>,
+}
+
+/// A local etcd cluster; every member is killed when it is dropped.
+pub struct LocalCluster {
+    dir: tempfile::TempDir,
+    members: Vec<Member>,
+    token: String,
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        for index in 0..self.members.len() {
+            self.kill(index);
+        }
+    }
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+impl LocalCluster {
+    /// Starts `size` members and waits until each is healthy.
+    pub fn start(size: usize) -> std::io::Result<LocalCluster> {
+        let dir = tempfile::tempdir()?;
+        let token = dir.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let mut members = Vec::new();
+        for index in 0..size {
+            members.push(Member {
+                name: format!("m{index}"),
+                client_port: free_port()?,
+                peer_port: free_port()?,
+                child: None,
+            });
+        }
+        let mut cluster = LocalCluster { dir, members, token };
+        for index in 0..size {
+            cluster.spawn(index)?;
+        }
+        for index in 0..size {
+            cluster.wait_healthy(index)?;
+        }
+        Ok(cluster)
+    }
+
+    /// The members' client URLs, for `--etcd`.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(|m| format!("http://127.0.0.1:{}", m.client_port)).collect()
+    }
+
+    /// Where member `index` logs.
+    pub fn log(&self, index: usize) -> PathBuf {
+        self.dir.path().join(format!("{}.log", self.members[index].name))
+    }
+
+    fn spawn(&mut self, index: usize) -> std::io::Result<()> {
+        let initial_cluster = self
+            .members
+            .iter()
+            .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer_port))
+            .collect::<Vec<_>>()
+            .join(",");
+        let member = &self.members[index];
+        let client = format!("http://127.0.0.1:{}", member.client_port);
+        let peer = format!("http://127.0.0.1:{}", member.peer_port);
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.log(index))?;
+        let child = Command::new("etcd")
+            .arg("--name")
+            .arg(&member.name)
+            .arg("--data-dir")
+            .arg(self.dir.path().join(&member.name))
+            .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &initial_cluster, "--initial-cluster-token", &self.token])
+            .args(["--initial-cluster-state", "new"])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .map_err(|err| {
+                std::io::Error::new(err.kind(), format!("cannot run etcd (Debian: apt-get install etcd-server): {err}"))
+            })?;
+        self.members[index].child = Some(child);
+        Ok(())
+    }
+
+    fn wait_healthy(&mut self, index: usize) -> std::io::Result<()> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        let port = self.members[index].client_port;
+        while Instant::now() < deadline {
+            if let Some(child) = self.members[index].child.as_mut()
+                && let Some(status) = child.try_wait()?
+            {
+                let log = std::fs::read_to_string(self.log(index)).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(5).collect();
+                return Err(std::io::Error::other(format!("etcd exited with {status}: {}", tail.join(" | "))));
+            }
+            if healthy(port) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(std::io::Error::other(format!("etcd on port {port} was not healthy within {START_TIMEOUT:?}")))
+    }
+
+    /// Kills member `index` with SIGKILL, keeping its data.
+    pub fn kill(&mut self, index: usize) {
+        if let Some(mut child) = self.members[index].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts member `index` again on its data and waits until it is healthy.
+    pub fn restart(&mut self, index: usize) -> std::io::Result<()> {
+        self.kill(index);
+        self.spawn(index)?;
+        self.wait_healthy(index)
+    }
+}
+
+/// Whether etcd answers `GET /health` on `port` with `"health":"true"`.
+fn healthy(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = format!("GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    let mut answer = String::new();
+    stream.write_all(request.as_bytes()).is_ok()
+        && stream.read_to_string(&mut answer).is_ok()
+        && answer.contains("\"health\":\"true\"")
+}

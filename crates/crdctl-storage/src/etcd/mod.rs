@@ -1,0 +1,470 @@
+//! The etcd backend: the store kube-apiserver itself runs on, so several `crdctl serve`
+//! replicas can share one state.
+//!
+//! The mapping is the one kube-apiserver's etcd3 store makes (`apiserver/pkg/storage/etcd3`):
+//! keys live under a prefix, values are the stored bytes, an [`Entry`]'s revisions are etcd's
+//! `create_revision` and `mod_revision`, every write is one transaction that compares the key's
+//! revision and on failure reads the key back to say why, lists are ranges at a revision, and
+//! watches are etcd watches from a revision with the previous value.
+//!
+//! The history window is enforced by compaction, coordinated between replicas as
+//! kube-apiserver coordinates it (`etcd3/compact.go`): a replica that wants to compact first
+//! swaps the `compact_rev_key` key with a transaction comparing its revision, so of several
+//! replicas only one compacts each time. Compacted revisions answer [`StoreError::Compacted`].
+//!
+//! Every call has a deadline. A call that cannot reach etcd fails with
+//! [`StoreError::Unavailable`]; a write whose answer did not arrive in time fails with
+//! [`StoreError::Timeout`], since it may or may not have been applied — a transaction is never
+//! half applied either way.
+
+pub mod cluster;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use etcd_client::{
+    Certificate, Client, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions, Identity, KeyValue,
+    KvClient, PutOptions, TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
+};
+
+use crate::{Entry, Event, EventKind, ListOptions, ListPage, Revision, Stats, Store, StoreError, Watch, Write};
+
+/// The key kube-apiserver's compactor coordinates through; shared by every replica on the
+/// cluster whatever its prefix, because compaction is cluster-wide.
+const COMPACT_KEY: &str = "compact_rev_key";
+/// Keys read per range when a caller asks for a whole list.
+const RANGE_PAGE: i64 = 1000;
+/// Events a watcher holds for its consumer before the reader waits.
+const WATCH_BUFFER: usize = 256;
+
+/// How to reach etcd and how much history to keep.
+#[derive(Debug, Clone)]
+pub struct EtcdConfig {
+    /// Client URLs, `http://127.0.0.1:2379` or https.
+    pub endpoints: Vec<String>,
+    /// Every key is stored under this prefix (`/crdctl`).
+    pub prefix: String,
+    /// PEM CA bundle that signs the etcd servers' certificates.
+    pub ca: Option<Vec<u8>>,
+    /// PEM client certificate and key.
+    pub identity: Option<(Vec<u8>, Vec<u8>)>,
+    /// How many revisions stay readable.
+    pub window: Revision,
+    /// How often the compactor looks at the window.
+    pub compaction_interval: Duration,
+    /// The deadline of each call.
+    pub timeout: Duration,
+}
+
+impl EtcdConfig {
+    /// A configuration for `endpoints` with kube-apiserver-like defaults.
+    pub fn new(endpoints: Vec<String>) -> EtcdConfig {
+        EtcdConfig {
+            endpoints,
+            prefix: "/crdctl".into(),
+            ca: None,
+            identity: None,
+            window: crate::local::DEFAULT_HISTORY_WINDOW,
+            compaction_interval: Duration::from_secs(60),
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A [`Store`] on etcd.
+pub struct EtcdStore {
+    shared: Arc<Shared>,
+    compactor: tokio::task::JoinHandle<()>,
+}
+
+struct Shared {
+    client: Client,
+    prefix: String,
+    timeout: Duration,
+    /// The highest compaction this replica has seen, as our `compacted` (revisions at or below
+    /// it are gone).
+    compacted: AtomicU64,
+}
+
+impl Drop for EtcdStore {
+    fn drop(&mut self) {
+        self.compactor.abort();
+    }
+}
+
+/// Connects to etcd. The connection is lazy: a store opened while etcd is down answers
+/// `Unavailable` until etcd is reachable, then recovers by itself.
+pub async fn open(config: EtcdConfig) -> Result<EtcdStore, StoreError> {
+    let mut options = ConnectOptions::new()
+        .with_connect_timeout(config.timeout)
+        .with_keep_alive(Duration::from_secs(2), config.timeout)
+        .with_keep_alive_while_idle(true);
+    if config.ca.is_some() || config.identity.is_some() {
+        let mut tls = TlsOptions::new();
+        if let Some(ca) = &config.ca {
+            tls = tls.ca_certificate(Certificate::from_pem(ca));
+        }
+        if let Some((cert, key)) = &config.identity {
+            tls = tls.identity(Identity::from_pem(cert, key));
+        }
+        options = options.with_tls(tls);
+    }
+    let client = Client::connect(&config.endpoints, Some(options))
+        .await
+        .map_err(|err| StoreError::Unavailable(format!("etcd {}: {err}", config.endpoints.join(","))))?;
+    let shared = Arc::new(Shared {
+        client,
+        prefix: config.prefix.trim_end_matches('/').to_string(),
+        timeout: config.timeout,
+        compacted: AtomicU64::new(0),
+    });
+    let compactor = tokio::spawn(Arc::clone(&shared).compact_forever(config.window, config.compaction_interval));
+    Ok(EtcdStore { shared, compactor })
+}
+
+/// The key after every key that starts with `prefix` (etcd's `GetPrefixRangeEnd`).
+fn range_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+fn revision_of(value: i64) -> Revision {
+    Revision::try_from(value).unwrap_or_default()
+}
+
+fn signed(revision: Revision) -> i64 {
+    i64::try_from(revision).unwrap_or(i64::MAX)
+}
+
+impl Shared {
+    fn kv(&self) -> KvClient {
+        self.client.kv_client()
+    }
+
+    fn etcd_key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    fn entry(&self, kv: &KeyValue) -> Result<Entry, StoreError> {
+        let key = std::str::from_utf8(kv.key()).map_err(|_| StoreError::Corrupt("a key is not UTF-8".into()))?;
+        let key = key
+            .strip_prefix(&self.prefix)
+            .ok_or_else(|| StoreError::Corrupt(format!("{key} is outside the prefix")))?;
+        Ok(Entry {
+            key: key.to_string(),
+            value: kv.value().to_vec(),
+            create_revision: revision_of(kv.create_revision()),
+            mod_revision: revision_of(kv.mod_revision()),
+        })
+    }
+
+    /// Runs one etcd call under the deadline; `write` says whether a missed deadline leaves the
+    /// outcome unknown.
+    async fn call<T>(
+        &self,
+        write: bool,
+        call: impl std::future::Future<Output = Result<T, etcd_client::Error>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(err)) => Err(self.error(err, write).await),
+            Err(_) if write => Err(StoreError::Timeout(format!("etcd did not answer within {:?}", self.timeout))),
+            Err(_) => Err(StoreError::Unavailable(format!("etcd did not answer within {:?}", self.timeout))),
+        }
+    }
+
+    async fn error(&self, err: etcd_client::Error, write: bool) -> StoreError {
+        if let etcd_client::Error::GRpcStatus(status) = &err {
+            let uncertain = matches!(status.code(), tonic::Code::DeadlineExceeded | tonic::Code::Cancelled);
+            if write && uncertain {
+                return StoreError::Timeout(status.message().to_string());
+            }
+        }
+        StoreError::Unavailable(format!("etcd: {err}"))
+    }
+
+    async fn revision(&self) -> Result<Revision, StoreError> {
+        let response = self.call(false, self.kv().get(COMPACT_KEY, Some(GetOptions::new().with_count_only()))).await?;
+        Ok(response.header().map(|h| revision_of(h.revision())).unwrap_or_default())
+    }
+
+    /// The compaction recorded in `compact_rev_key`, if any, with the key's `mod_revision`.
+    async fn recorded_compaction(&self) -> Result<(Revision, i64), StoreError> {
+        let response = self.call(false, self.kv().get(COMPACT_KEY, None)).await?;
+        let Some(kv) = response.kvs().first() else { return Ok((0, 0)) };
+        let compacted = std::str::from_utf8(kv.value()).ok().and_then(|v| v.parse().ok()).unwrap_or_default();
+        self.compacted.fetch_max(compacted, Ordering::Relaxed);
+        Ok((compacted, kv.mod_revision()))
+    }
+
+    /// Why a read at `requested` failed: compacted, in the future, or etcd unreachable.
+    async fn read_error(&self, requested: Revision, err: StoreError) -> StoreError {
+        let StoreError::Unavailable(text) = &err else { return err };
+        if text.contains("required revision has been compacted") {
+            let compacted = self.recorded_compaction().await.map(|(c, _)| c).unwrap_or_default();
+            return StoreError::Compacted {
+                requested,
+                compacted: compacted.max(self.compacted.load(Ordering::Relaxed)),
+            };
+        }
+        if text.contains("required revision is a future revision") {
+            let current = self.revision().await.unwrap_or_default();
+            return StoreError::FutureRevision { requested, current };
+        }
+        err
+    }
+
+    async fn range(
+        &self,
+        options: &ListOptions<'_>,
+        limit: i64,
+        revision: Option<Revision>,
+    ) -> Result<ListPage, StoreError> {
+        let prefix = self.etcd_key(options.prefix);
+        let start = match options.start_after {
+            Some(after) => format!("{}\0", self.etcd_key(after)),
+            None => prefix.clone(),
+        };
+        let mut get = GetOptions::new().with_range(range_end(prefix.as_bytes())).with_limit(limit);
+        if let Some(revision) = revision {
+            get = get.with_revision(signed(revision));
+        }
+        let response = match self.call(false, self.kv().get(start, Some(get))).await {
+            Ok(response) => response,
+            Err(err) => return Err(self.read_error(revision.unwrap_or_default(), err).await),
+        };
+        let entries = response.kvs().iter().map(|kv| self.entry(kv)).collect::<Result<Vec<_>, _>>()?;
+        let count = u64::try_from(response.count()).unwrap_or_default();
+        let remaining = count.saturating_sub(entries.len() as u64);
+        let at = revision.unwrap_or_else(|| response.header().map(|h| revision_of(h.revision())).unwrap_or_default());
+        Ok(ListPage { entries, revision: at, more: response.more(), remaining })
+    }
+
+    /// Keeps the last `window` revisions: each `interval`, if the store moved past the window
+    /// since the last compaction, records the new compaction in `compact_rev_key` (a
+    /// transaction on its revision, so only one replica wins) and compacts.
+    async fn compact_forever(self: Arc<Self>, window: Revision, interval: Duration) {
+        loop {
+            tokio::time::sleep(interval).await;
+            if let Err(err) = self.compact_once(window).await {
+                tracing::debug!(error = %err, "etcd compaction skipped");
+            }
+        }
+    }
+
+    async fn compact_once(&self, window: Revision) -> Result<(), StoreError> {
+        let (compacted, key_revision) = self.recorded_compaction().await?;
+        let current = self.revision().await?;
+        // The compactor's own write is the newest revision: nothing else happened since.
+        if signed(current) == key_revision {
+            return Ok(());
+        }
+        let target = current.saturating_sub(window);
+        if target <= compacted {
+            return Ok(());
+        }
+        let txn = Txn::new()
+            .when([Compare::mod_revision(COMPACT_KEY, CompareOp::Equal, key_revision)])
+            .and_then([TxnOp::put(COMPACT_KEY, target.to_string(), None)]);
+        if !self.call(true, self.kv().txn(txn)).await?.succeeded() {
+            return Ok(()); // another replica compacts this time
+        }
+        // Revisions after `target` stay readable; etcd keeps the revision it compacts at.
+        self.call(true, self.kv().compact(signed(target + 1), None)).await?;
+        self.compacted.fetch_max(target, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Store for EtcdStore {
+    async fn get(&self, key: &str) -> Result<Option<Entry>, StoreError> {
+        let shared = &self.shared;
+        let response = shared.call(false, shared.kv().get(shared.etcd_key(key), None)).await?;
+        response.kvs().first().map(|kv| shared.entry(kv)).transpose()
+    }
+
+    async fn list(&self, options: ListOptions<'_>) -> Result<ListPage, StoreError> {
+        if options.limit > 0 {
+            return self
+                .shared
+                .range(&options, i64::try_from(options.limit).unwrap_or(i64::MAX), options.revision)
+                .await;
+        }
+        // A whole list, read in pages at the first page's revision so it stays one snapshot.
+        let mut page = self.shared.range(&options, RANGE_PAGE, options.revision).await?;
+        let mut after = page.entries.last().map(|e| e.key.clone());
+        while page.more {
+            let next_options = ListOptions { start_after: after.as_deref(), ..options };
+            let next = self.shared.range(&next_options, RANGE_PAGE, Some(page.revision)).await?;
+            after = next.entries.last().map(|e| e.key.clone());
+            page.entries.extend(next.entries);
+            page.more = next.more;
+        }
+        page.remaining = 0;
+        Ok(page)
+    }
+
+    async fn write(&self, write: Write) -> Result<Event, StoreError> {
+        let shared = &self.shared;
+        let key = shared.etcd_key(write.key());
+        let (compare, operation, value) = match &write {
+            Write::Create { value, .. } => (
+                Compare::create_revision(key.clone(), CompareOp::Equal, 0),
+                TxnOp::put(key.clone(), value.clone(), Some(PutOptions::new().with_prev_key())),
+                Some(value.clone()),
+            ),
+            Write::Update { value, expected, .. } => (
+                Compare::mod_revision(key.clone(), CompareOp::Equal, signed(*expected)),
+                TxnOp::put(key.clone(), value.clone(), Some(PutOptions::new().with_prev_key())),
+                Some(value.clone()),
+            ),
+            Write::Delete { expected, .. } => (
+                match expected {
+                    Some(expected) => Compare::mod_revision(key.clone(), CompareOp::Equal, signed(*expected)),
+                    None => Compare::create_revision(key.clone(), CompareOp::Greater, 0),
+                },
+                TxnOp::delete(key.clone(), Some(DeleteOptions::new().with_prev_key())),
+                None,
+            ),
+        };
+        let txn = Txn::new().when([compare]).and_then([operation]).or_else([TxnOp::get(key, None)]);
+        let response = shared.call(true, shared.kv().txn(txn)).await?;
+        let revision = response.header().map(|h| revision_of(h.revision())).unwrap_or_default();
+        let responses = response.op_responses();
+        let name = write.key().to_string();
+        if !response.succeeded() {
+            let current = match responses.first() {
+                Some(TxnOpResponse::Get(get)) => get.kvs().first().map(|kv| revision_of(kv.mod_revision())),
+                _ => None,
+            };
+            return Err(match (&write, current) {
+                (Write::Create { .. }, _) => StoreError::AlreadyExists { key: name },
+                (_, None) => StoreError::NotFound { key: name },
+                (Write::Update { expected, .. }, Some(current)) => {
+                    StoreError::Conflict { key: name, expected: *expected, current }
+                }
+                (Write::Delete { expected, .. }, Some(current)) => {
+                    StoreError::Conflict { key: name, expected: expected.unwrap_or_default(), current }
+                }
+            });
+        }
+        let prev = match responses.first() {
+            Some(TxnOpResponse::Put(put)) => put.prev_key().map(|kv| shared.entry(kv)).transpose()?,
+            Some(TxnOpResponse::Delete(delete)) => delete.prev_kvs().first().map(|kv| shared.entry(kv)).transpose()?,
+            _ => None,
+        };
+        let entry = value.map(|value| Entry {
+            key: name.clone(),
+            value,
+            create_revision: prev.as_ref().map_or(revision, |p| p.create_revision),
+            mod_revision: revision,
+        });
+        let kind = if entry.is_some() { EventKind::Put } else { EventKind::Delete };
+        Ok(Event { revision, kind, key: name, entry, prev })
+    }
+
+    async fn watch(&self, prefix: &str, after: Revision) -> Result<Watch, StoreError> {
+        let shared = Arc::clone(&self.shared);
+        let etcd_prefix = shared.etcd_key(prefix);
+        let options = WatchOptions::new()
+            .with_range(range_end(etcd_prefix.as_bytes()))
+            .with_start_revision(signed(after + 1))
+            .with_prev_key();
+        // etcd reports a compacted start only after the watch is created; a read at the start
+        // revision says so at once, and a future one is fine to watch from.
+        let probe = GetOptions::new().with_count_only().with_revision(signed(after + 1));
+        if let Err(err) = shared.call(false, shared.kv().get(COMPACT_KEY, Some(probe))).await {
+            match shared.read_error(after, err).await {
+                StoreError::FutureRevision { .. } => {}
+                err => return Err(err),
+            }
+        }
+        let mut stream = shared.call(false, shared.client.watch_client().watch(etcd_prefix, Some(options))).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(WATCH_BUFFER);
+        let compacted = move |compact_revision: i64| StoreError::Compacted {
+            requested: after,
+            compacted: revision_of(compact_revision).saturating_sub(1),
+        };
+        // etcd answers a watch at a compacted revision right away; say so before returning.
+        let first = shared.call(false, stream.message()).await?;
+        let mut pending = Vec::new();
+        match first {
+            Some(response) if response.compact_revision() > 0 => return Err(compacted(response.compact_revision())),
+            Some(response) => pending.push(response),
+            None => return Err(StoreError::Unavailable("etcd closed the watch".into())),
+        }
+        tokio::spawn(async move {
+            let mut next = pending.pop();
+            loop {
+                let response = match next.take() {
+                    Some(response) => response,
+                    None => match stream.message().await {
+                        Ok(Some(response)) => response,
+                        Ok(None) => {
+                            let _ = tx.send(Err(StoreError::Unavailable("etcd closed the watch".into()))).await;
+                            return;
+                        }
+                        Err(err) => {
+                            let _ = tx.send(Err(StoreError::Unavailable(format!("etcd watch: {err}")))).await;
+                            return;
+                        }
+                    },
+                };
+                if response.compact_revision() > 0 {
+                    let _ = tx.send(Err(compacted(response.compact_revision()))).await;
+                    return;
+                }
+                if response.canceled() {
+                    let reason = response.cancel_reason().to_string();
+                    let _ = tx.send(Err(StoreError::Unavailable(format!("etcd canceled the watch: {reason}")))).await;
+                    return;
+                }
+                for event in response.events() {
+                    let converted = shared.event(event);
+                    let failed = converted.is_err();
+                    if tx.send(converted).await.is_err() || failed {
+                        return; // the consumer is gone, or the event was unreadable
+                    }
+                }
+            }
+        });
+        Ok(Watch::new(rx))
+    }
+
+    async fn revision(&self) -> Result<Revision, StoreError> {
+        self.shared.revision().await
+    }
+
+    async fn stats(&self) -> Result<Stats, StoreError> {
+        let page = self.list(ListOptions { prefix: "", ..Default::default() }).await?;
+        let (compacted, _) = self.shared.recorded_compaction().await?;
+        Ok(Stats {
+            revision: page.revision,
+            compacted,
+            keys: page.entries.len() as u64,
+            value_bytes: page.entries.iter().map(|e| e.value.len() as u64).sum(),
+        })
+    }
+}
+
+impl Shared {
+    fn event(&self, event: &etcd_client::Event) -> Result<Event, StoreError> {
+        let kv = event.kv().ok_or_else(|| StoreError::Corrupt("a watch event without a key".into()))?;
+        let prev = event.prev_kv().map(|kv| self.entry(kv)).transpose()?;
+        let current = self.entry(kv)?;
+        let (kind, entry) = match event.event_type() {
+            EventType::Put => (EventKind::Put, Some(current.clone())),
+            EventType::Delete => (EventKind::Delete, None),
+        };
+        Ok(Event { revision: current.mod_revision, kind, key: current.key, entry, prev })
+    }
+}
