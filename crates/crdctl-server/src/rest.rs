@@ -23,8 +23,10 @@ use crate::registry::{ServedCrd, crd, custom_resource, event, namespace};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::table::Column;
 
-/// How often an update is retried when it lost a race it did not ask to detect.
-const UPDATE_ATTEMPTS: usize = 5;
+/// How long an update keeps retrying races it did not ask to detect (upstream's
+/// `GuaranteedUpdate` retries for as long as the request may run; many writers on one object,
+/// through several replicas, lose many races).
+const UPDATE_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What kind of resource a request addresses.
 #[derive(Debug, Clone)]
@@ -480,8 +482,18 @@ pub async fn create(
     Ok(Reply { code: StatusCode::CREATED, body, warnings })
 }
 
+/// As the NamespaceLifecycle admission plugin: the namespace from the watch cache if it is
+/// there (a stale answer errs only towards a recently deleted namespace, as upstream's informer
+/// does), else a current read, so a namespace created a moment ago is found.
 async fn require_namespace(state: &AppState, name: &str) -> ApiResult<()> {
-    let found = state.store.get(&namespace::key(name)).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
+    let key = namespace::key(name);
+    let unavailable = |err: StoreError| ApiError::unavailable(err.to_string());
+    let cached = ListOptions { prefix: &key, min_revision: Some(0), ..Default::default() };
+    let cached = state.store.list(cached).await.map_err(unavailable)?.entries.into_iter().find(|e| e.key == key);
+    let found = match cached {
+        Some(entry) => Some(entry),
+        None => state.store.get(&key).await.map_err(unavailable)?,
+    };
     match found {
         Some(entry) if decode_entry(&entry)?.pointer("/metadata/deletionTimestamp").is_some() => {
             Err(ApiError::forbidden(
@@ -524,7 +536,8 @@ pub async fn update(
     params: &Params,
 ) -> ApiResult<Reply> {
     let status = subresource == Subresource::Status;
-    for _ in 0..UPDATE_ATTEMPTS {
+    let deadline = std::time::Instant::now() + UPDATE_RETRY_FOR;
+    while std::time::Instant::now() < deadline {
         let key = endpoint.key(name);
         let current = state.store.get(&key).await.map_err(store_error(endpoint, name))?;
         let Some(current) = current else {
@@ -762,7 +775,8 @@ fn check_preconditions(endpoint: &Endpoint, name: &str, object: &Value, options:
 
 /// DELETE one object: finalizers first mark it; otherwise it is removed.
 pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: Option<&Value>) -> ApiResult<Reply> {
-    for _ in 0..UPDATE_ATTEMPTS {
+    let deadline = std::time::Instant::now() + UPDATE_RETRY_FOR;
+    while std::time::Instant::now() < deadline {
         let key = endpoint.key(name);
         let current = state.store.get(&key).await.map_err(store_error(endpoint, name))?;
         let current = current.ok_or_else(|| ApiError::not_found(endpoint.subject(name)))?;

@@ -1,10 +1,13 @@
 //! The API over HTTP, as clients see it: discovery, CRD lifecycle, custom-resource verbs,
 //! concurrency, subresources, watches, paging, and bad input — each answered with the upstream
-//! code and `Status`, with nothing stored. One suite, run on both store backends.
+//! code and `Status`, with nothing stored. One suite, run on every store backend.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+mod backends;
+
+use backends::{Backend, Keep};
 use crdctl_server::testing::TestServer;
 use crdctl_server::{Config, UpgradeSafety};
 use serde_json::{Value, json};
@@ -34,29 +37,14 @@ const CRD: &str = r#"{
 struct Api {
     server: TestServer,
     http: reqwest::Client,
-    /// What keeps the store alive: the redb directory, the etcd process.
-    _keep: Option<Box<dyn Send>>,
+    _keep: Keep,
 }
 
-async fn memory() -> Api {
-    let server = TestServer::start().await.unwrap();
-    Api { server, http: reqwest::Client::new(), _keep: None }
-}
-
-async fn redb() -> Api {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(crdctl_storage::redb::open(dir.path()).unwrap());
-    let server = TestServer::start_with(Config::default(), store).await.unwrap();
-    Api { server, http: reqwest::Client::new(), _keep: Some(Box::new(dir)) }
-}
-
-/// On a real etcd, through the watch cache, as `crdctl serve --etcd` runs.
-async fn etcd() -> Api {
-    let cluster = crdctl_storage::etcd::cluster::LocalCluster::start(1).expect("etcd starts");
-    let store = crdctl_storage::etcd::open(crdctl_storage::etcd::EtcdConfig::new(cluster.endpoints())).await.unwrap();
-    let config = Config { watch_cache: true, ..Config::default() };
-    let server = TestServer::start_with(config, Arc::new(store)).await.unwrap();
-    Api { server, http: reqwest::Client::new(), _keep: Some(Box::new(cluster)) }
+impl Api {
+    async fn on(backend: Backend) -> Api {
+        let (server, keep) = backend.start().await;
+        Api { server, http: reqwest::Client::new(), _keep: keep }
+    }
 }
 
 /// A response: code, `Warning` headers, body.
@@ -121,7 +109,8 @@ fn crontab(name: &str, version: &str) -> Value {
     json!({"apiVersion": format!("example.com/{version}"), "kind": "CronTab", "metadata": {"name": name}, "spec": {"cronSpec": "* * * * */5"}})
 }
 
-async fn crd_lifecycle(api: Api) {
+async fn crd_lifecycle(backend: Backend) {
+    let api = Api::on(backend).await;
     let crd = api.with_crd().await;
     let got = crd.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com").await;
     let conditions = got.body["status"]["conditions"].as_array().unwrap();
@@ -199,7 +188,8 @@ async fn crd_lifecycle(api: Api) {
     assert!(left.unwrap().entries.is_empty(), "the objects went with the CRD");
 }
 
-async fn discovery(api: Api) {
+async fn discovery(backend: Backend) {
+    let api = Api::on(backend).await;
     let api = api.with_crd().await;
     let group = api.get("/apis/example.com").await;
     assert_eq!(group.body["preferredVersion"]["version"], "v1");
@@ -265,7 +255,8 @@ async fn discovery(api: Api) {
     assert_eq!(not_acceptable.status().as_u16(), 406);
 }
 
-async fn custom_resources(api: Api) {
+async fn custom_resources(backend: Backend) {
+    let api = Api::on(backend).await;
     let api = api.with_crd().await;
     // Create with generateName; defaults applied; uid, timestamps, generation.
     let mut generated = crontab("", "v1");
@@ -391,7 +382,8 @@ async fn custom_resources(api: Api) {
     assert_eq!(api.get(&format!("{CRONTABS_V1}/{name}/scale")).await.code, 404);
 }
 
-async fn lists_and_watches(api: Api) {
+async fn lists_and_watches(backend: Backend) {
+    let api = Api::on(backend).await;
     let api = api.with_crd().await;
     for idx in 0..7 {
         let mut object = crontab(&format!("item-{idx}"), "v1");
@@ -484,7 +476,8 @@ async fn lists_and_watches(api: Api) {
     assert!(find(&["crdctl_request_last_timestamp_seconds{", r#"version="v1beta1""#]).is_some(), "{metrics}");
 }
 
-async fn bad_input(api: Api) {
+async fn bad_input(backend: Backend) {
+    let api = Api::on(backend).await;
     let api = api.with_crd().await;
     let before = api.server.server().state().store.revision().await.unwrap();
     let cases: Vec<(&str, Vec<u8>, &str, u16)> = vec![
@@ -525,7 +518,8 @@ async fn bad_input(api: Api) {
     assert_eq!(api.server.server().state().store.revision().await.unwrap(), before, "nothing was stored");
 }
 
-async fn upgrade_safety_gate(api: Api) {
+async fn upgrade_safety_gate(backend: Backend) {
+    let api = Api::on(backend).await;
     let api = api.with_crd().await;
     let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com";
     let mut crd = api.get(path).await.body;
@@ -536,28 +530,15 @@ async fn upgrade_safety_gate(api: Api) {
     assert!(refused.body["message"].as_str().unwrap().contains("CRD upgrade safety"), "{refused:?}");
 }
 
-macro_rules! backend_suite {
-    ($($backend:ident),*) => {$(
-        mod $backend {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn crd_lifecycle() { super::crd_lifecycle(super::$backend().await).await }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn discovery() { super::discovery(super::$backend().await).await }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn custom_resources() { super::custom_resources(super::$backend().await).await }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn lists_and_watches() { super::lists_and_watches(super::$backend().await).await }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn bad_input() { super::bad_input(super::$backend().await).await }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn upgrade_safety_gate() { super::upgrade_safety_gate(super::$backend().await).await }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn collections_and_conflicts() { super::collections_and_conflicts(super::$backend().await).await }
-        }
-    )*};
-}
-
-backend_suite!(memory, redb, etcd);
+on_each_backend!(
+    crd_lifecycle,
+    discovery,
+    custom_resources,
+    lists_and_watches,
+    bad_input,
+    upgrade_safety_gate,
+    collections_and_conflicts,
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_kubernetes_mode_skips_the_safety_gate() {
@@ -584,7 +565,8 @@ async fn a_token_is_required_when_configured() {
     assert_eq!(authorized.status().as_u16(), 200);
 }
 
-async fn collections_and_conflicts(api: Api) {
+async fn collections_and_conflicts(backend: Backend) {
+    let api = Api::on(backend).await;
     let api = api.with_crd().await;
     for name in ["x1", "x2", "x3"] {
         let mut object = crontab(name, "v1");

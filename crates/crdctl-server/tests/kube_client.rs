@@ -1,10 +1,12 @@
 //! A real kube-rs client (kube 5, k8s-openapi 0.29) against the server: a typed CRD create,
 //! waiting for Established, dynamic objects at two versions, list, a runtime watcher, and a
-//! status patch.
+//! status patch — on every store backend.
+
+mod backends;
 
 use std::time::Duration;
 
-use crdctl_server::testing::TestServer;
+use backends::Backend;
 use futures_util::StreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
@@ -33,9 +35,10 @@ fn crontabs(client: &Client, version: &str) -> Api<DynamicObject> {
     Api::namespaced_with(client.clone(), "default", &ApiResource::from_gvk_with_plural(&gvk, "crontabs"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kube_rs_client_round_trip() {
-    let server = TestServer::start().await.unwrap();
+on_each_backend!(kube_rs_client_round_trip);
+
+async fn kube_rs_client_round_trip(backend: Backend) {
+    let (server, _keep) = backend.start().await;
     let client = Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap();
 
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());

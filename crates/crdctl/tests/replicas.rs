@@ -285,25 +285,40 @@ fn the_servers_ride_out_an_etcd_restart() {
     let a = Served::start_on(Backend::Etcd, &[]);
     let b = a.replica(&[]);
     install_crd(&a);
-    let apis = [Api::new(&a)];
     let etcd = a.data().etcd.clone().unwrap();
-    assert_eq!(apis[0].ready(), Some(200));
-    let before = write_through(&apis, "before", 50, |_| {});
+    let probe = Api::new(&a);
+    assert_eq!(probe.ready(), Some(200));
 
+    // A client writes through A all along, retrying what fails; etcd goes away under it.
+    let (down, up) = (mpsc::channel::<()>(), mpsc::channel::<()>());
+    let writer = std::thread::spawn({
+        let apis = [Api::new(&a)];
+        move || {
+            write_through(&apis, "w", 120, |i| {
+                if i == 40 {
+                    down.0.send(()).unwrap();
+                    up.1.recv().unwrap();
+                }
+            })
+        }
+    });
+    down.1.recv().unwrap();
     etcd.lock().unwrap().kill(0);
-    wait_until("/readyz fails without etcd", Duration::from_secs(15), || apis[0].ready() == Some(503));
-    let refused = apis[0].create("refused").unwrap();
+    wait_until("/readyz fails without etcd", Duration::from_secs(15), || probe.ready() == Some(503));
+    let refused = probe.create("refused").unwrap();
     assert!(matches!(refused.code, 503 | 504), "{refused:?}");
     assert_eq!(
         (refused.body["kind"].as_str(), refused.body["code"].as_u64()),
         (Some("Status"), Some(refused.code.into()))
     );
-
+    up.0.send(()).unwrap(); // the writer's next write meets the outage and retries
+    std::thread::sleep(Duration::from_secs(1));
     etcd.lock().unwrap().restart(0).unwrap();
-    wait_until("/readyz recovers with etcd", Duration::from_secs(30), || apis[0].ready() == Some(200));
-    let after = write_through(&apis, "after", 50, |_| {});
+    wait_until("/readyz recovers with etcd", Duration::from_secs(30), || probe.ready() == Some(200));
+    let acknowledged = writer.join().unwrap();
     let names: HashSet<String> = Api::new(&b).names().into_iter().collect();
-    assert!(before.iter().chain(&after).all(|n| names.contains(n)), "every acknowledged write is there");
+    assert!(acknowledged.iter().all(|n| names.contains(n)), "every acknowledged write is there");
+    assert_eq!(names.len(), 120);
 
     // B's registry follows the CRD keys again: a CRD created through A after the restart is
     // served by B without restarting it.
@@ -331,4 +346,53 @@ fn a_three_member_etcd_cluster_keeps_serving_with_one_member_down() {
     assert!(before.iter().chain(&after).all(|n| names.contains_key(n)));
     assert_eq!(names.len(), 60);
     assert_eq!(apis[0].ready(), Some(200));
+}
+
+#[test]
+fn replicas_racing_on_one_crd_keep_its_stored_versions() {
+    let a = Served::start_on(Backend::Etcd, &[]);
+    let b = a.replica(&[]);
+    let k = Kubectl::new("1.33", &a);
+    k.apply(&example("2-v1-added.yaml"));
+    k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+    let crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com";
+    let b_api = Api::new(&b);
+
+    // While A moves the storage version to v1, B's clients patch labels as fast as they can
+    // from the CRD they last read: each write compares on its revision and retries.
+    std::thread::scope(|scope| {
+        let patchers: Vec<_> = (0..4)
+            .map(|client| {
+                let api = &b_api;
+                scope.spawn(move || {
+                    for round in 0..10 {
+                        let patch = json!({"metadata": {"labels": {format!("client-{client}"): round.to_string()}}});
+                        let answer = api.runtime.block_on(async {
+                            let url = format!("{}{crd_path}", api.base);
+                            let request = api.http.patch(url).header("Content-Type", "application/merge-patch+json");
+                            request.body(patch.to_string()).send().await.unwrap().status().as_u16()
+                        });
+                        assert_eq!(answer, 200);
+                    }
+                })
+            })
+            .collect();
+        k.apply(&example("3-v1-storage.yaml"));
+        for patcher in patchers {
+            patcher.join().unwrap();
+        }
+    });
+    for api in [Api::new(&a), b_api] {
+        let crd = api.send(reqwest::Method::GET, crd_path, None).unwrap().body;
+        assert_eq!(crd["status"]["storedVersions"], json!(["v1beta1", "v1"]), "{crd}");
+        let labels = &crd["metadata"]["labels"];
+        assert!((0..4).all(|c| labels[format!("client-{c}")] == "9"), "every patch landed: {labels}");
+        let established = crd["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Established");
+        assert_eq!(established.unwrap()["status"], "True");
+        // A write from a stale read is refused, as upstream.
+        let mut stale = crd.clone();
+        stale["metadata"]["resourceVersion"] = json!("1");
+        let refused = api.send(reqwest::Method::PUT, crd_path, Some(&stale)).unwrap();
+        assert_eq!(refused.code, 409, "{refused:?}");
+    }
 }

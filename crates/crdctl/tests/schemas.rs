@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::serve::{Kubectl, Served, kubectl_versions};
+use crate::serve::{Backend, Kubectl, Served, kubectl_versions};
 use crate::util::{corpus, crdctl};
 
 /// The corpus CRDs under `real/`, each as apiextensions.k8s.io/v1 (legacy v1beta1 files are
@@ -35,10 +35,10 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-/// Runs `test` once per kubectl version, each against a fresh server.
-fn with_each_kubectl(test: fn(&Kubectl)) {
+/// Runs `test` once per kubectl version, each against a fresh server on `backend`.
+fn with_each_kubectl(backend: Backend, test: fn(&Kubectl)) {
     for version in kubectl_versions() {
-        let served = Served::start(&[]);
+        let served = Served::start_on(backend, &[]);
         test(&Kubectl::new(&version, &served));
     }
 }
@@ -48,9 +48,15 @@ fn newest() -> String {
     kubectl_versions().pop().expect("at least one kubectl version")
 }
 
-#[test]
-fn every_real_crd_is_accepted_with_server_side_apply() {
-    let served = Served::start(&[]);
+on_each_backend!(
+    every_real_crd_is_accepted_with_server_side_apply,
+    real_operators_objects_validate_with_upstream_messages,
+    kubectl_scale_and_explain_work_on_a_real_crd,
+    server_side_apply_is_idempotent_conflicts_and_forces,
+);
+
+fn every_real_crd_is_accepted_with_server_side_apply(backend: Backend) {
+    let served = Served::start_on(backend, &[]);
     let k = Kubectl::new(&newest(), &served);
     let crds = real_crds();
     assert!(crds.len() >= 20, "the corpus lost files");
@@ -130,9 +136,8 @@ fn install(k: &Kubectl, file: &str) {
     k.ok(&["wait", "--for", "condition=established", "--timeout=20s", &name]);
 }
 
-#[test]
-fn real_operators_objects_validate_with_upstream_messages() {
-    with_each_kubectl(real_operators_objects);
+fn real_operators_objects_validate_with_upstream_messages(backend: Backend) {
+    with_each_kubectl(backend, real_operators_objects);
 }
 
 fn real_operators_objects(k: &Kubectl) {
@@ -146,9 +151,8 @@ fn real_operators_objects(k: &Kubectl) {
     }
 }
 
-#[test]
-fn kubectl_scale_and_explain_work_on_a_real_crd() {
-    with_each_kubectl(scale_and_explain);
+fn kubectl_scale_and_explain_work_on_a_real_crd(backend: Backend) {
+    with_each_kubectl(backend, scale_and_explain);
 }
 
 fn scale_and_explain(k: &Kubectl) {
@@ -178,9 +182,8 @@ fn scale_and_explain(k: &Kubectl) {
     assert!(explained.stdout.contains("FIELDS:\n  mode\t<string>"), "{}", explained.stdout);
 }
 
-#[test]
-fn server_side_apply_is_idempotent_conflicts_and_forces() {
-    with_each_kubectl(server_side_apply);
+fn server_side_apply_is_idempotent_conflicts_and_forces(backend: Backend) {
+    with_each_kubectl(backend, server_side_apply);
 }
 
 fn server_side_apply(k: &Kubectl) {

@@ -93,11 +93,6 @@ impl Drop for Served {
 }
 
 impl Served {
-    /// A server on the embedded store in a temporary directory.
-    pub fn start(args: &[&str]) -> Served {
-        Data::new(Backend::Redb).serve(args)
-    }
-
     /// A server on fresh state of `backend`.
     pub fn start_on(backend: Backend, args: &[&str]) -> Served {
         Data::new(backend).serve(args)

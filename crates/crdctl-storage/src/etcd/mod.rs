@@ -38,6 +38,31 @@ const COMPACT_KEY: &str = "compact_rev_key";
 const RANGE_PAGE: i64 = 1000;
 /// Events a watcher holds for its consumer before the reader waits.
 const WATCH_BUFFER: usize = 256;
+/// The pause before a call is tried again.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+/// Whether a failed call may be tried again: a read when etcd (this member) was unavailable, a
+/// write only when no connection was made, so it cannot have been applied.
+fn retryable(err: &etcd_client::Error, write: bool) -> bool {
+    match err {
+        etcd_client::Error::TransportError(_) => true,
+        etcd_client::Error::GRpcStatus(status) if status.code() == tonic::Code::Unavailable => {
+            let message = status.message().to_ascii_lowercase();
+            !write || message.contains("connect") || message.contains("connection refused")
+        }
+        _ => false,
+    }
+}
+
+fn error(err: etcd_client::Error, write: bool) -> StoreError {
+    if let etcd_client::Error::GRpcStatus(status) = &err {
+        let uncertain = matches!(status.code(), tonic::Code::DeadlineExceeded | tonic::Code::Cancelled);
+        if write && uncertain {
+            return StoreError::Timeout(status.message().to_string());
+        }
+    }
+    StoreError::Unavailable(format!("etcd: {err}"))
+}
 
 /// How to reach etcd and how much history to keep.
 #[derive(Debug, Clone)]
@@ -166,39 +191,58 @@ impl Shared {
         })
     }
 
-    /// Runs one etcd call under the deadline; `write` says whether a missed deadline leaves the
-    /// outcome unknown.
-    async fn call<T>(
-        &self,
-        write: bool,
-        call: impl std::future::Future<Output = Result<T, etcd_client::Error>>,
-    ) -> Result<T, StoreError> {
-        match tokio::time::timeout(self.timeout, call).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(err)) => Err(self.error(err, write).await),
-            Err(_) if write => Err(StoreError::Timeout(format!("etcd did not answer within {:?}", self.timeout))),
-            Err(_) => Err(StoreError::Unavailable(format!("etcd did not answer within {:?}", self.timeout))),
+    /// Runs one etcd call until it succeeds or the deadline passes; `write` says whether a
+    /// failure may have been applied. As etcd's own client (`clientv3/retry.go`): reads are
+    /// retried while etcd is unavailable (another member may answer), writes only when they
+    /// never left this process (no connection could be made).
+    async fn call<T, Call>(&self, write: bool, mut attempt: impl FnMut() -> Call) -> Result<T, StoreError>
+    where
+        Call: std::future::Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        loop {
+            let err = match tokio::time::timeout_at(deadline, attempt()).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(err)) => err,
+                Err(_) if write => {
+                    return Err(StoreError::Timeout(format!("etcd did not answer within {:?}", self.timeout)));
+                }
+                Err(_) => {
+                    return Err(StoreError::Unavailable(format!("etcd did not answer within {:?}", self.timeout)));
+                }
+            };
+            if !retryable(&err, write) || tokio::time::Instant::now() + RETRY_PAUSE >= deadline {
+                return Err(error(err, write));
+            }
+            tokio::time::sleep(RETRY_PAUSE).await;
         }
     }
 
-    async fn error(&self, err: etcd_client::Error, write: bool) -> StoreError {
-        if let etcd_client::Error::GRpcStatus(status) = &err {
-            let uncertain = matches!(status.code(), tonic::Code::DeadlineExceeded | tonic::Code::Cancelled);
-            if write && uncertain {
-                return StoreError::Timeout(status.message().to_string());
-            }
-        }
-        StoreError::Unavailable(format!("etcd: {err}"))
+    async fn get(&self, key: &str, options: Option<GetOptions>) -> Result<etcd_client::GetResponse, StoreError> {
+        self.call(false, || {
+            let (mut kv, options) = (self.kv(), options.clone());
+            let key = key.to_string();
+            async move { kv.get(key, options).await }
+        })
+        .await
+    }
+
+    async fn txn(&self, txn: Txn) -> Result<etcd_client::TxnResponse, StoreError> {
+        self.call(true, || {
+            let (mut kv, txn) = (self.kv(), txn.clone());
+            async move { kv.txn(txn).await }
+        })
+        .await
     }
 
     async fn revision(&self) -> Result<Revision, StoreError> {
-        let response = self.call(false, self.kv().get(COMPACT_KEY, Some(GetOptions::new().with_count_only()))).await?;
+        let response = self.get(COMPACT_KEY, Some(GetOptions::new().with_count_only())).await?;
         Ok(response.header().map(|h| revision_of(h.revision())).unwrap_or_default())
     }
 
     /// The compaction recorded in `compact_rev_key`, if any, with the key's `mod_revision`.
     async fn recorded_compaction(&self) -> Result<(Revision, i64), StoreError> {
-        let response = self.call(false, self.kv().get(COMPACT_KEY, None)).await?;
+        let response = self.get(COMPACT_KEY, None).await?;
         let Some(kv) = response.kvs().first() else { return Ok((0, 0)) };
         let compacted = std::str::from_utf8(kv.value()).ok().and_then(|v| v.parse().ok()).unwrap_or_default();
         self.compacted.fetch_max(compacted, Ordering::Relaxed);
@@ -237,7 +281,7 @@ impl Shared {
         if let Some(revision) = revision {
             get = get.with_revision(signed(revision));
         }
-        let response = match self.call(false, self.kv().get(start, Some(get))).await {
+        let response = match self.get(&start, Some(get)).await {
             Ok(response) => response,
             Err(err) => return Err(self.read_error(revision.unwrap_or_default(), err).await),
         };
@@ -274,11 +318,15 @@ impl Shared {
         let txn = Txn::new()
             .when([Compare::mod_revision(COMPACT_KEY, CompareOp::Equal, key_revision)])
             .and_then([TxnOp::put(COMPACT_KEY, target.to_string(), None)]);
-        if !self.call(true, self.kv().txn(txn)).await?.succeeded() {
+        if !self.txn(txn).await?.succeeded() {
             return Ok(()); // another replica compacts this time
         }
         // Revisions after `target` stay readable; etcd keeps the revision it compacts at.
-        self.call(true, self.kv().compact(signed(target + 1), None)).await?;
+        self.call(true, || {
+            let mut kv = self.kv();
+            async move { kv.compact(signed(target + 1), None).await }
+        })
+        .await?;
         self.compacted.fetch_max(target, Ordering::Relaxed);
         Ok(())
     }
@@ -288,7 +336,7 @@ impl Shared {
 impl Store for EtcdStore {
     async fn get(&self, key: &str) -> Result<Option<Entry>, StoreError> {
         let shared = &self.shared;
-        let response = shared.call(false, shared.kv().get(shared.etcd_key(key), None)).await?;
+        let response = shared.get(&shared.etcd_key(key), None).await?;
         response.kvs().first().map(|kv| shared.entry(kv)).transpose()
     }
 
@@ -337,7 +385,7 @@ impl Store for EtcdStore {
             ),
         };
         let txn = Txn::new().when([compare]).and_then([operation]).or_else([TxnOp::get(key, None)]);
-        let response = shared.call(true, shared.kv().txn(txn)).await?;
+        let response = shared.txn(txn).await?;
         let revision = response.header().map(|h| revision_of(h.revision())).unwrap_or_default();
         let responses = response.op_responses();
         let name = write.key().to_string();
@@ -382,20 +430,29 @@ impl Store for EtcdStore {
         // etcd reports a compacted start only after the watch is created; a read at the start
         // revision says so at once, and a future one is fine to watch from.
         let probe = GetOptions::new().with_count_only().with_revision(signed(after + 1));
-        if let Err(err) = shared.call(false, shared.kv().get(COMPACT_KEY, Some(probe))).await {
+        if let Err(err) = shared.get(COMPACT_KEY, Some(probe)).await {
             match shared.read_error(after, err).await {
                 StoreError::FutureRevision { .. } => {}
                 err => return Err(err),
             }
         }
-        let mut stream = shared.call(false, shared.client.watch_client().watch(etcd_prefix, Some(options))).await?;
+        let mut stream = shared
+            .call(false, || {
+                let (mut client, prefix, options) =
+                    (shared.client.watch_client(), etcd_prefix.clone(), options.clone());
+                async move { client.watch(prefix, Some(options)).await }
+            })
+            .await?;
         let (tx, rx) = tokio::sync::mpsc::channel(WATCH_BUFFER);
         let compacted = move |compact_revision: i64| StoreError::Compacted {
             requested: after,
             compacted: revision_of(compact_revision).saturating_sub(1),
         };
         // etcd answers a watch at a compacted revision right away; say so before returning.
-        let first = shared.call(false, stream.message()).await?;
+        let first = match tokio::time::timeout(shared.timeout, stream.message()).await {
+            Ok(first) => first.map_err(|err| error(err, false))?,
+            Err(_) => return Err(StoreError::Unavailable("etcd did not start the watch in time".into())),
+        };
         let mut pending = Vec::new();
         match first {
             Some(response) if response.compact_revision() > 0 => return Err(compacted(response.compact_revision())),
