@@ -34,26 +34,15 @@ const LATENCY_SAMPLES: usize = 200;
 
 /// Plain etcd puts of `value` from `clients` concurrent tasks.
 async fn etcd_puts(endpoints: &[String], value: &[u8], clients: usize) -> f64 {
-    let client = etcd_client::Client::connect(endpoints, None).await.unwrap();
-    let count = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..clients)
-        .map(|task| {
-            let (mut kv, count, value) = (client.kv_client(), Arc::clone(&count), value.to_vec());
-            tokio::spawn(async move {
-                let mut i = 0;
-                while started.elapsed() < RUN_FOR {
-                    kv.put(format!("/baseline/{task}/{i}"), value.clone(), None).await.unwrap();
-                    count.fetch_add(1, Ordering::Relaxed);
-                    i += 1;
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.unwrap();
-    }
-    count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+    let kv = etcd_client::Client::connect(endpoints, None).await.unwrap().kv_client();
+    let value = value.to_vec();
+    load::rate(clients, move |task, i| {
+        let (mut kv, value) = (kv.clone(), value.clone());
+        async move {
+            kv.put(format!("/baseline/{task}/{i}"), value, None).await.unwrap();
+        }
+    })
+    .await
 }
 
 async fn etcd_store(endpoints: &[String], prefix: &str) -> Arc<EtcdStore> {

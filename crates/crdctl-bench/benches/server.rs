@@ -56,25 +56,13 @@ fn raw_redb() -> f64 {
 async fn store_writes(writers: usize) -> f64 {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(crdctl_storage::redb::open(dir.path()).unwrap());
-    let count = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..writers)
-        .map(|writer| {
-            let (store, count) = (Arc::clone(&store), Arc::clone(&count));
-            tokio::spawn(async move {
-                let mut i = 0;
-                while started.elapsed() < RUN_FOR {
-                    store.create(&format!("/k/{writer}/{i}"), value_bytes()).await.unwrap();
-                    count.fetch_add(1, Ordering::Relaxed);
-                    i += 1;
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.unwrap();
-    }
-    count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+    load::rate(writers, move |writer, i| {
+        let store = Arc::clone(&store);
+        async move {
+            store.create(&format!("/k/{writer}/{i}"), value_bytes()).await.unwrap();
+        }
+    })
+    .await
 }
 
 fn crd(webhook: Option<(u16, String)>) -> Value {

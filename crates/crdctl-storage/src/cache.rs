@@ -171,10 +171,13 @@ impl Cacher {
     /// One page of the cached objects, at the cache's revision.
     fn page(&self, options: &ListOptions<'_>) -> ListPage {
         let state = self.read();
-        let after = options.start_after.unwrap_or(options.prefix);
+        let start = match options.start_after {
+            Some(after) => std::ops::Bound::Excluded(after),
+            None => std::ops::Bound::Included(options.prefix),
+        };
         let keys = state
             .objects
-            .range::<str, _>((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded))
+            .range::<str, _>((start, std::ops::Bound::Unbounded))
             .take_while(|(key, _)| key.starts_with(options.prefix));
         let (mut entries, mut rest) = (Vec::new(), 0u64);
         for (_, entry) in keys {

@@ -19,6 +19,10 @@
 //!   commit (group commit), so many clients share one fsync.
 //! - [`memory`](crate::memory::MemoryBackend), for tests and `--in-memory`.
 //!
+//! [`etcd`] (feature `etcd`) implements [`Store`] on etcd directly, as kube-apiserver does, so
+//! several servers can share one state; [`cache::CachedStore`] puts kube-apiserver's watch cache
+//! in front of any store.
+//!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! use crdctl_storage::{Store, memory};

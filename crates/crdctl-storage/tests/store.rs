@@ -112,6 +112,8 @@ async fn paging_at_a_revision(opened: Opened) {
     let current = store.revision().await.unwrap();
     let fresh = ListOptions { prefix: "/r/", min_revision: Some(current), ..Default::default() };
     assert_eq!(keys(&*store, fresh).await, now);
+    let exact = ListOptions { prefix: "/r/a", min_revision: Some(0), ..Default::default() };
+    assert_eq!(keys(&*store, exact).await, ["/r/a"], "a prefix that is a whole key lists that key");
     let paged = store.list(ListOptions { limit: 2, ..fresh }).await.unwrap();
     assert_eq!((paged.entries.len(), paged.more, paged.remaining), (2, true, 3));
     assert!(paged.revision >= current);

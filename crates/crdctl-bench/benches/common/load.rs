@@ -9,6 +9,34 @@ use serde_json::Value;
 /// How long each rate is measured.
 pub const RUN_FOR: Duration = Duration::from_secs(2);
 
+/// Runs `operation(task, i)` again and again from `tasks` concurrent tasks for `RUN_FOR`;
+/// returns operations per second.
+pub async fn rate<Operation, Done>(tasks: usize, operation: Operation) -> f64
+where
+    Operation: Fn(usize, usize) -> Done + Clone + Send + 'static,
+    Done: std::future::Future<Output = ()> + Send,
+{
+    let count = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let running: Vec<_> = (0..tasks)
+        .map(|task| {
+            let (operation, count) = (operation.clone(), Arc::clone(&count));
+            tokio::spawn(async move {
+                let mut i = 0;
+                while started.elapsed() < RUN_FOR {
+                    operation(task, i).await;
+                    count.fetch_add(1, Ordering::Relaxed);
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    for task in running {
+        task.await.unwrap();
+    }
+    count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
 /// An HTTP load generator over one server or several replicas (client `i` talks to replica
 /// `i mod n`).
 pub struct Load {

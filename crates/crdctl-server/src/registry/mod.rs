@@ -348,3 +348,25 @@ pub fn decode(bytes: &[u8], revision: Revision) -> Option<Value> {
     crate::object::set_resource_version(&mut object, revision);
     Some(object)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{CRD_PREFIX, resource_prefix};
+
+    #[test]
+    fn prefixes_map_to_their_resource() {
+        let cases = [
+            ("/registry/namespaces/", Some("/registry/namespaces/")),
+            ("/registry/namespaces/default", Some("/registry/namespaces/")),
+            ("/registry/events/default/", Some("/registry/events/")),
+            ("/registry/example.com/crontabs/", Some("/registry/example.com/crontabs/")),
+            ("/registry/example.com/crontabs/default/", Some("/registry/example.com/crontabs/")),
+            (CRD_PREFIX, Some(CRD_PREFIX)),
+            ("/registry/example.com/", None),
+            ("/other/", None),
+        ];
+        for (prefix, resource) in cases {
+            assert_eq!(resource_prefix(prefix).as_deref(), resource, "{prefix}");
+        }
+    }
+}
