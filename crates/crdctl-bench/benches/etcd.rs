@@ -16,14 +16,13 @@
 mod load;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crdctl_server::testing::TestServer;
 use crdctl_storage::Store;
 use crdctl_storage::etcd::cluster::LocalCluster;
 use crdctl_storage::etcd::{EtcdConfig, EtcdStore};
-use load::{Load, RUN_FOR, v1_body};
+use load::{Load, v1_body};
 use serde_json::{Value, json};
 
 #[global_allocator]

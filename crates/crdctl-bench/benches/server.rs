@@ -18,7 +18,6 @@ mod convert;
 mod load;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crdctl_server::testing::TestServer;
