@@ -5,9 +5,10 @@
 use std::collections::{BTreeMap, HashSet};
 use std::io::BufReader;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use crdctl_storage::etcd::cluster::LocalCluster;
 use serde_json::{Value, json};
 
 use crate::serve::{Backend, Data, Kubectl, Served, example};
@@ -395,4 +396,39 @@ fn replicas_racing_on_one_crd_keep_its_stored_versions() {
         let refused = api.send(reqwest::Method::PUT, crd_path, Some(&stale)).unwrap();
         assert_eq!(refused.code, 409, "{refused:?}");
     }
+}
+
+#[test]
+fn etcd_over_https_is_verified_against_the_given_ca() {
+    let work = tempfile::tempdir().unwrap();
+    let args =
+        ["webhook", "certs", "--service", "etcd", "--namespace", "default", "--host", "127.0.0.1", "--out", "certs"];
+    let made = crate::util::crdctl_in(work.path(), &args, None);
+    assert_eq!(made.code, 0, "{made:?}");
+    let certs = work.path().join("certs");
+    let etcd = LocalCluster::start_tls(1, certs.join("tls.crt"), certs.join("tls.key")).expect("etcd starts");
+    assert!(etcd.endpoints()[0].starts_with("https://127.0.0.1:"));
+    let etcd = Some(Arc::new(Mutex::new(etcd)));
+
+    let trusted = Data { dir: tempfile::tempdir().unwrap(), etcd: etcd.clone() };
+    let served = trusted.serve(&["--etcd-ca", certs.join("ca.crt").to_str().unwrap()]);
+    install_crd(&served);
+    let api = Api::new(&served);
+    assert_eq!(api.create("over-tls").unwrap().code, 201);
+    assert_eq!(api.names(), ["over-tls"]);
+
+    // Without the CA, etcd's certificate is not trusted: the server does not start on it.
+    let endpoint = etcd.as_ref().unwrap().lock().unwrap().endpoints().join(",");
+    let kubeconfig = work.path().join("kubeconfig");
+    let refused = crate::util::crdctl(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--etcd",
+        &endpoint,
+        "--write-kubeconfig",
+        kubeconfig.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(refused.stderr.contains("invalid peer certificate: UnknownIssuer"), "{}", refused.stderr);
 }

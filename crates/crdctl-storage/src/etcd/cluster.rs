@@ -19,6 +19,8 @@ struct Member {
     client_port: u16,
     peer_port: u16,
     child: Option<Child>,
+    /// Where this run's part of the log starts.
+    log_start: usize,
 }
 
 /// A local etcd cluster; every member is killed when it is dropped.
@@ -26,6 +28,8 @@ pub struct LocalCluster {
     dir: tempfile::TempDir,
     members: Vec<Member>,
     token: String,
+    /// PEM certificate and key the members serve clients with (https), if any.
+    tls: Option<(PathBuf, PathBuf)>,
 }
 
 impl Drop for LocalCluster {
@@ -43,6 +47,15 @@ fn free_port() -> std::io::Result<u16> {
 impl LocalCluster {
     /// Starts `size` members and waits until each is healthy.
     pub fn start(size: usize) -> std::io::Result<LocalCluster> {
+        LocalCluster::start_with(size, None)
+    }
+
+    /// Starts `size` members serving clients over https with a PEM certificate and key.
+    pub fn start_tls(size: usize, cert: PathBuf, key: PathBuf) -> std::io::Result<LocalCluster> {
+        LocalCluster::start_with(size, Some((cert, key)))
+    }
+
+    fn start_with(size: usize, tls: Option<(PathBuf, PathBuf)>) -> std::io::Result<LocalCluster> {
         let dir = tempfile::tempdir()?;
         let token = dir.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let mut members = Vec::new();
@@ -52,9 +65,10 @@ impl LocalCluster {
                 client_port: free_port()?,
                 peer_port: free_port()?,
                 child: None,
+                log_start: 0,
             });
         }
-        let mut cluster = LocalCluster { dir, members, token };
+        let mut cluster = LocalCluster { dir, members, token, tls };
         for index in 0..size {
             cluster.spawn(index)?;
         }
@@ -66,7 +80,12 @@ impl LocalCluster {
 
     /// The members' client URLs, for `--etcd`.
     pub fn endpoints(&self) -> Vec<String> {
-        self.members.iter().map(|m| format!("http://127.0.0.1:{}", m.client_port)).collect()
+        self.members.iter().map(|m| self.client_url(m)).collect()
+    }
+
+    fn client_url(&self, member: &Member) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", member.client_port)
     }
 
     /// Where member `index` logs.
@@ -82,10 +101,15 @@ impl LocalCluster {
             .collect::<Vec<_>>()
             .join(",");
         let member = &self.members[index];
-        let client = format!("http://127.0.0.1:{}", member.client_port);
+        let client = self.client_url(member);
         let peer = format!("http://127.0.0.1:{}", member.peer_port);
         let log = std::fs::OpenOptions::new().create(true).append(true).open(self.log(index))?;
-        let child = Command::new("etcd")
+        let log_start = usize::try_from(log.metadata()?.len()).unwrap_or(usize::MAX);
+        let mut command = Command::new("etcd");
+        if let Some((cert, key)) = &self.tls {
+            command.arg("--cert-file").arg(cert).arg("--key-file").arg(key);
+        }
+        let child = command
             .arg("--name")
             .arg(&member.name)
             .arg("--data-dir")
@@ -102,6 +126,7 @@ impl LocalCluster {
                 std::io::Error::new(err.kind(), format!("cannot run etcd (Debian: apt-get install etcd-server): {err}"))
             })?;
         self.members[index].child = Some(child);
+        self.members[index].log_start = log_start;
         Ok(())
     }
 
@@ -116,7 +141,16 @@ impl LocalCluster {
                 let tail: Vec<&str> = log.lines().rev().take(5).collect();
                 return Err(std::io::Error::other(format!("etcd exited with {status}: {}", tail.join(" | "))));
             }
-            if healthy(port) {
+            // Over https the log says when the member serves (this module speaks no TLS).
+            let ready = match self.tls {
+                None => healthy(port),
+                Some(_) => {
+                    let log = std::fs::read(self.log(index)).unwrap_or_default();
+                    let run = log.get(self.members[index].log_start..).unwrap_or_default();
+                    String::from_utf8_lossy(run).contains("ready to serve client requests")
+                }
+            };
+            if ready {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));

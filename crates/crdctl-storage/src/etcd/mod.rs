@@ -158,7 +158,8 @@ fn range_end(prefix: &[u8]) -> Vec<u8> {
             return end;
         }
     }
-    vec![0]
+    // Every byte was 0xff: the range runs to the end of the keyspace, which etcd spells "\0".
+    vec![b'\0']
 }
 
 fn revision_of(value: i64) -> Revision {
