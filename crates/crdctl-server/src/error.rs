@@ -193,6 +193,13 @@ impl ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "", message)
     }
 
+    /// 500 `InternalError`, as apimachinery's `NewInternalError`.
+    pub fn internal_error(err: impl std::fmt::Display) -> ApiError {
+        let err = err.to_string();
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", format!("Internal error occurred: {err}"))
+            .with_details(json!({"causes": [{"message": err}]}))
+    }
+
     /// 503: the store cannot be reached.
     pub fn unavailable(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", message)
@@ -233,6 +240,7 @@ impl ApiError {
             }
             StoreError::Unavailable(message) => ApiError::unavailable(message),
             StoreError::Timeout(message) => ApiError::timeout(message),
+            StoreError::TooLarge(message) => ApiError::internal_error(message),
             other => ApiError::internal(other.to_string()),
         }
     }

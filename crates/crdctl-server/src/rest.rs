@@ -465,7 +465,7 @@ pub async fn create(
     }
     let name = crate::object::name(&object).to_string();
     endpoint.refuse_if_terminating(&name)?;
-    let stored = match &endpoint.kind {
+    let mut stored = match &endpoint.kind {
         Kind::Custom(served) => served.to_storage(object).await?,
         _ => object,
     };
@@ -473,13 +473,26 @@ pub async fn create(
         let body = endpoint.present_one(stored).await?;
         return Ok(Reply { code: StatusCode::CREATED, body, warnings });
     }
-    let entry =
-        state.store.create(&endpoint.key(&name), encode(&stored)?).await.map_err(store_error(endpoint, &name))?;
+    let key = endpoint.key(&name);
+    let written = match state.store.create(&key, encode(&stored)?).await {
+        Err(StoreError::TooLarge(_)) if without_managed_fields(&mut stored) => {
+            state.store.create(&key, encode(&stored)?).await
+        }
+        written => written,
+    };
+    let entry = written.map_err(store_error(endpoint, &name))?;
     if matches!(endpoint.kind, Kind::Crd) {
         state.registry.wait_for(entry.mod_revision).await;
     }
     let body = endpoint.present_entry(&entry).await?;
     Ok(Reply { code: StatusCode::CREATED, body, warnings })
+}
+
+/// Drops `managedFields` from an object the store found too large, so the write can be tried
+/// once more, as upstream's create, update and (non-apply) patch handlers do; whether there
+/// was anything to drop.
+fn without_managed_fields(object: &mut Value) -> bool {
+    crate::object::meta_mut(object).remove("managedFields").is_some()
 }
 
 /// As the NamespaceLifecycle admission plugin: the namespace from the watch cache if it is
@@ -603,7 +616,15 @@ pub async fn update(
             if value == current.value {
                 return Ok(Reply { code: StatusCode::OK, body: endpoint.present_entry(&current).await?, warnings });
             }
-            state.store.update(&key, value, current.mod_revision).await.map(Some)
+            let mut stored = stored;
+            let applying = matches!(change, Change::Patch(BodyType::ApplyPatch, _));
+            match state.store.update(&key, value, current.mod_revision).await {
+                Err(StoreError::TooLarge(_)) if !applying && without_managed_fields(&mut stored) => {
+                    state.store.update(&key, encode(&stored)?, current.mod_revision).await
+                }
+                written => written,
+            }
+            .map(Some)
         };
         match result {
             Ok(entry) => {

@@ -655,3 +655,32 @@ async fn a_watch_older_than_the_history_window_is_410_expired_and_timeouts_end_w
     assert!(started.elapsed() >= Duration::from_millis(900));
     assert_eq!(body.lines().count(), 20, "one ADDED per object");
 }
+
+/// etcd refuses values over its request limit (1.5 MiB): as upstream, the write is tried once
+/// more without `managedFields`, and what still does not fit is a 500 `InternalError` with
+/// etcd's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_too_large_for_etcd_shed_managed_fields_then_fail_as_upstream() {
+    let api = Api::on(Backend::Etcd).await;
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "blobs.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "blobs", "kind": "Blob"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    assert_eq!(api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await.code, 201);
+    let blobs = "/apis/example.com/v1/namespaces/default/blobs";
+    // ~0.8 MB of fields, and about as much again in managedFields: too large together.
+    let fields: serde_json::Map<String, Value> = (0..60_000).map(|i| (format!("k{i:05}"), json!("v"))).collect();
+    let many = json!({"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": "many"}, "spec": fields});
+    let created = api.post(blobs, &many).await;
+    assert_eq!(created.code, 201, "{:?}", created.body["message"]);
+    assert!(created.body["metadata"].get("managedFields").is_none(), "managedFields gave way");
+    assert_eq!(created.body["spec"].as_object().unwrap().len(), 60_000);
+    let huge = json!({"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": "huge"},
+        "spec": {"blob": "x".repeat(1_800_000)}});
+    let refused = api.post(blobs, &huge).await;
+    assert_eq!(refused.code, 500);
+    assert_eq!(refused.body["reason"], "InternalError");
+    assert_eq!(refused.body["message"], "Internal error occurred: etcdserver: request is too large");
+    assert_eq!(api.get(&format!("{blobs}/huge")).await.code, 404, "nothing was written");
+}

@@ -215,6 +215,10 @@ pub enum StoreError {
     /// part).
     #[error("store timeout: {0}")]
     Timeout(String),
+    /// The store refused the write as too large (etcd's `--max-request-bytes`); nothing was
+    /// written.
+    #[error("{0}")]
+    TooLarge(String),
     /// Stored bytes could not be decoded.
     #[error("store corrupt: {0}")]
     Corrupt(String),

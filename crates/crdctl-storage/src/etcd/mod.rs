@@ -56,6 +56,14 @@ fn retryable(err: &etcd_client::Error, write: bool) -> bool {
 
 fn error(err: etcd_client::Error, write: bool) -> StoreError {
     if let etcd_client::Error::GRpcStatus(status) = &err {
+        // The two ways etcd refuses a value too large (apiserver's `isTooLargeError`).
+        let too_large = (status.code() == tonic::Code::InvalidArgument
+            && status.message() == "etcdserver: request is too large")
+            || (status.code() == tonic::Code::ResourceExhausted
+                && status.message().contains("trying to send message larger than max"));
+        if too_large {
+            return StoreError::TooLarge(status.message().to_string());
+        }
         let uncertain = matches!(status.code(), tonic::Code::DeadlineExceeded | tonic::Code::Cancelled);
         if write && uncertain {
             return StoreError::Timeout(status.message().to_string());
