@@ -515,6 +515,18 @@ async fn bad_input(backend: Backend) {
         )
         .await;
     assert_eq!(bad_status.code, 400, "{bad_status:?}");
+    // A schema keyword of the wrong JSON type: Go's decoder refuses the CRD before validation.
+    let mut crd: Value = serde_json::from_str(CRD).unwrap();
+    crd["metadata"]["name"] = json!("others.example.com");
+    crd["spec"]["names"] = json!({"plural": "others", "kind": "Other"});
+    crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["replicas"]["maximum"] =
+        json!("10");
+    let mistyped = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await;
+    assert_eq!(mistyped.code, 400, "{mistyped:?}");
+    assert_eq!(
+        mistyped.body["message"],
+        "CustomResourceDefinition in version \"v1\" cannot be handled as a CustomResourceDefinition: json: cannot unmarshal string into Go struct field JSONSchemaProps.spec.versions.schema.openAPIV3Schema.properties.properties.maximum of type float64"
+    );
     assert_eq!(api.server.server().state().store.revision().await.unwrap(), before, "nothing was stored");
 }
 

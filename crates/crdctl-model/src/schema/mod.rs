@@ -14,6 +14,7 @@
 //! them: `spec.items[0].name`.
 
 pub mod cel;
+pub mod decode;
 mod default;
 mod embedded;
 mod formats;

@@ -92,6 +92,12 @@ fn check_type(object: &Value) -> Result<(), ApiError> {
             object.get("kind").and_then(Value::as_str).unwrap_or_default()
         )));
     }
+    // Go's decoder refuses a schema keyword of the wrong JSON type before anything else runs.
+    if let Some(err) = crdctl_model::schema::decode::go_decode_error(object) {
+        return Err(ApiError::bad_request(format!(
+            "CustomResourceDefinition in version \"v1\" cannot be handled as a CustomResourceDefinition: {err}"
+        )));
+    }
     Ok(())
 }
 
