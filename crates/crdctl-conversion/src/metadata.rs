@@ -4,13 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::response::go_type;
-use crdctl_model::validation::{dns1123_subdomain_errors, go_quote};
-
-const QUALIFIED_NAME_MAX: usize = 63;
-const LABEL_VALUE_MAX: usize = 63;
-const TOTAL_ANNOTATION_BYTES: usize = 256 * 1024;
-const QUALIFIED_NAME_ERROR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-const LABEL_VALUE_ERROR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+use crdctl_model::validation::{TOTAL_ANNOTATION_BYTES, go_quote, label_value_errors, qualified_name_errors};
 
 /// `restoreObjectMeta`: the original metadata with the converted object's labels and annotations.
 /// Returns the metadata to store, or the API server's error text.
@@ -122,57 +116,6 @@ fn annotation_errors(annotations: &Map<String, Value>) -> Vec<String> {
     errors
 }
 
-/// apimachinery's `IsQualifiedName`.
-fn qualified_name_errors(value: &str) -> Vec<String> {
-    let parts: Vec<&str> = value.split('/').collect();
-    let mut errors = Vec::new();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errors.push("prefix part must be non-empty".to_string());
-            } else {
-                errors.extend(dns1123_subdomain_errors(prefix).into_iter().map(|e| format!("prefix part {e}")));
-            }
-            *name
-        }
-        _ => {
-            return vec![format!(
-                "a qualified name {QUALIFIED_NAME_ERROR} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-            )];
-        }
-    };
-    if name.is_empty() {
-        errors.push("name part must be non-empty".into());
-    } else if name.len() > QUALIFIED_NAME_MAX {
-        errors.push(format!("name part must be no more than {QUALIFIED_NAME_MAX} characters"));
-    }
-    if !is_name_token(name) {
-        errors.push(format!("name part {QUALIFIED_NAME_ERROR}"));
-    }
-    errors
-}
-
-/// apimachinery's `IsValidLabelValue`.
-fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    if value.len() > LABEL_VALUE_MAX {
-        errors.push(format!("must be no more than {LABEL_VALUE_MAX} characters"));
-    }
-    if !value.is_empty() && !is_name_token(value) {
-        errors.push(LABEL_VALUE_ERROR.into());
-    }
-    errors
-}
-
-/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
-fn is_name_token(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-}
-
 /// `utilerrors.NewAggregate(...).Error()`: one message alone, several in brackets.
 fn aggregate(mut errors: Vec<String>) -> String {
     errors.dedup();
@@ -237,7 +180,8 @@ mod tests {
             "{err}"
         );
         let err = restore_with(json!({}), json!({"labels": {"a": "üäö"}})).unwrap_err();
-        assert_eq!(err, format!("metadata.labels: Invalid value: \"üäö\": {LABEL_VALUE_ERROR}"));
+        let expected = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+        assert_eq!(err, format!("metadata.labels: Invalid value: \"üäö\": {expected}"));
         let err = restore_with(json!({}), json!({"labels": {"a": "x".repeat(64)}})).unwrap_err();
         assert!(err.contains("must be no more than 63 characters"), "{err}");
         let err = restore_with(json!({}), json!({"annotations": {"a": "x".repeat(256 * 1024)}})).unwrap_err();

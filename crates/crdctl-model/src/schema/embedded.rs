@@ -1,14 +1,18 @@
 //! Embedded resources (`x-kubernetes-embedded-resource`): each needs an `apiVersion` and a
-//! `kind`, and names itself as an object does. Upstream: apiextensions'
-//! `pkg/apiserver/schema/objectmeta/validation.go` (the part that applies without ObjectMeta's
-//! full validation: names, not labels or annotations).
+//! `kind`, and its metadata is validated as an object's: names, labels and annotations.
+//! Upstream: apiextensions' `pkg/apiserver/schema/objectmeta/validation.go`, which runs
+//! apimachinery's `ValidateObjectMeta` (owner references, finalizers and managed fields,
+//! rarely embedded, are not checked here).
 
 use serde_json::{Map, Value};
 
 use super::path::Loc;
 use super::render::bad_value;
 use super::{Additional, Schema};
-use crate::validation::{ErrorKind, Violation, dns1035_label_errors, go_quote};
+use crate::validation::{
+    ErrorKind, TOTAL_ANNOTATION_BYTES, Violation, dns1035_label_errors, go_quote, label_value_errors,
+    qualified_name_errors,
+};
 
 /// Every problem with the embedded resources in `object`.
 pub fn validate_embedded(object: &Value, schema: &Schema) -> Vec<Violation> {
@@ -73,7 +77,9 @@ fn embedded(fields: &Map<String, Value>, loc: &Loc, out: &mut Vec<Violation>) {
     }
 }
 
-/// `metadata.name` and `generateName` as `ValidatePathSegmentName` checks them.
+/// `metadata.name` and `generateName` as `ValidatePathSegmentName` checks them, then labels
+/// and annotations as `ValidateLabels` and `ValidateAnnotations` do (errors at the map, not
+/// the key).
 fn metadata(value: &Value, loc: &Loc, out: &mut Vec<Violation>) {
     let Some(fields) = value.as_object() else {
         out.push(violation(loc, ErrorKind::Invalid(bad_value(value)), "must be an object"));
@@ -93,6 +99,34 @@ fn metadata(value: &Value, loc: &Loc, out: &mut Vec<Violation>) {
         for problem in problems {
             let at = loc.field(key);
             out.push(violation(&at, ErrorKind::Invalid(go_quote(name)), problem));
+        }
+    }
+    if let Some(labels) = fields.get("labels").and_then(Value::as_object) {
+        let at = loc.field("labels");
+        for (key, value) in labels {
+            for problem in qualified_name_errors(key) {
+                out.push(violation(&at, ErrorKind::Invalid(go_quote(key)), problem));
+            }
+            let value = value.as_str().unwrap_or_default();
+            for problem in label_value_errors(value) {
+                out.push(violation(&at, ErrorKind::Invalid(go_quote(value)), problem));
+            }
+        }
+    }
+    if let Some(annotations) = fields.get("annotations").and_then(Value::as_object) {
+        let at = loc.field("annotations");
+        for key in annotations.keys() {
+            for problem in qualified_name_errors(&key.to_lowercase()) {
+                out.push(violation(&at, ErrorKind::Invalid(go_quote(key)), problem));
+            }
+        }
+        let total: usize = annotations.iter().map(|(k, v)| k.len() + v.as_str().map_or(0, str::len)).sum();
+        if total > TOTAL_ANNOTATION_BYTES {
+            out.push(violation(
+                &at,
+                ErrorKind::TooLong,
+                format!("may not be more than {TOTAL_ANNOTATION_BYTES} bytes"),
+            ));
         }
     }
 }
@@ -130,5 +164,19 @@ mod tests {
             ]
         );
         assert!(errors(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"}})).is_empty());
+        let pod = |metadata: Value| json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata});
+        assert_eq!(
+            errors(pod(
+                json!({"labels": {"app/x/y": "ok", "tier": "-bad"}, "annotations": {"Example.com/Note": "x", "a b": "y"}})
+            )),
+            [
+                "spec.template.metadata.labels: Invalid value: \"app/x/y\": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                "spec.template.metadata.labels: Invalid value: \"-bad\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+                "spec.template.metadata.annotations: Invalid value: \"a b\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            ]
+        );
+        let big = pod(json!({"annotations": {"note": "x".repeat(256 * 1024)}}));
+        assert_eq!(errors(big), ["spec.template.metadata.annotations: Too long: may not be more than 262144 bytes"]);
+        assert!(errors(pod(json!({"labels": {"app.kubernetes.io/name": "web", "empty": ""}}))).is_empty());
     }
 }

@@ -23,7 +23,9 @@ use crate::Crd;
 use crate::SourceApiVersion;
 
 pub use conversion::validate_webhook_url;
-pub use names::{dns1035_label_errors, dns1123_subdomain_errors};
+pub use names::{
+    TOTAL_ANNOTATION_BYTES, dns1035_label_errors, dns1123_subdomain_errors, label_value_errors, qualified_name_errors,
+};
 
 /// One problem with a definition.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -148,6 +148,64 @@ pub(super) fn validate_immutable(new: &Spec, old: &Spec, options: Options) -> Ve
     violations
 }
 
+const QUALIFIED_NAME_MAX: usize = 63;
+const LABEL_VALUE_MAX: usize = 63;
+/// How large an object's annotations may be together, keys and values (`TotalAnnotationSizeLimitB`).
+pub const TOTAL_ANNOTATION_BYTES: usize = 256 * 1024;
+const QUALIFIED_NAME_ERROR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const LABEL_VALUE_ERROR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+/// apimachinery's `IsQualifiedName`.
+pub fn qualified_name_errors(value: &str) -> Vec<String> {
+    let parts: Vec<&str> = value.split('/').collect();
+    let mut errors = Vec::new();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errors.push("prefix part must be non-empty".to_string());
+            } else {
+                errors.extend(dns1123_subdomain_errors(prefix).into_iter().map(|e| format!("prefix part {e}")));
+            }
+            *name
+        }
+        _ => {
+            return vec![format!(
+                "a qualified name {QUALIFIED_NAME_ERROR} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            )];
+        }
+    };
+    if name.is_empty() {
+        errors.push("name part must be non-empty".into());
+    } else if name.len() > QUALIFIED_NAME_MAX {
+        errors.push(format!("name part must be no more than {QUALIFIED_NAME_MAX} characters"));
+    }
+    if !is_name_token(name) {
+        errors.push(format!("name part {QUALIFIED_NAME_ERROR}"));
+    }
+    errors
+}
+
+/// apimachinery's `IsValidLabelValue`.
+pub fn label_value_errors(value: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if value.len() > LABEL_VALUE_MAX {
+        errors.push(format!("must be no more than {LABEL_VALUE_MAX} characters"));
+    }
+    if !value.is_empty() && !is_name_token(value) {
+        errors.push(LABEL_VALUE_ERROR.into());
+    }
+    errors
+}
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
+fn is_name_token(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
