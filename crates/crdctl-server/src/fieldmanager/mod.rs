@@ -74,9 +74,68 @@ fn decode(object: &Value) -> Vec<Entry> {
         .collect()
 }
 
+/// At most this many `Update` managers are kept; older ones are merged (upstream's
+/// `DefaultMaxUpdateManagers`).
+const MAX_UPDATE_MANAGERS: usize = 10;
+/// The manager older updates are merged into, one per API version.
+const ANCIENT_CHANGES: &str = "ancient-changes";
+
+/// Upstream's `capManagersManager`: while there are more than [`MAX_UPDATE_MANAGERS`] `Update`
+/// entries, the oldest are merged, per API version, into an `ancient-changes` entry, so
+/// objects many clients touch keep a bounded `managedFields`.
+fn cap_update_managers(entries: &mut Vec<Entry>) {
+    let mut updaters: Vec<usize> = (0..entries.len()).filter(|&i| entries[i].operation == UPDATE).collect();
+    if updaters.len() <= MAX_UPDATE_MANAGERS {
+        return;
+    }
+    // Oldest first; ties by identity, as upstream compares manager identifiers.
+    let identity = |e: &Entry| (e.manager.clone(), e.api_version.clone(), e.subresource.clone());
+    updaters
+        .sort_by(|&a, &b| (&entries[a].time, identity(&entries[a])).cmp(&(&entries[b].time, identity(&entries[b]))));
+    let is_bucket = |e: &Entry, version: &str| {
+        e.manager == ANCIENT_CHANGES && e.operation == UPDATE && e.api_version == version && e.subresource.is_empty()
+    };
+    let mut first_of_version: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut merged = vec![false; entries.len()];
+    let mut remaining = updaters.len();
+    for &index in &updaters {
+        if remaining <= MAX_UPDATE_MANAGERS {
+            break;
+        }
+        let version = entries[index].api_version.clone();
+        let Some(&first) = first_of_version.get(&version) else {
+            first_of_version.insert(version, index);
+            continue;
+        };
+        let bucket = match (0..entries.len()).find(|&i| !merged[i] && is_bucket(&entries[i], &version)) {
+            Some(bucket) => bucket,
+            None => {
+                // The first entry of this version becomes the bucket.
+                entries[first].manager = ANCIENT_CHANGES.to_string();
+                entries[first].subresource.clear();
+                first
+            }
+        };
+        if bucket == index {
+            continue;
+        }
+        let fields = entries[index].fields.union(&entries[bucket].fields);
+        entries[bucket].fields = fields;
+        entries[bucket].time = entries[index].time.clone();
+        merged[index] = true;
+        remaining -= 1;
+    }
+    let mut index = 0;
+    entries.retain(|_| {
+        index += 1;
+        !merged[index - 1]
+    });
+}
+
 /// Writes the entries, sorted as upstream sorts them (operation, time, manager, …).
 fn encode(object: &mut Value, mut entries: Vec<Entry>) {
     entries.retain(|e| !e.fields.is_empty());
+    cap_update_managers(&mut entries);
     entries.sort_by(|a, b| {
         (&a.operation, &a.time, &a.manager, &a.api_version, &a.subresource).cmp(&(
             &b.operation,
@@ -313,6 +372,31 @@ mod tests {
 
     fn object(spec: Value) -> Value {
         json!({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "x"}, "spec": spec})
+    }
+
+    #[test]
+    fn more_than_ten_update_managers_merge_the_oldest_into_ancient_changes() {
+        let schema = Schema::new(&json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+        let mut live = object(json!({}));
+        for n in 0..12 {
+            let mut new = live.clone();
+            new["spec"][format!("f{n:02}")] = json!(n);
+            record_update(
+                Some(&live),
+                &mut new,
+                &scope(&schema),
+                &format!("m{n:02}"),
+                &format!("2026-12-01T00:00:{n:02}Z"),
+            );
+            live = new;
+        }
+        let entries = live["metadata"]["managedFields"].as_array().unwrap();
+        let managers: Vec<&str> = entries.iter().map(|e| e["manager"].as_str().unwrap()).collect();
+        // m00, m01 and m02 were the oldest: merged; the bucket takes the newest merged time.
+        assert_eq!(managers, ["ancient-changes", "m03", "m04", "m05", "m06", "m07", "m08", "m09", "m10", "m11"]);
+        assert_eq!(entries[0]["time"], "2026-12-01T00:00:02Z");
+        assert_eq!(entries[0]["fieldsV1"], json!({"f:spec": {"f:f00": {}, "f:f01": {}, "f:f02": {}}}));
+        assert_eq!(entries[1]["fieldsV1"], json!({"f:spec": {"f:f03": {}}}));
     }
 
     #[test]
