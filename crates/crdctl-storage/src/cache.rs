@@ -33,6 +33,8 @@ const LIVE_CAPACITY: usize = 1024;
 const WATCH_BUFFER: usize = 256;
 /// How long a `min_revision` list waits for the cache before asking the backend.
 const FRESHNESS_WAIT: Duration = Duration::from_millis(250);
+/// How often caches nobody uses are dropped.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// Maps a listed or watched prefix to the resource whose cache serves it (`None`: not cached).
 pub type ResourceOf = fn(&str) -> Option<String>;
@@ -41,7 +43,14 @@ pub type ResourceOf = fn(&str) -> Option<String>;
 pub struct CachedStore {
     inner: Arc<dyn Store>,
     resource_of: ResourceOf,
-    cachers: Mutex<HashMap<String, Arc<Cacher>>>,
+    cachers: Arc<Mutex<HashMap<String, Arc<Cacher>>>>,
+    sweeper: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for CachedStore {
+    fn drop(&mut self) {
+        self.sweeper.abort();
+    }
 }
 
 /// What one resource's cache holds.
@@ -82,8 +91,11 @@ impl Drop for Cacher {
 
 impl CachedStore {
     /// A cache over `inner`; `resource_of` says which resource a prefix belongs to.
+    /// Must be called inside a Tokio runtime: a task drops the caches nobody uses.
     pub fn new(inner: Arc<dyn Store>, resource_of: ResourceOf) -> CachedStore {
-        CachedStore { inner, resource_of, cachers: Mutex::new(HashMap::new()) }
+        let cachers = Arc::new(Mutex::new(HashMap::new()));
+        let sweeper = tokio::spawn(sweep_forever(Arc::downgrade(&cachers)));
+        CachedStore { inner, resource_of, cachers, sweeper }
     }
 
     /// The cache serving `prefix`, started (listed) on first use.
@@ -106,6 +118,23 @@ impl CachedStore {
         cachers.insert(resource, Arc::clone(&cacher));
         Ok(Some(cacher))
     }
+}
+
+/// Every [`SWEEP_EVERY`], drops the caches of resources that hold nothing and that no watch
+/// follows (a CRD deleted, a test's resource gone): each holds a backend watch. A later use
+/// starts a fresh one.
+async fn sweep_forever(cachers: std::sync::Weak<Mutex<HashMap<String, Arc<Cacher>>>>) {
+    loop {
+        tokio::time::sleep(SWEEP_EVERY).await;
+        let Some(cachers) = cachers.upgrade() else { return };
+        sweep(&mut *cachers.lock().await);
+    }
+}
+
+fn sweep(cachers: &mut HashMap<String, Arc<Cacher>>) {
+    // Only the map holds an idle cache: its follower keeps a weak reference, watchers and
+    // lists strong ones while they run.
+    cachers.retain(|_, cacher| Arc::strong_count(cacher) > 1 || !cacher.read().objects.is_empty());
 }
 
 impl Cacher {
@@ -310,5 +339,43 @@ impl Store for CachedStore {
 
     async fn stats(&self) -> Result<Stats, StoreError> {
         self.inner.stats().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first_segment(prefix: &str) -> Option<String> {
+        let segment = prefix.strip_prefix('/')?.split('/').next().filter(|s| !s.is_empty())?;
+        Some(format!("/{segment}/"))
+    }
+
+    #[tokio::test]
+    async fn caches_of_empty_unwatched_resources_are_dropped() {
+        let store = CachedStore::new(Arc::new(crate::memory::open()), first_segment);
+        store.create("/kept/a", vec![]).await.unwrap();
+        let listed = ListOptions { prefix: "/kept/", min_revision: Some(0), ..Default::default() };
+        assert_eq!(store.list(listed).await.unwrap().entries.len(), 1);
+        // Served from the cache (it starts at the current revision), so it holds the cache.
+        let watched = store.watch("/watched/", store.revision().await.unwrap()).await.unwrap();
+        let gone = store.create("/gone/a", vec![]).await.unwrap();
+        store.watch("/gone/", 0).await.unwrap();
+        store.delete("/gone/a", Some(gone.mod_revision)).await.unwrap();
+        let resources = |cachers: &HashMap<String, Arc<Cacher>>| {
+            let mut names: Vec<String> = cachers.keys().cloned().collect();
+            names.sort();
+            names
+        };
+        assert_eq!(resources(&*store.cachers.lock().await), ["/gone/", "/kept/", "/watched/"]);
+        // The watch on /gone/ was dropped above; let its task see that.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        sweep(&mut *store.cachers.lock().await);
+        assert_eq!(
+            resources(&*store.cachers.lock().await),
+            ["/kept/", "/watched/"],
+            "objects or a watcher keep a cache"
+        );
+        drop(watched);
     }
 }
