@@ -20,7 +20,6 @@
 pub mod cluster;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -116,9 +115,6 @@ struct Shared {
     client: Client,
     prefix: String,
     timeout: Duration,
-    /// The highest compaction this replica has seen, as our `compacted` (revisions at or below
-    /// it are gone).
-    compacted: AtomicU64,
 }
 
 impl Drop for EtcdStore {
@@ -147,12 +143,8 @@ pub async fn open(config: EtcdConfig) -> Result<EtcdStore, StoreError> {
     let client = Client::connect(&config.endpoints, Some(options))
         .await
         .map_err(|err| StoreError::Unavailable(format!("etcd {}: {err}", config.endpoints.join(","))))?;
-    let shared = Arc::new(Shared {
-        client,
-        prefix: config.prefix.trim_end_matches('/').to_string(),
-        timeout: config.timeout,
-        compacted: AtomicU64::new(0),
-    });
+    let shared =
+        Arc::new(Shared { client, prefix: config.prefix.trim_end_matches('/').to_string(), timeout: config.timeout });
     let compactor = tokio::spawn(Arc::clone(&shared).compact_forever(config.window, config.compaction_interval));
     Ok(EtcdStore { shared, compactor })
 }
@@ -254,7 +246,6 @@ impl Shared {
         let response = self.get(COMPACT_KEY, None).await?;
         let Some(kv) = response.kvs().first() else { return Ok((0, 0)) };
         let compacted = std::str::from_utf8(kv.value()).ok().and_then(|v| v.parse().ok()).unwrap_or_default();
-        self.compacted.fetch_max(compacted, Ordering::Relaxed);
         Ok((compacted, kv.mod_revision()))
     }
 
@@ -263,10 +254,7 @@ impl Shared {
         let StoreError::Unavailable(text) = &err else { return err };
         if text.contains("required revision has been compacted") {
             let compacted = self.recorded_compaction().await.map(|(c, _)| c).unwrap_or_default();
-            return StoreError::Compacted {
-                requested,
-                compacted: compacted.max(self.compacted.load(Ordering::Relaxed)),
-            };
+            return StoreError::Compacted { requested, compacted };
         }
         if text.contains("required revision is a future revision") {
             let current = self.revision().await.unwrap_or_default();
@@ -336,7 +324,6 @@ impl Shared {
             async move { kv.compact(signed(target + 1), None).await }
         })
         .await?;
-        self.compacted.fetch_max(target, Ordering::Relaxed);
         Ok(())
     }
 }
