@@ -1,6 +1,7 @@
 //! `crdctl serve` on etcd with 1 and 3 replicas, against etcd's own put rate measured in the
 //! same run with the same value size (the bound any kube-apiserver on etcd lives under), and
-//! the embedded redb store for comparison.
+//! the embedded redb store for comparison. The servers and the load generator have runtimes
+//! of their own, as they would be separate processes.
 //!
 //! One local etcd member (Debian's `etcd-server`, fsync on) on free loopback ports. Baselines:
 //! plain etcd puts of a stored CronTab's bytes from 1 and 16 concurrent clients. Then the server,
@@ -22,7 +23,7 @@ use crdctl_server::testing::TestServer;
 use crdctl_storage::Store;
 use crdctl_storage::etcd::cluster::LocalCluster;
 use crdctl_storage::etcd::{EtcdConfig, EtcdStore};
-use load::{Load, v1_body};
+use load::{Load, Peer, v1_body};
 use serde_json::{Value, json};
 
 #[global_allocator]
@@ -44,10 +45,11 @@ async fn etcd_puts(endpoints: &[String], value: &[u8], clients: usize) -> f64 {
     .await
 }
 
-async fn etcd_store(endpoints: &[String], prefix: &str) -> Arc<EtcdStore> {
+/// A store on etcd under `prefix`, made on `peer` (its connection lives where its server runs).
+async fn etcd_store(peer: &Peer, endpoints: &[String], prefix: &str) -> Arc<EtcdStore> {
     let mut config = EtcdConfig::new(endpoints.to_vec());
     config.prefix = prefix.to_string();
-    Arc::new(crdctl_storage::etcd::open(config).await.unwrap())
+    Arc::new(peer.run(crdctl_storage::etcd::open(config)).await.unwrap())
 }
 
 fn crd() -> Value {
@@ -59,11 +61,11 @@ fn crd() -> Value {
 
 /// `replicas` servers on `store`'s etcd (all but the first get their own connection), the
 /// CRD installed and served by each.
-async fn replicas(stores: Vec<Arc<dyn Store>>, watch_cache: bool) -> (Vec<TestServer>, Arc<Load>) {
+async fn replicas(peer: &Peer, stores: Vec<Arc<dyn Store>>, watch_cache: bool) -> (Vec<TestServer>, Arc<Load>) {
     let mut servers = Vec::new();
     for store in stores {
         let config = crdctl_server::Config { watch_cache, ..crdctl_server::Config::default() };
-        servers.push(TestServer::start_with(config, store).await.unwrap());
+        servers.push(peer.run(TestServer::start_with(config, store)).await.unwrap());
     }
     let load = Arc::new(Load::new(servers.iter().map(TestServer::url).collect()));
     let (code, body) = load
@@ -141,9 +143,15 @@ fn ms(duration: Duration) -> String {
 }
 
 /// Creates, lists and watch latency through `servers` replicas; prints one block.
-async fn measure(label: &str, stores: Vec<Arc<dyn Store>>, watch_cache: bool, (puts_1, puts_16): (f64, f64)) {
+async fn measure(
+    peer: &Peer,
+    label: &str,
+    stores: Vec<Arc<dyn Store>>,
+    watch_cache: bool,
+    (puts_1, puts_16): (f64, f64),
+) {
     let replica_count = stores.len();
-    let (_servers, load) = replicas(stores, watch_cache).await;
+    let (_servers, load) = replicas(peer, stores, watch_cache).await;
     let (creates_1, made_1) = load.creates("v1", v1_body, 1, None, "one").await;
     let (creates_16, made_16) = load.creates("v1", v1_body, 16, None, "many").await;
     let total = made_1 + made_16;
@@ -163,14 +171,16 @@ async fn measure(label: &str, stores: Vec<Arc<dyn Store>>, watch_cache: bool, (p
     println!("  create to watch event, median / p99   {:>10} / {}", ms(median), ms(p99));
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+// The load generator runs here; the servers have a runtime of their own (see `Peer`).
+#[tokio::main(flavor = "current_thread")]
 async fn main() {
+    let peer = Peer::new(2);
     let etcd = LocalCluster::start(1).expect("etcd starts (Debian: apt-get install etcd-server)");
     let endpoints = etcd.endpoints();
 
     // The value size of a stored CronTab, read back from a server.
-    let probe = etcd_store(&endpoints, "/probe").await;
-    let (_probe_server, probe_load) = replicas(vec![probe.clone()], false).await;
+    let probe = etcd_store(&peer, &endpoints, "/probe").await;
+    let (_probe_server, probe_load) = replicas(&peer, vec![probe.clone()], false).await;
     let (code, _) = probe_load
         .send(
             reqwest::Method::POST,
@@ -187,15 +197,15 @@ async fn main() {
     println!("  1 client                              {puts_1:>10.0}");
     println!("  16 clients                            {puts_16:>10.0}   {}", ratio(puts_16, puts_1));
 
-    let one: Arc<dyn Store> = etcd_store(&endpoints, "/one").await;
-    measure("crdctl, 1 replica on etcd", vec![one], true, (puts_1, puts_16)).await;
+    let one: Arc<dyn Store> = etcd_store(&peer, &endpoints, "/one").await;
+    measure(&peer, "crdctl, 1 replica on etcd", vec![one], true, (puts_1, puts_16)).await;
     let mut three: Vec<Arc<dyn Store>> = Vec::new();
     for _ in 0..3 {
-        three.push(etcd_store(&endpoints, "/three").await);
+        three.push(etcd_store(&peer, &endpoints, "/three").await);
     }
-    measure("crdctl, 3 replicas on etcd", three, true, (puts_1, puts_16)).await;
+    measure(&peer, "crdctl, 3 replicas on etcd", three, true, (puts_1, puts_16)).await;
 
     let dir = tempfile::tempdir().unwrap();
     let redb: Arc<dyn Store> = Arc::new(crdctl_storage::redb::open(dir.path()).unwrap());
-    measure("crdctl, embedded redb (for comparison)", vec![redb], false, (puts_1, puts_16)).await;
+    measure(&peer, "crdctl, embedded redb (for comparison)", vec![redb], false, (puts_1, puts_16)).await;
 }

@@ -6,7 +6,8 @@
 //! in-process on a random loopback port, driven over HTTP by a Rust load generator with 1 and 16
 //! concurrent clients: creates/s, gets/s and the time to list 10,000 objects, for a CRD with the
 //! None strategy and one whose objects pass through the CronTab conversion webhook (HTTPS, the
-//! example converter on the framework). Targets: creates with one client ≥ 50% of the raw
+//! example converter on the framework). The server, the webhook and the load generator each
+//! have a runtime of their own, as they would be three processes. Targets: creates with one client ≥ 50% of the raw
 //! single-writer commit rate; with 16 clients, more creates/s than that rate.
 //!
 //! Run: `cargo bench -p crdctl-bench --bench server`.
@@ -22,7 +23,7 @@ use std::time::Instant;
 
 use crdctl_server::testing::TestServer;
 use crdctl_storage::Store;
-use load::{Load, RUN_FOR, v1_body};
+use load::{Load, Peer, RUN_FOR, v1_body};
 use serde_json::{Value, json};
 
 #[global_allocator]
@@ -87,10 +88,11 @@ fn v1beta1_body(name: &str, version: &str) -> String {
     )
 }
 
-async fn server_with(crd: Value) -> (TestServer, Arc<Load>, tempfile::TempDir) {
+/// The server on `peer` over a fresh redb store, with `crd` created.
+async fn server_with(peer: &Peer, crd: Value) -> (TestServer, Arc<Load>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(crdctl_storage::redb::open(dir.path()).unwrap());
-    let server = TestServer::start_with(crdctl_server::Config::default(), store).await.unwrap();
+    let server = peer.run(TestServer::start_with(crdctl_server::Config::default(), store)).await.unwrap();
     let load = Arc::new(Load::new(vec![server.url()]));
     let (code, body) = load
         .send(reqwest::Method::POST, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Some(crd.to_string()))
@@ -103,7 +105,9 @@ fn ratio(rate: f64, baseline: f64) -> String {
     format!("{:.0}%", rate / baseline * 100.0)
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+// The load generator runs here; the server has a runtime of two workers (as `crdctl serve` on
+// two cores) and the webhook one of one (see `Peer`).
+#[tokio::main(flavor = "current_thread")]
 async fn main() {
     let raw = tokio::task::spawn_blocking(raw_redb).await.unwrap();
     let store_1 = store_writes(1).await;
@@ -124,11 +128,14 @@ async fn main() {
         certs.path().join("tls.crt"),
         certs.path().join("tls.key"),
     );
-    let webhook = crdctl_conversion::framework::start(options, convert::convert_crontab).await.unwrap();
+    let webhook_peer = Peer::new(1);
+    let webhook =
+        webhook_peer.run(crdctl_conversion::framework::start(options, convert::convert_crontab)).await.unwrap();
+    let server_peer = Peer::new(2);
 
     for (label, webhook) in [("None", None), ("Webhook", Some((webhook.address.port(), bundle.ca_bundle())))] {
         let converting = webhook.is_some();
-        let (_server, load, _dir) = server_with(crd(webhook)).await;
+        let (_server, load, _dir) = server_with(&server_peer, crd(webhook)).await;
         // Writes at v1beta1 are converted to the storage version v1 (by the webhook when set).
         let (version, body) = ("v1beta1", if converting { v1beta1_body as fn(&str, &str) -> String } else { v1_body });
         let (creates_1, made_1) = load.creates(version, body, 1, None, "one").await;

@@ -246,6 +246,12 @@ impl Endpoint {
         self.present_one(decode_entry(entry)?).await
     }
 
+    /// The object just written as `entry`, without parsing back the bytes it was stored as.
+    async fn present_written(&self, mut object: Value, entry: &Entry) -> ApiResult<Value> {
+        crate::object::set_resource_version(&mut object, entry.mod_revision);
+        self.present_one(object).await
+    }
+
     /// Creates a terminating CRD's refusal.
     fn refuse_if_terminating(&self, name: &str) -> ApiResult<()> {
         if let Kind::Custom(served) = &self.kind
@@ -266,10 +272,17 @@ pub fn decode_entry(entry: &Entry) -> ApiResult<Value> {
         .ok_or_else(|| ApiError::internal(format!("stored object {} is not JSON", entry.key)))
 }
 
+/// The bytes to store: the object without its `resourceVersion`, which is the store's revision.
 fn encode(object: &Value) -> ApiResult<Vec<u8>> {
-    let mut object = object.clone();
-    crate::object::meta_mut(&mut object).remove("resourceVersion");
-    serde_json::to_vec(&object).map_err(|err| ApiError::internal(err.to_string()))
+    let encoded = match object.pointer("/metadata/resourceVersion") {
+        None => serde_json::to_vec(object),
+        Some(_) => {
+            let mut object = object.clone();
+            crate::object::meta_mut(&mut object).remove("resourceVersion");
+            serde_json::to_vec(&object)
+        }
+    };
+    encoded.map_err(|err| ApiError::internal(err.to_string()))
 }
 
 fn store_error(endpoint: &Endpoint, name: &str) -> impl Fn(StoreError) -> ApiError {
@@ -484,7 +497,7 @@ pub async fn create(
     if matches!(endpoint.kind, Kind::Crd) {
         state.registry.wait_for(entry.mod_revision).await;
     }
-    let body = endpoint.present_entry(&entry).await?;
+    let body = endpoint.present_written(stored, &entry).await?;
     Ok(Reply { code: StatusCode::CREATED, body, warnings })
 }
 
@@ -501,22 +514,38 @@ fn without_managed_fields(object: &mut Value) -> bool {
 async fn require_namespace(state: &AppState, name: &str) -> ApiResult<()> {
     let key = namespace::key(name);
     let unavailable = |err: StoreError| ApiError::unavailable(err.to_string());
-    let cached = ListOptions { prefix: &key, min_revision: Some(0), ..Default::default() };
+    // The namespace's own key sorts first under it: one entry is enough.
+    let cached = ListOptions { prefix: &key, limit: 1, min_revision: Some(0), ..Default::default() };
     let cached = state.store.list(cached).await.map_err(unavailable)?.entries.into_iter().find(|e| e.key == key);
     let found = match cached {
         Some(entry) => Some(entry),
         None => state.store.get(&key).await.map_err(unavailable)?,
     };
     match found {
-        Some(entry) if decode_entry(&entry)?.pointer("/metadata/deletionTimestamp").is_some() => {
-            Err(ApiError::forbidden(
-                namespace::subject(name),
-                &format!("unable to create new content in namespace {name} because it is being terminated"),
-            ))
-        }
+        Some(entry) if being_deleted(&entry)? => Err(ApiError::forbidden(
+            namespace::subject(name),
+            &format!("unable to create new content in namespace {name} because it is being terminated"),
+        )),
         Some(_) => Ok(()),
         None => Err(ApiError::not_found(namespace::subject(name))),
     }
+}
+
+/// Whether a stored object has a `deletionTimestamp`, reading nothing else of it.
+fn being_deleted(entry: &Entry) -> ApiResult<bool> {
+    #[derive(serde::Deserialize)]
+    struct Object {
+        #[serde(default)]
+        metadata: Metadata,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct Metadata {
+        #[serde(rename = "deletionTimestamp")]
+        deletion_timestamp: Option<serde::de::IgnoredAny>,
+    }
+    let object: Object = serde_json::from_slice(&entry.value)
+        .map_err(|_| ApiError::internal(format!("stored object {} is not JSON", entry.key)))?;
+    Ok(object.metadata.deletion_timestamp.is_some())
 }
 
 /// How an update computes the new object from the current one (both in the request version).

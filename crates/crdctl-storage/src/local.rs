@@ -1,5 +1,6 @@
 //! The engine the embedded backends share: one writer thread with group commit, watches fed
-//! from a broadcast of committed events and the backend's history, and lists at an older
+//! from committed events (each sent only to the watchers of its key, as etcd's watchable store
+//! does) and the backend's history, and lists at an older
 //! revision by rolling the current state back through that history.
 //!
 //! A backend only stores state and history and commits a batch atomically; everything about
@@ -11,16 +12,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc as std_mpsc;
 
 use async_trait::async_trait;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::{Entry, Event, EventKind, ListOptions, ListPage, Revision, Stats, Store, StoreError, Watch, Write};
 
 /// Writes applied in one commit at most; more wait for the next.
 const MAX_BATCH: usize = 512;
 /// Live events buffered per watcher before it falls back to reading history.
-const BROADCAST_CAPACITY: usize = 4096;
+const LIVE_CAPACITY: usize = 4096;
 /// Events a watcher holds for its consumer before the engine waits.
 const WATCH_BUFFER: usize = 256;
+/// Current lists of at most this many keys run on the caller's thread, as gets do.
+const INLINE_LIST_LIMIT: usize = 16;
 /// How many revisions stay readable by default (a `continue` or watch older than this is 410).
 pub const DEFAULT_HISTORY_WINDOW: Revision = 100_000;
 
@@ -90,7 +93,8 @@ pub struct LocalStore<B: Backend> {
 
 struct Shared<B> {
     backend: B,
-    events: broadcast::Sender<Arc<Event>>,
+    /// The watchers following live events; a write wakes only those whose prefix covers it.
+    watchers: std::sync::Mutex<Vec<Watcher>>,
     /// Set when the store is dropped: watches end.
     closed: tokio::sync::watch::Sender<bool>,
     revision: AtomicU64,
@@ -100,14 +104,20 @@ struct Shared<B> {
 
 type Pending = (Write, oneshot::Sender<Result<Event, StoreError>>);
 
+/// A watch's live feed. A watcher whose buffer is full is dropped from the list, which closes
+/// its feed after what it holds; it then catches up from the history and registers again.
+struct Watcher {
+    prefix: String,
+    live: mpsc::Sender<Arc<Event>>,
+}
+
 impl<B: Backend> LocalStore<B> {
     /// Starts the engine over `backend`, keeping `window` revisions of history.
     pub fn new(backend: B, window: Revision) -> Result<LocalStore<B>, StoreError> {
         let meta = backend.meta()?;
-        let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
         let shared = Arc::new(Shared {
             backend,
-            events,
+            watchers: std::sync::Mutex::new(Vec::new()),
             closed: tokio::sync::watch::Sender::new(false),
             revision: AtomicU64::new(meta.revision),
             compacted: AtomicU64::new(meta.compacted),
@@ -190,10 +200,7 @@ impl<B: Backend> Shared<B> {
         }
         let events: Vec<Arc<Event>> = events.into_iter().map(Arc::new).collect();
         if committed.is_ok() {
-            for event in &events {
-                // No receivers is fine: nobody watches.
-                let _ = self.events.send(Arc::clone(event));
-            }
+            self.publish(&events);
         }
         for (reply, outcome) in outcomes {
             let result = match (&committed, outcome) {
@@ -204,6 +211,27 @@ impl<B: Backend> Shared<B> {
             // A caller that went away does not undo its write.
             let _ = reply.send(result);
         }
+    }
+
+    /// Hands committed events to the watchers of their keys; drops watchers that are full or gone.
+    fn publish(&self, events: &[Arc<Event>]) {
+        let Ok(mut watchers) = self.watchers.lock() else { return };
+        watchers.retain(|watcher| {
+            !watcher.live.is_closed()
+                && events
+                    .iter()
+                    .filter(|event| event.key.starts_with(&watcher.prefix))
+                    .all(|event| watcher.live.try_send(Arc::clone(event)).is_ok())
+        });
+    }
+
+    /// A live feed of the events under `prefix` from now on.
+    fn subscribe(&self, prefix: &str) -> Result<mpsc::Receiver<Arc<Event>>, StoreError> {
+        let (live, receiver) = mpsc::channel(LIVE_CAPACITY);
+        let mut watchers =
+            self.watchers.lock().map_err(|_| StoreError::Unavailable("the watcher list is poisoned".into()))?;
+        watchers.push(Watcher { prefix: prefix.to_string(), live });
+        Ok(receiver)
     }
 
     fn check_readable(&self, requested: Revision) -> Result<(), StoreError> {
@@ -322,6 +350,10 @@ impl<B: Backend> Store for LocalStore<B> {
     }
 
     async fn list(&self, options: ListOptions<'_>) -> Result<ListPage, StoreError> {
+        // A few current keys cost what a get costs: in place too. Older revisions read history.
+        if options.revision.is_none() && (1..=INLINE_LIST_LIMIT).contains(&options.limit) {
+            return self.shared.list(options);
+        }
         let (prefix, start_after) = (options.prefix.to_string(), options.start_after.map(str::to_string));
         let (limit, revision) = (options.limit, options.revision);
         blocking(&self.shared, move |shared| {
@@ -353,9 +385,10 @@ impl<B: Backend> Store for LocalStore<B> {
             return Err(StoreError::Compacted { requested: after, compacted });
         }
         // Subscribe before reading history so no event falls between the two.
-        let live = self.shared.events.subscribe();
+        let live = self.shared.subscribe(prefix)?;
         let (tx, rx) = mpsc::channel(WATCH_BUFFER);
-        tokio::spawn(feed_watch(Arc::clone(&self.shared), prefix.to_string(), after, live, tx));
+        let closed = self.shared.closed.subscribe();
+        tokio::spawn(feed_watch(Arc::downgrade(&self.shared), closed, prefix.to_string(), after, live, tx));
         Ok(Watch::new(rx))
     }
 
@@ -375,19 +408,22 @@ impl<B: Backend> Store for LocalStore<B> {
 }
 
 /// Sends history after `last`, then live events, catching up from history whenever the live
-/// feed overflows; ends with `Compacted` if the watcher fell out of the window.
+/// feed overflowed (and so was closed); ends with `Compacted` if the watcher fell out of the
+/// window. It holds the engine only while it reads, so dropping the store closes the backend
+/// (and releases its file) at once.
 async fn feed_watch<B: Backend>(
-    shared: Arc<Shared<B>>,
+    shared: std::sync::Weak<Shared<B>>,
+    mut closed: tokio::sync::watch::Receiver<bool>,
     prefix: String,
     mut last: Revision,
-    mut live: broadcast::Receiver<Arc<Event>>,
+    mut live: mpsc::Receiver<Arc<Event>>,
     tx: mpsc::Sender<Result<Event, StoreError>>,
 ) {
-    let mut closed = shared.closed.subscribe();
     loop {
+        let Some(engine) = shared.upgrade() else { return };
         let history = {
             let prefix = prefix.clone();
-            blocking(&shared, move |shared| {
+            blocking(&engine, move |shared| {
                 let (meta, history) = shared.backend.history(&prefix, last)?;
                 if last < meta.compacted {
                     return Err(StoreError::Compacted { requested: last, compacted: meta.compacted });
@@ -396,6 +432,7 @@ async fn feed_watch<B: Backend>(
             })
             .await
         };
+        drop(engine);
         match history {
             Ok(events) => {
                 for event in events {
@@ -417,16 +454,26 @@ async fn feed_watch<B: Backend>(
                 _ = closed.wait_for(|closed| *closed) => return,
             };
             match received {
-                Ok(event) if event.revision <= last || !event.key.starts_with(&prefix) => {}
-                Ok(event) => {
+                Some(event) if event.revision <= last => {}
+                Some(event) => {
                     last = event.revision;
                     if tx.send(Ok((*event).clone())).await.is_err() {
                         return;
                     }
                 }
-                // Fell behind the live feed: catch up from history, then go on live.
-                Err(broadcast::error::RecvError::Lagged(_)) => break,
-                Err(broadcast::error::RecvError::Closed) => return,
+                // Fell behind and was dropped from the live feed: register again, catch up
+                // from history, then go on live.
+                None => match shared.upgrade().map(|engine| engine.subscribe(&prefix)) {
+                    None => return,
+                    Some(Ok(again)) => {
+                        live = again;
+                        break;
+                    }
+                    Some(Err(err)) => {
+                        let _ = tx.send(Err(err)).await;
+                        return;
+                    }
+                },
             }
         }
     }

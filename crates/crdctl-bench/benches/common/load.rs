@@ -37,6 +37,35 @@ where
     count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
 }
 
+/// A runtime apart from the load generator's, for what it drives (the server, its replicas, a
+/// webhook), as each is a process of its own beside its clients. On one shared runtime every
+/// request was a wake-up between the same two workers, and the scheduler's latency rather than
+/// the server's set the one-client rate.
+pub struct Peer {
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Peer {
+    /// A runtime with `workers` threads.
+    pub fn new(workers: usize) -> Peer {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().unwrap();
+        Peer { runtime: Some(runtime) }
+    }
+
+    /// Runs `future` on this runtime (what it spawns stays there) and waits for its output.
+    pub async fn run<T: Send + 'static>(&self, future: impl std::future::Future<Output = T> + Send + 'static) -> T {
+        self.runtime.as_ref().unwrap().spawn(future).await.unwrap()
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// An HTTP load generator over one server or several replicas (client `i` talks to replica
 /// `i mod n`).
 pub struct Load {
