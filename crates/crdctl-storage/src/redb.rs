@@ -209,18 +209,21 @@ impl RedbBackend {
         self.index.read().map_err(|_| unavailable("the store index is poisoned"))
     }
 
-    /// Runs `read` until no revision it needs was compacted away under it.
-    fn read_retrying<T>(
+    /// Takes what to read from the index (`plan`, under its lock, which the writer waits for:
+    /// so only names and revisions), then reads it from the table; again from the index if a
+    /// revision was compacted away in between.
+    fn read_retrying<P, T>(
         &self,
-        mut read: impl FnMut(&Index, &redb::ReadOnlyTable<u64, &'static [u8]>) -> Result<Result<T, Overtaken>, StoreError>,
+        plan: impl Fn(&Index) -> P,
+        read: impl Fn(P, &redb::ReadOnlyTable<u64, &'static [u8]>) -> Result<Result<T, Overtaken>, StoreError>,
     ) -> Result<T, StoreError> {
         for _ in 0..READ_ATTEMPTS {
             // The index first: every revision it names is committed, so the transaction begun
             // after it holds them unless compaction has removed them since.
-            let index = self.index()?;
+            let planned = plan(&*self.index()?);
             let txn = self.db.begin_read().map_err(unavailable)?;
             let table = txn.open_table(REVISIONS).map_err(unavailable)?;
-            if let Ok(found) = read(&index, &table)? {
+            if let Ok(found) = read(planned, &table)? {
                 return Ok(found);
             }
         }
@@ -234,10 +237,13 @@ impl Backend for RedbBackend {
     }
 
     fn get(&self, key: &str) -> Result<Option<Entry>, StoreError> {
-        self.read_retrying(|index, table| match index.keys.get(key) {
-            Some(live) => Ok(read_entry(table, key, live.mod_revision)?.map(Some)),
-            None => Ok(Ok(None)),
-        })
+        self.read_retrying(
+            |index| index.keys.get(key).map(|live| live.mod_revision),
+            |revision, table| match revision {
+                Some(revision) => Ok(read_entry(table, key, revision)?.map(Some)),
+                None => Ok(Ok(None)),
+            },
+        )
     }
 
     fn snapshot(
@@ -252,32 +258,37 @@ impl Backend for RedbBackend {
             _ => Bound::Included(prefix),
         };
         let take = if limit == 0 { usize::MAX } else { limit };
-        self.read_retrying(|index, table| {
+        let plan = |index: &Index| {
             let mut keys =
                 index.keys.range::<str, _>((start, Bound::Unbounded)).take_while(|(key, _)| key.starts_with(prefix));
-            let mut entries = Vec::new();
-            for (key, live) in keys.by_ref().take(take) {
-                match read_entry(table, key, live.mod_revision)? {
+            let wanted: Vec<(String, Revision)> =
+                keys.by_ref().take(take).map(|(key, live)| (key.clone(), live.mod_revision)).collect();
+            (index.meta, wanted, keys.count() as u64)
+        };
+        self.read_retrying(plan, |(meta, wanted, rest), table| {
+            let mut entries = Vec::with_capacity(wanted.len());
+            for (key, revision) in wanted {
+                match read_entry(table, &key, revision)? {
                     Ok(entry) => entries.push(entry),
                     Err(Overtaken) => return Ok(Err(Overtaken)),
                 }
             }
-            let rest = keys.count() as u64;
             let history = match history_after {
-                Some(after) => match read_history(table, prefix, start_after, after, index.meta.revision)? {
+                Some(after) => match read_history(table, prefix, start_after, after, meta.revision)? {
                     Ok(history) => history,
                     Err(Overtaken) => return Ok(Err(Overtaken)),
                 },
                 None => Vec::new(),
             };
-            Ok(Ok(Snapshot { meta: index.meta, entries, rest, history }))
+            Ok(Ok(Snapshot { meta, entries, rest, history }))
         })
     }
 
     fn history(&self, prefix: &str, after: Revision) -> Result<(Meta, Vec<Event>), StoreError> {
-        self.read_retrying(|index, table| {
-            Ok(read_history(table, prefix, None, after, index.meta.revision)?.map(|events| (index.meta, events)))
-        })
+        self.read_retrying(
+            |index| index.meta,
+            |meta, table| Ok(read_history(table, prefix, None, after, meta.revision)?.map(|events| (meta, events))),
+        )
     }
 
     fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
