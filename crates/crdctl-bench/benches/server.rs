@@ -1,13 +1,14 @@
 //! `crdctl serve` throughput on the embedded redb store, against the store's own durable commit
 //! rate measured in the same run.
 //!
-//! Baselines: raw redb (one durable transaction per write, the floor of any durable write) and
-//! the store engine with 1 and 16 writers (16 share commits: group commit). Then the server,
-//! in-process on a random loopback port, driven over HTTP by a Rust load generator with 1 and 16
-//! concurrent clients: creates/s, gets/s and the time to list 10,000 objects, for a CRD with the
-//! None strategy and one whose objects pass through the CronTab conversion webhook (HTTPS, the
-//! example converter on the framework). The server, the webhook and the load generator each
-//! have a runtime of their own, as they would be three processes. Targets: creates with one client ≥ 50% of the raw
+//! Baselines: raw redb (one durable transaction per write, the floor of any durable write),
+//! measured in slices alternating with the one-client creates, and the store engine with 1 and
+//! 16 writers (16 share commits: group commit). Then the server, in-process on a random loopback
+//! port, driven over HTTP by a Rust load generator with 1 and 16 concurrent clients: creates/s,
+//! gets/s and the time to list 10,000 objects, for a CRD with the None strategy and one whose
+//! objects pass through the CronTab conversion webhook (HTTPS, the example converter on the
+//! framework). The server, the webhook and the load generator each have a runtime of their own,
+//! as they would be three processes. Targets: creates with one client ≥ 50% of the raw
 //! single-writer commit rate; with 16 clients, more creates/s than that rate.
 //!
 //! Run: `cargo bench -p crdctl-bench --bench server`.
@@ -19,7 +20,7 @@ mod convert;
 mod load;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crdctl_server::testing::TestServer;
 use crdctl_storage::Store;
@@ -31,35 +32,62 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const LIST_SIZE: usize = 10_000;
 
-fn value_bytes() -> Vec<u8> {
-    br#"{"apiVersion":"example.com/v1","kind":"CronTab","metadata":{"name":"crontab-000000","namespace":"default","uid":"6ea9ddfe-bfc3-498e-bc6a-7993137f7788","creationTimestamp":"2026-12-01T09:14:45Z","generation":1},"host":"localhost","port":"1234"}"#.to_vec()
+/// The bytes the baselines write: a CronTab as the server stores it (`managedFields` and all),
+/// read back from a server, as the etcd benchmark's baseline puts a stored object's bytes.
+async fn stored_value(peer: &Peer) -> Vec<u8> {
+    let (_server, load, store, _dir) = server_with(peer, crd(None)).await;
+    let path = "/apis/example.com/v1/namespaces/default/crontabs";
+    let (code, _) = load.send(reqwest::Method::POST, path, Some(v1_body("crontab-000000", "v1"))).await;
+    assert_eq!(code, 201);
+    store.get("/registry/example.com/crontabs/default/crontab-000000").await.unwrap().unwrap().value
 }
 
-/// Durable redb transactions, one write each, one after another.
-fn raw_redb() -> f64 {
-    const TABLE: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("bench");
-    let dir = tempfile::tempdir().unwrap();
-    let db = redb::Database::create(dir.path().join("raw.redb")).unwrap();
-    let value = value_bytes();
-    let started = Instant::now();
-    let mut n = 0u64;
-    while started.elapsed() < RUN_FOR {
-        let txn = db.begin_write().unwrap();
-        txn.open_table(TABLE).unwrap().insert(format!("/k/{n}").as_str(), value.as_slice()).unwrap();
-        txn.commit().unwrap();
-        n += 1;
+/// Durable redb transactions, one write each, one after another, into one database that
+/// grows as the server's does.
+struct RawRedb {
+    db: redb::Database,
+    value: Vec<u8>,
+    _dir: tempfile::TempDir,
+    written: u64,
+    took: Duration,
+}
+
+impl RawRedb {
+    const TABLE: redb::TableDefinition<'static, &'static str, &'static [u8]> = redb::TableDefinition::new("bench");
+
+    fn new(value: Vec<u8>) -> RawRedb {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("raw.redb")).unwrap();
+        RawRedb { db, value, _dir: dir, written: 0, took: Duration::ZERO }
     }
-    n as f64 / started.elapsed().as_secs_f64()
+
+    /// Commits for `run_for`.
+    fn run(&mut self, run_for: Duration) {
+        let started = Instant::now();
+        while started.elapsed() < run_for {
+            let txn = self.db.begin_write().unwrap();
+            let key = format!("/k/{}", self.written);
+            txn.open_table(Self::TABLE).unwrap().insert(key.as_str(), self.value.as_slice()).unwrap();
+            txn.commit().unwrap();
+            self.written += 1;
+        }
+        self.took += started.elapsed();
+    }
+
+    fn rate(&self) -> f64 {
+        self.written as f64 / self.took.as_secs_f64()
+    }
 }
 
 /// Creates through the store engine from `writers` concurrent tasks.
-async fn store_writes(writers: usize) -> f64 {
+async fn store_writes(writers: usize, value: &[u8]) -> f64 {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(crdctl_storage::redb::open(dir.path()).unwrap());
+    let value = value.to_vec();
     load::rate(writers, move |writer, i| {
-        let store = Arc::clone(&store);
+        let (store, value) = (Arc::clone(&store), value.clone());
         async move {
-            store.create(&format!("/k/{writer}/{i}"), value_bytes()).await.unwrap();
+            store.create(&format!("/k/{writer}/{i}"), value).await.unwrap();
         }
     })
     .await
@@ -89,34 +117,31 @@ fn v1beta1_body(name: &str, version: &str) -> String {
 }
 
 /// The server on `peer` over a fresh redb store, with `crd` created.
-async fn server_with(peer: &Peer, crd: Value) -> (TestServer, Arc<Load>, tempfile::TempDir) {
+async fn server_with(peer: &Peer, crd: Value) -> (TestServer, Arc<Load>, Arc<dyn Store>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(crdctl_storage::redb::open(dir.path()).unwrap());
-    let server = peer.run(TestServer::start_with(crdctl_server::Config::default(), store)).await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(crdctl_storage::redb::open(dir.path()).unwrap());
+    let server = peer.run(TestServer::start_with(crdctl_server::Config::default(), Arc::clone(&store))).await.unwrap();
     let load = Arc::new(Load::new(vec![server.url()]));
     let (code, body) = load
         .send(reqwest::Method::POST, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Some(crd.to_string()))
         .await;
     assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
-    (server, load, dir)
+    (server, load, store, dir)
 }
 
 fn ratio(rate: f64, baseline: f64) -> String {
     format!("{:.0}%", rate / baseline * 100.0)
 }
 
+/// The one-client creates are measured in this many slices, each after a slice of raw commits,
+/// so that the machine's drift (fsync times here vary by a third from one minute to the next)
+/// weighs on the rate and its baseline alike.
+const SLICES: u32 = 4;
+
 // The load generator runs here; the server has a runtime of two workers (as `crdctl serve` on
 // two cores) and the webhook one of one (see `Peer`).
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let raw = tokio::task::spawn_blocking(raw_redb).await.unwrap();
-    let store_1 = store_writes(1).await;
-    let store_16 = store_writes(16).await;
-    println!("baseline (durable, redb)                 writes/s   ÷ raw");
-    println!("  raw redb, 1 writer                    {raw:>10.0}   100%");
-    println!("  store engine, 1 writer                {store_1:>10.0}   {}", ratio(store_1, raw));
-    println!("  store engine, 16 writers              {store_16:>10.0}   {}", ratio(store_16, raw));
-
     // The webhook for the conversion runs: HTTPS on loopback, the CronTab converter.
     let names = vec!["localhost".to_string()];
     let bundle = crdctl_conversion::certs::generate(&names).unwrap();
@@ -132,13 +157,25 @@ async fn main() {
     let webhook =
         webhook_peer.run(crdctl_conversion::framework::start(options, convert::convert_crontab)).await.unwrap();
     let server_peer = Peer::new(2);
+    let value = stored_value(&server_peer).await;
+    let mut raw = RawRedb::new(value.clone());
+    let store_1 = store_writes(1, &value).await;
+    let store_16 = store_writes(16, &value).await;
 
+    let mut blocks = Vec::new();
     for (label, webhook) in [("None", None), ("Webhook", Some((webhook.address.port(), bundle.ca_bundle())))] {
         let converting = webhook.is_some();
-        let (_server, load, _dir) = server_with(&server_peer, crd(webhook)).await;
+        let (_server, load, _store, _dir) = server_with(&server_peer, crd(webhook)).await;
         // Writes at v1beta1 are converted to the storage version v1 (by the webhook when set).
         let (version, body) = ("v1beta1", if converting { v1beta1_body as fn(&str, &str) -> String } else { v1_body });
-        let (creates_1, made_1) = load.creates(version, body, 1, None, "one").await;
+        let (mut made_1, mut took_1) = (0, 0.0);
+        for slice in 0..SLICES {
+            raw.run(RUN_FOR / SLICES);
+            let (rate, made) = load.creates_for(RUN_FOR / SLICES, version, body, 1, None, &format!("one{slice}")).await;
+            made_1 += made;
+            took_1 += made as f64 / rate;
+        }
+        let creates_1 = made_1 as f64 / took_1;
         let (creates_16, made_16) = load.creates(version, body, 16, Some(LIST_SIZE - made_1), "many").await;
         let total = made_1 + made_16;
         let listed = load.list("v1", "", total).await;
@@ -156,6 +193,15 @@ async fn main() {
         let sample = Arc::new(sample);
         let gets_1 = load.gets(Arc::clone(&sample), 1).await;
         let gets_16 = load.gets(sample, 16).await;
+        blocks.push((label, creates_1, creates_16, gets_1, gets_16, total, listed, listed_converted));
+    }
+
+    let raw = raw.rate();
+    println!("baseline (durable, redb, {} bytes)       writes/s   ÷ raw", value.len());
+    println!("  raw redb, 1 writer                    {raw:>10.0}   100%");
+    println!("  store engine, 1 writer                {store_1:>10.0}   {}", ratio(store_1, raw));
+    println!("  store engine, 16 writers              {store_16:>10.0}   {}", ratio(store_16, raw));
+    for (label, creates_1, creates_16, gets_1, gets_16, total, listed, listed_converted) in blocks {
         println!("server, conversion {label:<8}             per second   ÷ raw");
         println!("  creates, 1 client                     {creates_1:>10.0}   {}", ratio(creates_1, raw));
         println!("  creates, 16 clients                   {creates_16:>10.0}   {}", ratio(creates_16, raw));

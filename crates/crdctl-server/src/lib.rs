@@ -330,6 +330,7 @@ impl Server {
             None => {
                 let server = axum_server::from_tcp(listener)
                     .map_err(|source| StartError::Bind { address, source })?
+                    .acceptor(axum_server::accept::NoDelayAcceptor::new())
                     .handle(handle.clone());
                 tokio::spawn(server.serve(router))
             }

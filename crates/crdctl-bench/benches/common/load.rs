@@ -114,6 +114,20 @@ impl Load {
         until: Option<usize>,
         prefix: &str,
     ) -> (f64, usize) {
+        self.creates_for(RUN_FOR, version, body, clients, until, prefix).await
+    }
+
+    /// Creates objects from `clients` tasks for `run_for`, or until `until` objects exist;
+    /// returns the rate and the count.
+    pub async fn creates_for(
+        self: &Arc<Self>,
+        run_for: Duration,
+        version: &str,
+        body: fn(&str, &str) -> String,
+        clients: usize,
+        until: Option<usize>,
+        prefix: &str,
+    ) -> (f64, usize) {
         let count = Arc::new(AtomicUsize::new(0));
         let started = Instant::now();
         let tasks: Vec<_> = (0..clients)
@@ -127,7 +141,7 @@ impl Load {
                         let done = count.load(Ordering::Relaxed);
                         match until {
                             Some(limit) if done >= limit => break,
-                            None if started.elapsed() >= RUN_FOR => break,
+                            None if started.elapsed() >= run_for => break,
                             _ => {}
                         }
                         let name = format!("{prefix}-{client:02}-{i:06}");
