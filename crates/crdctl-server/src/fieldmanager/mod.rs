@@ -199,7 +199,7 @@ impl Scope<'_> {
             &["f:metadata", "f:deletionGracePeriodSeconds"],
         ] {
             let path: Vec<Element> = stripped.iter().map(|e| e.to_string()).collect();
-            set = set.without(&path);
+            set.remove(&path);
         }
         // `metadata` itself is never owned (an empty one would be), only fields inside it.
         let mut metadata = Set::default();
@@ -208,7 +208,10 @@ impl Scope<'_> {
         let status = ["f:status".to_string()];
         match (self.subresource, self.has_status) {
             ("status", _) => set.only(&status),
-            (_, true) => set.without(&status),
+            (_, true) => {
+                set.remove(&status);
+                set
+            }
             _ => set,
         }
     }
@@ -232,7 +235,12 @@ pub fn record_update(old: Option<&Value>, new: &mut Value, scope: &Scope<'_>, ma
     let mut entries = old.map(decode).unwrap_or_default();
     let empty = json!({});
     let old_object = old.map(without_managed_fields).unwrap_or(empty);
-    let comparison = typed::compare(&old_object, &without_managed_fields(new), scope.schema);
+    // `encode` below rewrites `managedFields`: empty it in place (keeping its position among
+    // the keys) rather than copy the object without it; the server-owned field is stripped anyway.
+    if let Some(managed) = new.pointer_mut("/metadata/managedFields") {
+        managed.take();
+    }
+    let comparison = typed::compare(&old_object, new, scope.schema);
     let changed = scope.owned(comparison.modified.union(&comparison.added));
     let removed = scope.owned(comparison.removed);
     let me = Entry {

@@ -107,19 +107,13 @@ impl Set {
         self.0.iter().map(|(element, node)| (element, node.member, &node.children))
     }
 
-    /// The set without anything under `prefix` (the `status` of a main resource, say).
-    pub fn without(&self, prefix: &[Element]) -> Set {
-        let mut out = self.clone();
-        out.drop_subtree(prefix);
-        out
-    }
-
-    fn drop_subtree(&mut self, prefix: &[Element]) {
+    /// Removes everything under `prefix` (the `status` of a main resource, say), in place.
+    pub fn remove(&mut self, prefix: &[Element]) {
         let Some((first, rest)) = prefix.split_first() else { return };
         if rest.is_empty() {
             self.0.remove(first);
         } else if let Some(node) = self.0.get_mut(first) {
-            node.children.drop_subtree(rest);
+            node.children.remove(rest);
             if !node.member && node.children.is_empty() {
                 self.0.remove(first);
             }
@@ -239,7 +233,9 @@ mod tests {
         assert_eq!(a.difference(&b).paths(), [path(&["f:spec", "f:a"])]);
         assert_eq!(a.intersection(&b).paths(), [path(&["f:spec", "f:b"])]);
         assert_eq!(a.union(&b).paths().len(), 3);
-        assert_eq!(a.without(&path(&["f:spec"])), Set::default());
+        let mut emptied = a.clone();
+        emptied.remove(&path(&["f:spec"]));
+        assert_eq!(emptied, Set::default());
         assert_eq!(b.only(&path(&["f:spec", "f:c"])).paths(), [path(&["f:spec", "f:c"])]);
     }
 }
