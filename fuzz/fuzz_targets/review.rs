@@ -11,11 +11,10 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             "metadata": {"name": "a", "namespace": "default", "uid": "u-1", "labels": {"x": "y"}}, "hostPort": "h:1"}),
         json!({"apiVersion": "example.com/v1beta1", "kind": "CronTab", "metadata": {"name": "b"}}),
     ];
-    let sent_objects: Vec<&serde_json::Value> = objects.iter().collect();
     let gvk = "example.com/v1beta1, Kind=CronTab";
-    let Ok(review) = decode(data, gvk) else { return };
     for (version, shape) in [(ReviewVersion::V1, Shape::List), (ReviewVersion::V1beta1, Shape::Object)] {
-        let sent = Sent { version, uid: "uid-1", desired_api_version: "example.com/v1", objects: &sent_objects, shape, gvk };
-        let _ = converted_objects(&sent, review.clone());
+        let Ok(review) = decode(data, gvk) else { return };
+        let sent = Sent { version, uid: "uid-1", desired_api_version: "example.com/v1", shape, gvk };
+        let _ = converted_objects(&sent, objects.to_vec(), review);
     }
 });

@@ -2,7 +2,8 @@
 //!
 //! The core is pure and synchronous: [`review`] holds the ConversionReview types of
 //! `apiextensions.k8s.io/v1` and `v1beta1`, [`none`] the `None` strategy, and [`response`] checks a
-//! webhook's answer exactly as the API server does, with its error messages. I/O lives behind
+//! webhook's answer exactly as the API server does, with its error messages, reading the converted
+//! objects as [`converted`] describes. I/O lives behind
 //! features:
 //!
 //! - `client`: [`webhook::WebhookClient`] calls a CRD's conversion webhook (URL or Service, TLS
@@ -13,6 +14,7 @@
 
 #[cfg(feature = "certs")]
 pub mod certs;
+pub mod converted;
 #[cfg(feature = "client")]
 mod converter;
 #[cfg(feature = "framework")]

@@ -3,44 +3,45 @@
 
 use serde_json::{Map, Value};
 
+use crate::converted::{ConvertedMetadata, ObjectOr};
 use crate::response::go_type;
 use crdctl_model::validation::{TOTAL_ANNOTATION_BYTES, go_quote, label_value_errors, qualified_name_errors};
 
 /// `restoreObjectMeta`: the original metadata with the converted object's labels and annotations.
 /// Returns the metadata to store, or the API server's error text.
 ///
-/// This runs for every object a webhook converts, so it works in the webhook's map: fields that
-/// already equal the original's (the common case) are left alone, and only what differs is
-/// copied from the original.
-pub(crate) fn restore(original: Option<&Value>, converted: Option<Value>) -> Result<Option<Value>, String> {
-    const FIELDS: [&str; 2] = ["labels", "annotations"];
-    let mut converted = match converted {
+/// This runs for every object a webhook converts, so the original metadata is moved, not copied
+/// (the API server deep-copies it), and the converted metadata was read only for labels and
+/// annotations (see [`crate::converted`]).
+pub(crate) fn restore(
+    original: Option<Value>,
+    converted: Option<ObjectOr<ConvertedMetadata>>,
+) -> Result<Value, String> {
+    let converted = match converted {
         None => return Err("missing metadata in converted object".into()),
-        Some(Value::Object(map)) => map,
-        Some(other) => {
+        Some(ObjectOr::Object(metadata)) => metadata,
+        Some(ObjectOr::Other(other)) => {
             return Err(format!("invalid metadata of type {} in converted object", go_type(&other)));
         }
     };
-    let original = match original {
-        Some(Value::Object(map)) => Some(map),
-        None => None,
-        Some(other) => {
-            return Err(format!("invalid metadata of type {} in input object", go_type(other)));
-        }
+    let mut restored = match original {
+        None => Map::new(),
+        Some(Value::Object(map)) => map,
+        Some(other) => return Err(format!("invalid metadata of type {} in input object", go_type(&other))),
     };
     let empty = Map::new();
-    for field in FIELDS {
-        let response = match converted.get(field) {
+    for (field, response) in [("labels", converted.labels), ("annotations", converted.annotations)] {
+        let response = match response {
             None | Some(Value::Null) => {
-                converted.remove(field);
+                restored.remove(field);
                 continue;
             }
             Some(Value::Object(map)) => map,
             Some(other) => {
-                return Err(format!("invalid metadata.{field} of type {} in converted object", go_type(other)));
+                return Err(format!("invalid metadata.{field} of type {} in converted object", go_type(&other)));
             }
         };
-        let previous = match original.and_then(|o| o.get(field)) {
+        let previous = match restored.get(field) {
             None | Some(Value::Null) => &empty,
             Some(Value::Object(map)) => map,
             Some(other) => {
@@ -48,7 +49,7 @@ pub(crate) fn restore(original: Option<&Value>, converted: Option<Value>) -> Res
             }
         };
         let mut changed = previous.len() != response.len();
-        for (key, value) in response {
+        for (key, value) in &response {
             if !value.is_string() {
                 return Err(format!(
                     "metadata.{field}[{key}] must be a string, but is {} in converted object",
@@ -58,27 +59,14 @@ pub(crate) fn restore(original: Option<&Value>, converted: Option<Value>) -> Res
             changed |= previous.get(key) != Some(value);
         }
         if changed {
-            let errors = if field == "labels" { label_errors(response) } else { annotation_errors(response) };
+            let errors = if field == "labels" { label_errors(&response) } else { annotation_errors(&response) };
             if !errors.is_empty() {
                 return Err(aggregate(errors));
             }
         }
+        restored.insert(field.into(), Value::Object(response));
     }
-    // Every other field is the original's.
-    converted.retain(|key, _| FIELDS.contains(&key.as_str()) || original.is_some_and(|o| o.contains_key(key)));
-    for (key, value) in original.into_iter().flatten() {
-        if FIELDS.contains(&key.as_str()) {
-            continue;
-        }
-        match converted.get_mut(key) {
-            Some(slot) if slot == value => {}
-            Some(slot) => *slot = value.clone(),
-            None => {
-                converted.insert(key.clone(), value.clone());
-            }
-        }
-    }
-    Ok(Some(Value::Object(converted)))
+    Ok(Value::Object(restored))
 }
 
 fn label_errors(labels: &Map<String, Value>) -> Vec<String> {
@@ -128,26 +116,31 @@ mod tests {
 
     use super::*;
 
+    /// Converted metadata as the client reads it from a webhook's answer.
+    fn read(converted: Value) -> ObjectOr<ConvertedMetadata> {
+        serde_json::from_value(converted).unwrap()
+    }
+
     #[track_caller]
     fn restore_with(original: Value, converted: Value) -> Result<Value, String> {
-        restore(Some(&original), Some(converted)).map(Option::unwrap)
+        restore(Some(original), Some(read(converted)))
     }
 
     /// Upstream `TestRestoreObjectMeta`.
     #[test]
     fn upstream_restore_table() {
-        assert_eq!(restore(Some(&json!({})), None).unwrap_err(), "missing metadata in converted object");
+        assert_eq!(restore(Some(json!({})), None).unwrap_err(), "missing metadata in converted object");
         assert_eq!(
-            restore(Some(&json!({})), Some(json!([]))).unwrap_err(),
+            restore(Some(json!({})), Some(read(json!([])))).unwrap_err(),
             "invalid metadata of type []interface {} in converted object"
         );
         assert_eq!(
-            restore(None, Some(json!({"labels": {"a": "b"}}))).unwrap(),
-            Some(json!({"labels": {"a": "b"}})),
+            restore(None, Some(read(json!({"labels": {"a": "b"}})))).unwrap(),
+            json!({"labels": {"a": "b"}}),
             "original without metadata"
         );
         assert_eq!(
-            restore(Some(&json!("x")), Some(json!({}))).unwrap_err(),
+            restore(Some(json!("x")), Some(read(json!({})))).unwrap_err(),
             "invalid metadata of type string in input object"
         );
         assert_eq!(

@@ -6,8 +6,9 @@
 //! webhook may change labels and annotations; every other metadata change is discarded by
 //! restoring the original metadata.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use crate::converted::{Converted, ConvertedObject, ObjectOr};
 use crate::metadata;
 use crate::review::{ConversionReview, ReviewVersion};
 
@@ -62,8 +63,6 @@ pub struct Sent<'a> {
     pub uid: &'a str,
     /// `<group>/<version>` requested.
     pub desired_api_version: &'a str,
-    /// The objects sent, in order.
-    pub objects: &'a [&'a Value],
     /// Object or list wording.
     pub shape: Shape,
     /// The input's kind as the API server prints it: `stable.example.com/v1, Kind=CronTab`.
@@ -71,14 +70,19 @@ pub struct Sent<'a> {
 }
 
 /// Decodes a response body; any content type is accepted, as the API server does.
-pub fn decode(body: &[u8], gvk: &str) -> Result<ConversionReview, ConversionError> {
+pub fn decode(body: &[u8], gvk: &str) -> Result<ConversionReview<Converted>, ConversionError> {
     serde_json::from_slice(body)
         .map_err(|err| ConversionError::failed(gvk, format!("couldn't get version/kind; json parse error: {err}")))
 }
 
-/// Checks a webhook's review against what was sent and returns the converted objects, with
-/// their original metadata restored apart from labels and annotations.
-pub fn converted_objects(sent: &Sent<'_>, review: ConversionReview) -> Result<Vec<Value>, ConversionError> {
+/// Checks a webhook's review against what was sent (`originals`, in order) and returns the
+/// converted objects, each with its original's metadata apart from labels and annotations. The
+/// originals are consumed: their metadata moves into the converted objects.
+pub fn converted_objects(
+    sent: &Sent<'_>,
+    originals: Vec<Value>,
+    review: ConversionReview<Converted>,
+) -> Result<Vec<Value>, ConversionError> {
     let gvk = sent.gvk;
     if sent.version == ReviewVersion::V1
         && (review.api_version != sent.version.api_version() || review.kind != crate::review::KIND)
@@ -106,21 +110,21 @@ pub fn converted_objects(sent: &Sent<'_>, review: ConversionReview) -> Result<Ve
         return Err(ConversionError::failed(gvk, detail));
     }
     let converted = response.converted_objects.unwrap_or_default();
-    if converted.len() != sent.objects.len() {
+    if converted.len() != originals.len() {
         return Err(ConversionError::webhook(
             gvk,
-            format!("returned {} objects, expected {}", converted.len(), sent.objects.len()),
+            format!("returned {} objects, expected {}", converted.len(), originals.len()),
         ));
     }
     converted
         .into_iter()
-        .zip(sent.objects)
+        .zip(originals)
         .enumerate()
         .map(|(idx, (converted, original))| check_object(sent, idx, original, converted))
         .collect()
 }
 
-fn check_object(sent: &Sent<'_>, idx: usize, original: &Value, converted: Value) -> Result<Value, ConversionError> {
+fn check_object(sent: &Sent<'_>, idx: usize, original: Value, converted: Converted) -> Result<Value, ConversionError> {
     let gvk = sent.gvk;
     let invalid = |detail: String| match sent.shape {
         Shape::Object => ConversionError::webhook(gvk, format!("returned invalid object at index {idx}: {detail}")),
@@ -128,21 +132,20 @@ fn check_object(sent: &Sent<'_>, idx: usize, original: &Value, converted: Value)
             ConversionError::webhook(gvk, format!("returned invalid converted object at index {idx}: {detail}"))
         }
     };
-    let Value::Object(mut converted) = converted else {
-        let detail =
-            format!("json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_type(&converted));
-        return Err(match sent.shape {
-            Shape::Object => ConversionError { message: detail, answered: true },
-            Shape::List => {
-                ConversionError::webhook(gvk, format!("returned invalid converted object at index {idx}: {detail}"))
-            }
-        });
+    let ConvertedObject { fields: mut converted, metadata: converted_meta } = match converted {
+        ObjectOr::Object(object) => object,
+        ObjectOr::Other(value) => {
+            let detail =
+                format!("json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_type(&value));
+            return Err(match sent.shape {
+                Shape::Object => ConversionError { message: detail, answered: true },
+                Shape::List => {
+                    ConversionError::webhook(gvk, format!("returned invalid converted object at index {idx}: {detail}"))
+                }
+            });
+        }
     };
-    // Field reads borrow: this runs once per converted object, on every list through a webhook.
-    fn text<'a>(map: &'a Map<String, Value>, key: &str) -> &'a str {
-        map.get(key).and_then(Value::as_str).unwrap_or_default()
-    }
-    let received_api_version = text(&converted, "apiVersion");
+    let received_api_version = converted.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
     if received_api_version != sent.desired_api_version {
         return Err(invalid(format!(
             "invalid groupVersion (expected {}, received {received_api_version})",
@@ -150,19 +153,19 @@ fn check_object(sent: &Sent<'_>, idx: usize, original: &Value, converted: Value)
         )));
     }
     let original_kind = original.get("kind").and_then(Value::as_str).unwrap_or_default();
-    let received_kind = text(&converted, "kind");
+    let received_kind = converted.get("kind").and_then(Value::as_str).unwrap_or_default();
     if received_kind != original_kind {
         return Err(invalid(format!("invalid kind (expected {original_kind}, received {received_kind})")));
     }
-    let (original_meta, converted_meta) = (original.get("metadata"), converted.get("metadata"));
-    let field = |metadata: Option<&Value>, key: &str| -> String {
-        metadata.and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or_default().to_string()
-    };
+    let mut original = original;
+    let original_meta = original.get_mut("metadata").map(Value::take);
     for (key, label) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
-        let expected = original_meta.and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or_default();
-        let actual = converted_meta.and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or_default();
+        let expected = original_meta.as_ref().and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or_default();
+        let actual = match &converted_meta {
+            Some(ObjectOr::Object(metadata)) => metadata.identity(key),
+            _ => "",
+        };
         if expected != actual {
-            let (expected, actual) = (field(original_meta, key), field(converted_meta, key));
             let detail = format!("must have the same {label}: {expected} != {actual}");
             return Err(match sent.shape {
                 Shape::Object => ConversionError::webhook(gvk, format!("returned invalid object: {detail}")),
@@ -172,20 +175,15 @@ fn check_object(sent: &Sent<'_>, idx: usize, original: &Value, converted: Value)
             });
         }
     }
-    let metadata = metadata::restore(original.get("metadata"), converted.get_mut("metadata").map(Value::take))
-        .map_err(|detail| match sent.shape {
-            Shape::Object => ConversionError::webhook(gvk, format!("returned invalid metadata: {detail}")),
-            Shape::List => {
-                ConversionError::webhook(gvk, format!("returned invalid metadata in object at index {idx}: {detail}"))
-            }
-        })?;
-    // Back into the same slot, keeping the field order the webhook wrote.
-    match (metadata, converted.get_mut("metadata")) {
-        (Some(metadata), Some(slot)) => *slot = metadata,
-        (Some(metadata), None) => {
-            converted.insert("metadata".into(), metadata);
+    let metadata = metadata::restore(original_meta, converted_meta).map_err(|detail| match sent.shape {
+        Shape::Object => ConversionError::webhook(gvk, format!("returned invalid metadata: {detail}")),
+        Shape::List => {
+            ConversionError::webhook(gvk, format!("returned invalid metadata in object at index {idx}: {detail}"))
         }
-        (None, _) => {}
+    })?;
+    // Into the placeholder, keeping the field order the webhook wrote (restore fails without one).
+    if let Some(slot) = converted.get_mut("metadata") {
+        *slot = metadata;
     }
     Ok(Value::Object(converted))
 }
@@ -244,17 +242,9 @@ mod tests {
 
     #[track_caller]
     fn check_with(version: ReviewVersion, shape: Shape, review: ConversionReview) -> Result<Vec<Value>, String> {
-        let original = original();
-        let objects = [&original];
-        let sent = Sent {
-            version,
-            uid: "uid",
-            desired_api_version: "stable.example.com/v2",
-            objects: &objects,
-            shape,
-            gvk: GVK,
-        };
-        converted_objects(&sent, review).map_err(|e| e.message)
+        let sent = Sent { version, uid: "uid", desired_api_version: "stable.example.com/v2", shape, gvk: GVK };
+        let answer = decode(&serde_json::to_vec(&review).unwrap(), GVK).map_err(|e| e.message)?;
+        converted_objects(&sent, vec![original()], answer).map_err(|e| e.message)
     }
 
     fn response(objects: Vec<Value>) -> ConversionReview {

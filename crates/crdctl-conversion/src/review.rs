@@ -58,10 +58,11 @@ impl ReviewVersion {
     }
 }
 
-/// A ConversionReview, request or response.
+/// A ConversionReview, request or response. `O` is how converted objects are read: as values,
+/// or as the API server's side reads them ([`crate::converted::Converted`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct ConversionReview {
+#[serde(rename_all = "camelCase", bound(deserialize = "O: Deserialize<'de>"))]
+pub struct ConversionReview<O = Value> {
     /// `apiextensions.k8s.io/v1` or `apiextensions.k8s.io/v1beta1`.
     #[serde(default)]
     pub api_version: String,
@@ -73,7 +74,7 @@ pub struct ConversionReview {
     pub request: Option<ConversionRequest>,
     /// The webhook's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response: Option<ConversionResponse>,
+    pub response: Option<ConversionResponse<O>>,
 }
 
 /// `request` of a ConversionReview.
@@ -93,14 +94,14 @@ pub struct ConversionRequest {
 
 /// `response` of a ConversionReview.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct ConversionResponse {
+#[serde(rename_all = "camelCase", bound(deserialize = "O: Deserialize<'de>"))]
+pub struct ConversionResponse<O = Value> {
     /// The request's uid.
     #[serde(default)]
     pub uid: String,
     /// The converted objects, in request order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub converted_objects: Option<Vec<Value>>,
+    pub converted_objects: Option<Vec<O>>,
     /// `Success`, or `Failed` with a message.
     #[serde(default)]
     pub result: Status,

@@ -132,9 +132,9 @@ impl WebhookClient {
         if pending.is_empty() {
             return Ok(objects);
         }
-        let to_send: Vec<&Value> = pending.iter().map(|&idx| &objects[idx]).collect();
-        let converted = self.send(&to_send, desired_api_version, shape).await?;
         let mut objects = objects;
+        let to_send: Vec<Value> = pending.iter().map(|&idx| std::mem::take(&mut objects[idx])).collect();
+        let converted = self.send(to_send, desired_api_version, shape).await?;
         for (idx, object) in pending.into_iter().zip(converted) {
             objects[idx] = object;
         }
@@ -143,16 +143,16 @@ impl WebhookClient {
 
     async fn send(
         &self,
-        objects: &[&Value],
+        objects: Vec<Value>,
         desired_api_version: &str,
         shape: Shape,
     ) -> Result<Vec<Value>, ConversionError> {
-        let gvk = objects.first().map(|object| response::gvk_of(object)).unwrap_or_default();
+        let gvk = objects.first().map(response::gvk_of).unwrap_or_default();
         let uid = uuid::Uuid::new_v4().to_string();
         let review = RequestBody {
             api_version: self.version.api_version(),
             kind: crate::review::KIND,
-            request: RequestFields { uid: &uid, desired_api_version, objects },
+            request: RequestFields { uid: &uid, desired_api_version, objects: &objects },
         };
         let body = serde_json::to_vec(&review).map_err(|err| ConversionError::unanswered(&gvk, err))?;
         let endpoint = self.endpoint();
@@ -177,12 +177,12 @@ impl WebhookClient {
         }
         tracing::debug!(uid, n_objects = objects.len(), desired_api_version, "conversion webhook answered");
         let review = response::decode(&bytes, &gvk)?;
-        let sent = Sent { version: self.version, uid: &uid, desired_api_version, objects, shape, gvk: &gvk };
-        response::converted_objects(&sent, review)
+        let sent = Sent { version: self.version, uid: &uid, desired_api_version, shape, gvk: &gvk };
+        response::converted_objects(&sent, objects, review)
     }
 }
 
-/// A ConversionReview request serialised from borrowed objects, so nothing is copied to send it.
+/// A ConversionReview request serialised from borrowed fields, so nothing is copied to send it.
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct RequestBody<'a> {
@@ -196,7 +196,7 @@ struct RequestFields<'a> {
     uid: &'a str,
     #[serde(rename = "desiredAPIVersion")]
     desired_api_version: &'a str,
-    objects: &'a [&'a Value],
+    objects: &'a [Value],
 }
 
 /// Whether an object must go to the webhook: it is in another version, and it is not an
