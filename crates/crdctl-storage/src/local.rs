@@ -1,4 +1,6 @@
-//! The engine the embedded backends share: one writer thread with group commit, watches fed
+//! The engine the embedded backends share: one writer thread with group commit (a write that
+//! finds the engine idle commits on its own thread instead, as a lone RocksDB writer leads its
+//! own group), watches fed
 //! from committed events (each sent only to the watchers of its key, as etcd's watchable store
 //! does) and the backend's history, and lists at an older revision by rolling the current state
 //! back through that history.
@@ -8,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc as std_mpsc;
 
 use async_trait::async_trait;
@@ -100,6 +102,10 @@ struct Shared<B> {
     revision: AtomicU64,
     compacted: AtomicU64,
     window: Revision,
+    /// Held by whoever applies a batch: the writer thread, or a write committing in place.
+    committing: std::sync::Mutex<()>,
+    /// Writes handed to the writer thread and not yet applied.
+    queued: AtomicUsize,
 }
 
 type Pending = (Write, oneshot::Sender<Result<Event, StoreError>>);
@@ -122,6 +128,8 @@ impl<B: Backend> LocalStore<B> {
             revision: AtomicU64::new(meta.revision),
             compacted: AtomicU64::new(meta.compacted),
             window: window.max(1),
+            committing: std::sync::Mutex::new(()),
+            queued: AtomicUsize::new(0),
         });
         let (tx, rx) = std_mpsc::channel();
         let writer = Arc::clone(&shared);
@@ -164,8 +172,34 @@ impl<B: Backend> Shared<B> {
                     Err(_) => break,
                 }
             }
-            self.apply_batch(batch);
+            let taken = batch.len();
+            {
+                // Poisoning means a panic in a batch, which leaves nothing half-applied here.
+                let _committing = self.committing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                self.apply_batch(batch);
+            }
+            self.queued.fetch_sub(taken, Ordering::AcqRel);
         }
+    }
+
+    /// Commits `write` on the caller's thread when nothing is committing or queued, or gives it
+    /// back. A lone writer (one client, a controller) otherwise pays two wake-ups of idle cores,
+    /// to the writer thread and back, on every write; concurrent writers find the engine busy
+    /// and group on the writer thread as before. Only on a runtime of several workers: the
+    /// commit blocks this one for one durable write while the others go on serving, where on a
+    /// single worker it would stop every task that could join the next group.
+    fn commit_in_place(&self, write: Write) -> Result<Result<Event, StoreError>, Write> {
+        let other_workers = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
+            runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+                && runtime.metrics().num_workers() > 1
+        });
+        if !other_workers || self.queued.load(Ordering::Acquire) != 0 {
+            return Err(write);
+        }
+        let Ok(_committing) = self.committing.try_lock() else { return Err(write) };
+        let (reply, mut answer) = oneshot::channel();
+        self.apply_batch(vec![(write, reply)]);
+        Ok(answer.try_recv().unwrap_or_else(|_| Err(StoreError::Unavailable("the commit gave no answer".into()))))
     }
 
     fn apply_batch(&self, batch: Vec<Pending>) {
@@ -369,11 +403,20 @@ impl<B: Backend> Store for LocalStore<B> {
     }
 
     async fn write(&self, write: Write) -> Result<Event, StoreError> {
+        let write = match self.shared.commit_in_place(write) {
+            Ok(committed) => return committed,
+            Err(write) => write,
+        };
         let (reply, result) = oneshot::channel();
         let gone = || StoreError::Unavailable("the store is closed".into());
         {
             let writes = self.writes.lock().map_err(|_| gone())?;
-            writes.as_ref().ok_or_else(gone)?.send((write, reply)).map_err(|_| gone())?;
+            let writer = writes.as_ref().ok_or_else(gone)?;
+            self.shared.queued.fetch_add(1, Ordering::AcqRel);
+            if writer.send((write, reply)).is_err() {
+                self.shared.queued.fetch_sub(1, Ordering::AcqRel);
+                return Err(gone());
+            }
         }
         result.await.map_err(|_| StoreError::Unavailable("the writer stopped before answering".into()))?
     }
@@ -476,5 +519,105 @@ async fn feed_watch<B: Backend>(
                 },
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::memory::MemoryBackend;
+
+    /// The in-memory backend, recording for each commit its size and the thread that made it;
+    /// each commit takes `delay`, as a durable one would.
+    #[derive(Default)]
+    struct Recording {
+        inner: MemoryBackend,
+        delay: Duration,
+        commits: Mutex<Vec<(usize, Option<String>)>>,
+    }
+
+    impl Backend for Arc<Recording> {
+        fn meta(&self) -> Result<Meta, StoreError> {
+            self.inner.meta()
+        }
+        fn get(&self, key: &str) -> Result<Option<Entry>, StoreError> {
+            self.inner.get(key)
+        }
+        fn snapshot(
+            &self,
+            prefix: &str,
+            start_after: Option<&str>,
+            limit: usize,
+            history_after: Option<Revision>,
+        ) -> Result<Snapshot, StoreError> {
+            self.inner.snapshot(prefix, start_after, limit, history_after)
+        }
+        fn history(&self, prefix: &str, after: Revision) -> Result<(Meta, Vec<Event>), StoreError> {
+            self.inner.history(prefix, after)
+        }
+        fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
+            std::thread::sleep(self.delay);
+            let thread = std::thread::current().name().map(str::to_string);
+            self.commits.lock().unwrap().push((commit.events.len(), thread));
+            self.inner.commit(commit)
+        }
+        fn totals(&self) -> Result<(u64, u64), StoreError> {
+            self.inner.totals()
+        }
+    }
+
+    fn recording(delay: Duration) -> (Arc<Recording>, Arc<LocalStore<Arc<Recording>>>) {
+        let backend = Arc::new(Recording { delay, ..Default::default() });
+        let store = LocalStore::new(Arc::clone(&backend), DEFAULT_HISTORY_WINDOW).unwrap();
+        (backend, Arc::new(store))
+    }
+
+    const WRITER: Option<&str> = Some("crdctl-store-writer");
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lone_writer_commits_on_its_own_thread() {
+        let (backend, store) = recording(Duration::ZERO);
+        for i in 0..20 {
+            let entry = store.create(&format!("/k/{i}"), b"v".to_vec()).await.unwrap();
+            assert_eq!(entry.mod_revision, i + 1);
+        }
+        let commits = backend.commits.lock().unwrap().clone();
+        assert_eq!(commits.len(), 20);
+        assert!(commits.iter().all(|(size, thread)| *size == 1 && thread.as_deref() != WRITER), "{commits:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_writers_share_commits() {
+        let (backend, store) = recording(Duration::from_millis(5));
+        let writers: Vec<_> = (0..32)
+            .map(|i| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move { store.create(&format!("/k/{i}"), b"v".to_vec()).await.unwrap().mod_revision })
+            })
+            .collect();
+        let mut revisions = Vec::new();
+        for writer in writers {
+            revisions.push(writer.await.unwrap());
+        }
+        revisions.sort();
+        assert_eq!(revisions, (1..=32).collect::<Vec<_>>());
+        let commits = backend.commits.lock().unwrap().clone();
+        // At most one commit in place is running at a time; everything arriving meanwhile
+        // queues and is applied by the writer thread in groups.
+        assert!(commits.len() < 16, "{commits:?}");
+        assert!(commits.iter().any(|(size, thread)| *size > 1 && thread.as_deref() == WRITER), "{commits:?}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn on_one_worker_every_write_goes_to_the_writer_thread() {
+        let (backend, store) = recording(Duration::ZERO);
+        for i in 0..5 {
+            store.create(&format!("/k/{i}"), b"v".to_vec()).await.unwrap();
+        }
+        let commits = backend.commits.lock().unwrap().clone();
+        assert!(commits.iter().all(|(_, thread)| thread.as_deref() == WRITER), "{commits:?}");
     }
 }
