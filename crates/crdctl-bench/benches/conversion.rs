@@ -1,5 +1,6 @@
 //! Conversion webhook throughput over loopback HTTPS (keep-alive), for reviews of 1 and 100
-//! CronTabs, at 1 and 2 concurrent connections.
+//! CronTabs, at 1 and 2 concurrent connections; and of 100 CronTabs with the metadata the API
+//! server stores and sends (`managedFields`, creation time, generation).
 //!
 //! - framework/s: a lean client posts one pre-serialised review to the framework's server and
 //!   reads the answer, so the rate is the server's (parse, convert, serialise, TLS).
@@ -71,11 +72,12 @@ async fn main() {
     let url = format!("https://localhost:{port}/crdconvert?timeout=30s");
 
     println!(
-        "{:>8} {:>6} {:>12} {:>22} {:>10} {:>22} {:>9} {:>10}",
+        "{:>10} {:>6} {:>12} {:>22} {:>10} {:>22} {:>9} {:>10}",
         "objects", "conns", "framework/s", "p50 / p99", "client/s", "p50 / p99", "client÷fw", "in-proc/s"
     );
-    for n_objects in [1, 100] {
-        let objects = crontabs(n_objects);
+    for (n_objects, stored) in [(1, false), (100, false), (100, true)] {
+        let objects = crontabs(n_objects, stored);
+        let label = format!("{n_objects}{}", if stored { " stored" } else { "" });
         let local = in_process(&objects);
         for connections in [1, 2] {
             // Interleaved, best of five: the two sides see the same machine noise.
@@ -85,7 +87,7 @@ async fn main() {
                 full_client = full_client.best(through_client(&client, &objects, connections).await);
             }
             println!(
-                "{n_objects:>8} {connections:>6} {:>12.0} {:>22} {:>10.0} {:>22} {:>8.1}% {:>10.0}",
+                "{label:>10} {connections:>6} {:>12.0} {:>22} {:>10.0} {:>22} {:>8.1}% {:>10.0}",
                 framework.per_second,
                 latency(&framework),
                 full_client.per_second,
@@ -110,15 +112,28 @@ impl Rate {
     }
 }
 
-fn crontabs(n: usize) -> Vec<Value> {
+/// `n` CronTabs at v1beta1: with `stored`, with the metadata the API server stores and sends a
+/// webhook (creation time, generation, `managedFields`), otherwise with identity and a label only.
+fn crontabs(n: usize, stored: bool) -> Vec<Value> {
     (0..n)
         .map(|i| {
-            json!({
+            let mut crontab = json!({
                 "apiVersion": "example.com/v1beta1",
                 "kind": "CronTab",
                 "metadata": {"name": format!("crontab-{i}"), "namespace": "default", "uid": format!("00000000-0000-0000-0000-{i:012}"), "resourceVersion": "143", "labels": {"app": "bench"}},
                 "hostPort": format!("host-{i}.example.com:{}", 1000 + i)
-            })
+            });
+            if stored {
+                let metadata = &mut crontab["metadata"];
+                metadata["generation"] = json!(1);
+                metadata["creationTimestamp"] = json!("2026-12-01T10:00:00Z");
+                metadata["managedFields"] = json!([{
+                    "manager": "kubectl-create", "operation": "Update", "apiVersion": "example.com/v1beta1",
+                    "time": "2026-12-01T10:00:00Z", "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:hostPort": {}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}}
+                }]);
+            }
+            crontab
         })
         .collect()
 }
