@@ -203,6 +203,37 @@ impl Endpoint {
         })
     }
 
+    /// A write from `old` to `new` (both at the request's version) compared in each version
+    /// that `old`'s other managers recorded fields in.
+    async fn in_other_manager_versions(&self, old: &Value, new: &Value) -> ApiResult<fieldmanager::OtherVersions> {
+        self.in_versions(fieldmanager::other_manager_versions(old, &self.api_version()), old, new).await
+    }
+
+    /// `old` and `new` converted to each of `api_versions` and compared there, as upstream's
+    /// field manager converts a write to each manager's version; versions the CRD no longer has
+    /// are missing.
+    async fn in_versions(
+        &self,
+        api_versions: Vec<String>,
+        old: &Value,
+        new: &Value,
+    ) -> ApiResult<fieldmanager::OtherVersions> {
+        let mut others = fieldmanager::OtherVersions::default();
+        let Kind::Custom(served) = &self.kind else { return Ok(others) };
+        for api_version in api_versions {
+            let version = api_version.strip_prefix(&format!("{}/", self.group)).filter(|v| served.has_version(v));
+            let Some(version) = version else {
+                others.missing(&api_version);
+                continue;
+            };
+            let converted = served.convert(vec![old.clone(), new.clone()], version, Shape::List).await?;
+            let [old, new] = <[Value; 2]>::try_from(converted)
+                .map_err(|_| ApiError::internal("conversion changed the number of objects"))?;
+            others.compared(&api_version, &old, &new, served.schema(version));
+        }
+        Ok(others)
+    }
+
     /// Whether the version has the scale subresource.
     pub fn has_scale(&self) -> bool {
         matches!(&self.kind, Kind::Custom(served) if served.has_scale(&self.version))
@@ -474,7 +505,9 @@ pub async fn create(
     if managed == Managed::Record
         && let Some(scope) = endpoint.field_scope(Subresource::Main)
     {
-        fieldmanager::record_update(None, &mut object, &scope, &params.manager(), &crate::object::now_timestamp());
+        let now = crate::object::now_timestamp();
+        let none = fieldmanager::OtherVersions::default();
+        fieldmanager::record_update(None, &mut object, &scope, &params.manager(), &now, &none);
     }
     let name = crate::object::name(&object).to_string();
     endpoint.refuse_if_terminating(&name)?;
@@ -586,7 +619,7 @@ pub async fn update(
             if let Change::Patch(BodyType::ApplyPatch, body) = &change
                 && subresource == Subresource::Main
             {
-                let applied = server_side_apply(endpoint, None, body, subresource, params)?;
+                let applied = server_side_apply(endpoint, None, body, subresource, params).await?;
                 return create(state, endpoint, applied, params, Managed::Applied).await;
             }
             return Err(ApiError::not_found(endpoint.subject(name)));
@@ -606,13 +639,22 @@ pub async fn update(
             }
             (Change::Patch(BodyType::ApplyPatch, config), _) => {
                 let rv = crate::object::meta_str(config, "resourceVersion").map(str::to_string);
-                (server_side_apply(endpoint, Some(&old), config, subresource, params)?, rv)
+                (server_side_apply(endpoint, Some(&old), config, subresource, params).await?, rv)
             }
             _ => {
                 let (mut new, rv) = change_object(endpoint, name, &old, &change)?;
                 if let Some(scope) = endpoint.field_scope(subresource) {
                     let now = crate::object::now_timestamp();
-                    fieldmanager::record_update(Some(&old), &mut new, &scope, &params.manager(), &now);
+                    match endpoint.in_other_manager_versions(&old, &new).await {
+                        Ok(others) => {
+                            fieldmanager::record_update(Some(&old), &mut new, &scope, &params.manager(), &now, &others)
+                        }
+                        // As upstream's `UpdateNoErrors`: the write goes on, without managedFields.
+                        Err(err) => {
+                            tracing::warn!(error = %err.message, "managedFields dropped: the write could not be converted");
+                            crate::object::meta_mut(&mut new).remove("managedFields");
+                        }
+                    }
                 }
                 (new, rv)
             }
@@ -671,7 +713,7 @@ pub async fn update(
 }
 
 /// Server-side apply of `config` onto `live` (None: the object does not exist yet).
-fn server_side_apply(
+async fn server_side_apply(
     endpoint: &Endpoint,
     live: Option<&Value>,
     config: &Value,
@@ -695,8 +737,17 @@ fn server_side_apply(
         return Ok(fieldmanager::typed::merge(&live, config, None));
     };
     let force = params.force.unwrap_or(false);
-    fieldmanager::apply(live, config, &scope, manager, force, &crate::object::now_timestamp())
-        .map_err(fieldmanager::Conflicts::into_error)
+    let merged = fieldmanager::apply_merge(live, config, &scope, manager, &crate::object::now_timestamp());
+    let others = match live {
+        Some(live) => {
+            let (live_object, merged_object) = merged.objects();
+            endpoint
+                .in_versions(fieldmanager::other_manager_versions(live, &scope.api_version), live_object, merged_object)
+                .await?
+        }
+        None => fieldmanager::OtherVersions::default(),
+    };
+    fieldmanager::apply_finish(merged, &scope, force, &others).map_err(fieldmanager::Conflicts::into_error)
 }
 
 /// The object a PUT or PATCH of the main resource or `/status` asks for, and the

@@ -78,7 +78,8 @@ fn structured_merge_diff_tables() {
                 "update" => {
                     let managed = live.as_ref().and_then(|l| l.pointer("/metadata/managedFields"));
                     let mut new = with_metadata(&op.object, managed);
-                    fieldmanager::record_update(live.as_ref(), &mut new, &scope, &op.manager, "t");
+                    let others = fieldmanager::OtherVersions::default();
+                    fieldmanager::record_update(live.as_ref(), &mut new, &scope, &op.manager, "t", &others);
                     state = Some(new);
                 }
                 other => panic!("{}: unknown op {other}", case.name),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crdctl_server::testing::TestServer;
 use futures_util::StreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use serde_json::json;
 
@@ -26,9 +26,9 @@ fn object(version: &str, name: &str, fields: serde_json::Value) -> DynamicObject
     serde_json::from_value(object).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_crd_file_converted_through_a_webhook_service() {
-    // The example webhook on the framework, with a certificate for its Service name.
+/// A server with the seed's webhook CronTab CRD file (v1beta1 `hostPort`, v1 `host` and `port`),
+/// converted by the example webhook on the framework with a certificate for its Service name.
+async fn served_through_the_example_webhook() -> (TestServer, crdctl_conversion::framework::Server, tempfile::TempDir) {
     let names = vec!["example-conversion-webhook-server.default.svc".to_string()];
     let bundle = crdctl_conversion::certs::generate(&names).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -44,13 +44,18 @@ async fn a_crd_file_converted_through_a_webhook_service() {
         .unwrap()
         .replace("caBundle: \"Cg==\"", &format!("caBundle: \"{}\"", bundle.ca_bundle()));
     std::fs::write(dir.path().join("crd.yaml"), crd).unwrap();
-
     let server = TestServer::builder()
         .crd_files([dir.path().join("crd.yaml")])
         .conversion_webhook("default/example-conversion-webhook-server", webhook.address)
         .start()
         .await
         .unwrap();
+    (server, webhook, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crd_file_converted_through_a_webhook_service() {
+    let (server, _webhook, _dir) = served_through_the_example_webhook().await;
     let client = server.client();
     crontabs(&client, "v1beta1")
         .create(&PostParams::default(), &object("v1beta1", "c", json!({"hostPort": "localhost:8080"})))
@@ -105,4 +110,57 @@ async fn kube_runtime_streaming_watcher_over_the_in_process_client() {
     assert!(
         server.requests().iter().all(|r| !(r.method == "GET" && r.resource.is_some() && !r.watch && r.name.is_none()))
     );
+}
+
+/// The managers of `name`, each with the top-level fields it owns, e.g. `alice@v1beta1: hostPort`.
+async fn owners(api: &Api<DynamicObject>, name: &str) -> Vec<String> {
+    let object = api.get(name).await.unwrap();
+    let mut owners: Vec<String> = object
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .map(|entry| {
+            let fields = entry.fields_v1.map(|f| f.0).unwrap_or_default();
+            let mut owned: Vec<&str> =
+                fields.as_object().into_iter().flatten().filter_map(|(k, _)| k.strip_prefix("f:")).collect();
+            owned.sort();
+            let version = entry.api_version.unwrap_or_default().replace("example.com/", "");
+            format!("{}@{version}: {}", entry.manager.unwrap_or_default(), owned.join(","))
+        })
+        .collect();
+    owners.sort();
+    owners
+}
+
+/// Upstream compares a write in each manager's own version (structured-merge-diff's
+/// `Updater.update` converts to it): through a webhook, `host` at v1 is part of `hostPort` at
+/// v1beta1, so changing it conflicts with the v1beta1 applier and takes the field from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn managers_are_judged_in_their_own_version() {
+    let (server, _webhook, _dir) = served_through_the_example_webhook().await;
+    let client = server.client();
+    let (v1beta1, v1) = (crontabs(&client, "v1beta1"), crontabs(&client, "v1"));
+    let apply = |manager: &str| PatchParams::apply(manager);
+    let config = |version: &str, fields| Patch::Apply(object(version, "c", fields));
+    v1beta1.patch("c", &apply("alice"), &config("v1beta1", json!({"hostPort": "a:1"}))).await.unwrap();
+
+    let refused = v1.patch("c", &apply("bob"), &config("v1", json!({"host": "b"}))).await.unwrap_err();
+    let kube::Error::Api(status) = refused else { panic!("a Status: {refused:?}") };
+    assert_eq!(status.code, 409);
+    assert_eq!(status.message, "Apply failed with 1 conflict: conflict with \"alice\": .hostPort");
+    // Applying what alice's field already says changes nothing in her version: no conflict.
+    v1.patch("c", &apply("bob"), &config("v1", json!({"host": "a", "port": "1"}))).await.unwrap();
+    assert_eq!(owners(&v1, "c").await, ["alice@v1beta1: hostPort", "bob@v1: host,port"]);
+
+    // Forced, the change takes alice's only field: her entry goes.
+    v1.patch("c", &apply("bob").force(), &config("v1", json!({"host": "b", "port": "1"}))).await.unwrap();
+    assert_eq!(owners(&v1, "c").await, ["bob@v1: host,port"]);
+    assert_eq!(v1beta1.get("c").await.unwrap().data["hostPort"], "b:1");
+
+    // An update at v1beta1 changes `host` in bob's version, not `port`: only `host` leaves him.
+    let merge = Patch::Merge(json!({"hostPort": "c:1"}));
+    let carol = PatchParams { field_manager: Some("carol".into()), ..Default::default() };
+    v1beta1.patch("c", &carol, &merge).await.unwrap();
+    assert_eq!(owners(&v1, "c").await, ["bob@v1: port", "carol@v1beta1: hostPort"]);
 }

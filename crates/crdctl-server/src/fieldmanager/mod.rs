@@ -8,17 +8,23 @@
 //! (`Apply`, `Update`, `prune`). [`set`] holds field sets and their `FieldsV1` encoding;
 //! [`typed`] walks objects with the CRD's schema.
 //!
-//! Not modelled: converting objects to each manager's API version before comparing (fields
-//! are compared in the request's version), and the cap on the number of update managers.
+//! A write is compared in the request's version, and again in each API version other managers
+//! recorded their fields in ([`OtherVersions`], from the old and new object converted by the
+//! caller, as `Updater.update` converts them): with a conversion webhook, `hostPort` at v1beta1
+//! may be `host` and `port` at v1. Not modelled: pruning what an applier stopped applying when
+//! its previous apply was at another version (it is pruned in the request's version).
 
 pub mod set;
 pub mod typed;
+
+use std::collections::HashMap;
 
 use crdctl_model::schema::Schema;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use set::{Element, Set};
+use typed::Comparison;
 
 /// `Apply` or `Update`.
 const APPLY: &str = "Apply";
@@ -230,8 +236,16 @@ fn without_managed_fields(object: &Value) -> Value {
 }
 
 /// Records a create, update or patch by `manager` (operation `Update`): the fields it changed
-/// become its own and leave their other owners; removed fields leave every owner.
-pub fn record_update(old: Option<&Value>, new: &mut Value, scope: &Scope<'_>, manager: &str, now: &str) {
+/// become its own and leave their other owners (each judged in its own version, by `others`);
+/// removed fields leave every owner.
+pub fn record_update(
+    old: Option<&Value>,
+    new: &mut Value,
+    scope: &Scope<'_>,
+    manager: &str,
+    now: &str,
+    others: &OtherVersions,
+) {
     let mut entries = old.map(decode).unwrap_or_default();
     let empty = json!({});
     let old_object = old.map(without_managed_fields).unwrap_or(empty);
@@ -240,9 +254,7 @@ pub fn record_update(old: Option<&Value>, new: &mut Value, scope: &Scope<'_>, ma
     if let Some(managed) = new.pointer_mut("/metadata/managedFields") {
         managed.take();
     }
-    let comparison = typed::compare(&old_object, new, scope.schema);
-    let changed = scope.owned(comparison.modified.union(&comparison.added));
-    let removed = scope.owned(comparison.removed);
+    let changes = Changes::new(typed::compare(&old_object, new, scope.schema), others, scope);
     let me = Entry {
         manager: manager.to_string(),
         operation: UPDATE.into(),
@@ -252,14 +264,78 @@ pub fn record_update(old: Option<&Value>, new: &mut Value, scope: &Scope<'_>, ma
         fields: Set::default(),
     };
     let previous = entries.iter().find(|e| e.same_manager(&me)).cloned();
-    entries.retain(|e| !e.same_manager(&me));
+    entries.retain(|e| !e.same_manager(&me) && !others.is_missing(&e.api_version));
     for entry in &mut entries {
-        entry.fields = entry.fields.difference(&changed).difference(&removed);
+        let (changed, removed) = changes.seen_by(entry);
+        entry.fields = entry.fields.difference(changed).difference(removed);
     }
     let owned_before = previous.as_ref().map(|e| e.fields.clone()).unwrap_or_default();
-    let mine = Entry { fields: owned_before.difference(&removed).union(&changed), ..me };
+    let (changed, removed) = changes.in_request_version();
+    let mine = Entry { fields: owned_before.difference(removed).union(changed), ..me };
     entries.push(keep_time_if_unchanged(mine, previous));
     encode(new, entries);
+}
+
+/// The API versions other than `api_version` that `object`'s managers recorded fields in:
+/// the versions to convert a write to before [`record_update`] or [`apply_finish`].
+pub fn other_manager_versions(object: &Value, api_version: &str) -> Vec<String> {
+    let mut versions: Vec<String> =
+        decode(object).into_iter().map(|e| e.api_version).filter(|v| v != api_version).collect();
+    versions.sort();
+    versions.dedup();
+    versions
+}
+
+/// A write compared in the API versions other managers recorded their fields in; a version
+/// the CRD no longer has is missing, and its managers are dropped (structured-merge-diff drops
+/// managers whose version cannot be converted to).
+#[derive(Debug, Default)]
+pub struct OtherVersions {
+    compared: HashMap<String, Comparison>,
+    missing: Vec<String>,
+}
+
+impl OtherVersions {
+    /// The old and new object as converted to `api_version`, compared with its schema.
+    pub fn compared(&mut self, api_version: &str, old: &Value, new: &Value, schema: Option<&Schema>) {
+        self.compared.insert(api_version.to_string(), typed::compare(old, new, schema));
+    }
+
+    /// `api_version` is not served by the CRD any more.
+    pub fn missing(&mut self, api_version: &str) {
+        self.missing.push(api_version.to_string());
+    }
+
+    fn is_missing(&self, api_version: &str) -> bool {
+        self.missing.iter().any(|missing| missing == api_version)
+    }
+}
+
+/// The fields a write changed and removed, owned fields only, in the request's version and in
+/// each other version compared.
+struct Changes {
+    request: (Set, Set),
+    others: HashMap<String, (Set, Set)>,
+}
+
+impl Changes {
+    fn new(request: Comparison, others: &OtherVersions, scope: &Scope<'_>) -> Changes {
+        let owned = |c: &Comparison| (scope.owned(c.modified.union(&c.added)), scope.owned(c.removed.clone()));
+        Changes {
+            request: owned(&request),
+            others: others.compared.iter().map(|(version, c)| (version.clone(), owned(c))).collect(),
+        }
+    }
+
+    fn in_request_version(&self) -> (&Set, &Set) {
+        (&self.request.0, &self.request.1)
+    }
+
+    /// What `entry`'s manager sees changed and removed: in its own version when compared there.
+    fn seen_by(&self, entry: &Entry) -> (&Set, &Set) {
+        let (changed, removed) = self.others.get(&entry.api_version).unwrap_or(&self.request);
+        (changed, removed)
+    }
 }
 
 /// A manager's entry keeps its time unless its fields changed, so a repeated write is a no-op.
@@ -303,8 +379,8 @@ impl Conflicts {
     }
 }
 
-/// Server-side apply of `config` by `manager` onto `live` (None on create): the merged object
-/// with its `managedFields`, or the conflicts that stop it.
+/// Server-side apply of `config` by `manager` onto `live` (None on create), with every other
+/// manager judged in the request's version: [`apply_merge`] then [`apply_finish`].
 pub fn apply(
     live: Option<&Value>,
     config: &Value,
@@ -313,6 +389,30 @@ pub fn apply(
     force: bool,
     now: &str,
 ) -> Result<Value, Conflicts> {
+    apply_finish(apply_merge(live, config, scope, manager, now), scope, force, &OtherVersions::default())
+}
+
+/// An apply merged and pruned, before its conflicts are known.
+#[derive(Debug)]
+pub struct Merged {
+    live: Value,
+    merged: Value,
+    entries: Vec<Entry>,
+    me: Entry,
+    previous: Option<Entry>,
+}
+
+impl Merged {
+    /// The live object without `managedFields` (`{}` on create) and the merged object: what to
+    /// convert to [`other_manager_versions`] for [`apply_finish`].
+    pub fn objects(&self) -> (&Value, &Value) {
+        (&self.live, &self.merged)
+    }
+}
+
+/// The first half of an apply: `config` merged into `live`, and what the manager applied
+/// before and applies no more removed, unless someone else still owns it.
+pub fn apply_merge(live: Option<&Value>, config: &Value, scope: &Scope<'_>, manager: &str, now: &str) -> Merged {
     let mut entries = live.map(decode).unwrap_or_default();
     let live_object = live.map(without_managed_fields).unwrap_or_else(|| json!({}));
     let mut merged = typed::merge(&live_object, config, scope.schema);
@@ -327,20 +427,29 @@ pub fn apply(
     let previous = entries.iter().find(|e| e.same_manager(&me)).cloned();
     let last = previous.as_ref().map(|e| e.fields.clone()).unwrap_or_default();
     entries.retain(|e| !e.same_manager(&me));
-
-    // Fields this manager applied before and applies no more go, unless someone still owns them.
     if !last.is_empty() {
         let owned = entries.iter().fold(me.fields.clone(), |owned, e| owned.union(&e.fields));
         let stale = typed::with_named_fields_as_members(&last).difference(&owned);
         typed::remove(&mut merged, &stale, &owned, scope.schema);
     }
+    Merged { live: live_object, merged, entries, me, previous }
+}
 
-    let comparison = typed::compare(&live_object, &merged, scope.schema);
-    let changed = scope.owned(comparison.modified.union(&comparison.added));
-    let removed = scope.owned(comparison.removed);
+/// The second half of an apply: the fields it changes that other managers own (each judged
+/// in its own version, by `others`) are conflicts, unless `force` takes them over.
+pub fn apply_finish(
+    applied: Merged,
+    scope: &Scope<'_>,
+    force: bool,
+    others: &OtherVersions,
+) -> Result<Value, Conflicts> {
+    let Merged { live, mut merged, mut entries, me, previous } = applied;
+    let changes = Changes::new(typed::compare(&live, &merged, scope.schema), others, scope);
+    entries.retain(|e| !others.is_missing(&e.api_version));
     let mut conflicts = Vec::new();
     for entry in &entries {
-        for path in entry.fields.intersection(&changed).paths() {
+        let (changed, _) = changes.seen_by(entry);
+        for path in entry.fields.intersection(changed).paths() {
             conflicts.push((entry.describe(), set::display(&path)));
         }
     }
@@ -349,7 +458,8 @@ pub fn apply(
         return Err(Conflicts(conflicts));
     }
     for entry in &mut entries {
-        entry.fields = entry.fields.difference(&changed).difference(&removed);
+        let (changed, removed) = changes.seen_by(entry);
+        entry.fields = entry.fields.difference(changed).difference(removed);
     }
     entries.push(keep_time_if_unchanged(me, previous));
     encode(&mut merged, entries);
@@ -383,6 +493,25 @@ mod tests {
     }
 
     #[test]
+    fn managers_of_a_version_the_crd_no_longer_has_are_dropped() {
+        let schema = schema();
+        let mut applied = apply(None, &object(json!({"a": "1"})), &scope(&schema), "alice", false, "t1").unwrap();
+        applied["metadata"]["managedFields"][0]["apiVersion"] = json!("example.com/v0");
+        assert_eq!(other_manager_versions(&applied, "example.com/v1"), ["example.com/v0"]);
+        let mut others = OtherVersions::default();
+        others.missing("example.com/v0");
+        let mut edited = object(json!({"a": "1", "b": "2"}));
+        record_update(Some(&applied), &mut edited, &scope(&schema), "bob", "t2", &others);
+        let managers: Vec<&str> = edited["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["manager"].as_str().unwrap())
+            .collect();
+        assert_eq!(managers, ["bob"]);
+    }
+
+    #[test]
     fn more_than_ten_update_managers_merge_the_oldest_into_ancient_changes() {
         let schema = Schema::new(&json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
         let mut live = object(json!({}));
@@ -395,6 +524,7 @@ mod tests {
                 &scope(&schema),
                 &format!("m{n:02}"),
                 &format!("2026-12-01T00:00:{n:02}Z"),
+                &OtherVersions::default(),
             );
             live = new;
         }
@@ -462,7 +592,7 @@ mod tests {
         let applied = apply(None, &object(json!({"a": "1", "b": "2"})), &scope(&schema), "alice", false, "t1").unwrap();
         let mut edited = applied.clone();
         edited["spec"]["a"] = json!("3");
-        record_update(Some(&applied), &mut edited, &scope(&schema), "kubectl-edit", "t2");
+        record_update(Some(&applied), &mut edited, &scope(&schema), "kubectl-edit", "t2", &OtherVersions::default());
         let entries = edited["metadata"]["managedFields"].as_array().unwrap();
         assert_eq!(entries[0]["manager"], "alice");
         assert_eq!(entries[0]["fieldsV1"], json!({"f:spec": {"f:b": {}}}));

@@ -85,6 +85,11 @@ impl ServedCrd {
         self.crd.definition.storage_version().map(|v| v.name.as_str()).unwrap_or_default()
     }
 
+    /// Whether `spec.versions` has `name`, served or not: what objects can be converted to.
+    pub fn has_version(&self, name: &str) -> bool {
+        self.version_json(name).is_some()
+    }
+
     fn version_json(&self, name: &str) -> Option<&Value> {
         self.crd.value.pointer("/spec/versions")?.as_array()?.iter().find(|v| v["name"] == name)
     }
@@ -184,7 +189,9 @@ impl ServedCrd {
         Ok(object)
     }
 
-    async fn convert(&self, objects: Vec<Value>, version: &str, shape: Shape) -> Result<Vec<Value>, ApiError> {
+    /// `objects` converted to `version` and nothing more (no pruning or defaulting), as the
+    /// field manager converts a write to each manager's version.
+    pub async fn convert(&self, objects: Vec<Value>, version: &str, shape: Shape) -> Result<Vec<Value>, ApiError> {
         let desired = self.api_version(version);
         // Objects already in the desired version need no converter, so a webhook that cannot
         // be reached (or configured) only fails the requests that need it, as upstream.
