@@ -203,24 +203,19 @@ impl Endpoint {
         })
     }
 
-    /// A write from `old` to `new` (both at the request's version) compared in each version
-    /// that `old`'s other managers recorded fields in.
-    async fn in_other_manager_versions(&self, old: &Value, new: &Value) -> ApiResult<fieldmanager::OtherVersions> {
-        self.in_versions(fieldmanager::other_manager_versions(old, &self.api_version()), old, new).await
-    }
-
-    /// `old` and `new` converted to each of `api_versions` and compared there, as upstream's
+    /// A write from `old` to `new` (both at the request's version) converted to each other
+    /// version the managers of `managed` recorded fields in, and compared there, as upstream's
     /// field manager converts a write to each manager's version; versions the CRD no longer has
     /// are missing.
-    async fn in_versions(
+    async fn in_manager_versions(
         &self,
-        api_versions: Vec<String>,
+        managed: &Value,
         old: &Value,
         new: &Value,
     ) -> ApiResult<fieldmanager::OtherVersions> {
         let mut others = fieldmanager::OtherVersions::default();
         let Kind::Custom(served) = &self.kind else { return Ok(others) };
-        for api_version in api_versions {
+        for api_version in fieldmanager::other_manager_versions(managed, &self.api_version()) {
             let version = api_version.strip_prefix(&format!("{}/", self.group)).filter(|v| served.has_version(v));
             let Some(version) = version else {
                 others.missing(&api_version);
@@ -645,7 +640,7 @@ pub async fn update(
                 let (mut new, rv) = change_object(endpoint, name, &old, &change)?;
                 if let Some(scope) = endpoint.field_scope(subresource) {
                     let now = crate::object::now_timestamp();
-                    match endpoint.in_other_manager_versions(&old, &new).await {
+                    match endpoint.in_manager_versions(&old, &old, &new).await {
                         Ok(others) => {
                             fieldmanager::record_update(Some(&old), &mut new, &scope, &params.manager(), &now, &others)
                         }
@@ -741,9 +736,7 @@ async fn server_side_apply(
     let others = match live {
         Some(live) => {
             let (live_object, merged_object) = merged.objects();
-            endpoint
-                .in_versions(fieldmanager::other_manager_versions(live, &scope.api_version), live_object, merged_object)
-                .await?
+            endpoint.in_manager_versions(live, live_object, merged_object).await?
         }
         None => fieldmanager::OtherVersions::default(),
     };

@@ -1,9 +1,8 @@
 //! The engine the embedded backends share: one writer thread with group commit (a write that
 //! finds the engine idle commits on its own thread instead, as a lone RocksDB writer leads its
-//! own group), watches fed
-//! from committed events (each sent only to the watchers of its key, as etcd's watchable store
-//! does) and the backend's history, and lists at an older revision by rolling the current state
-//! back through that history.
+//! own group), watches fed from committed events (each sent only to the watchers of its key, as
+//! etcd's watchable store does) and the backend's history, and lists at an older revision by
+//! rolling the current state back through that history.
 //!
 //! A backend only stores state and history and commits a batch atomically; everything about
 //! revisions, preconditions and the history window lives here, once.
