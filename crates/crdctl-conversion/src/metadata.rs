@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::converted::{ConvertedMetadata, ObjectOr};
+use crate::converted::{ConvertedMetadata, ObjectOr, Text};
 use crate::response::go_type;
 use crdctl_model::validation::{TOTAL_ANNOTATION_BYTES, go_quote, label_value_errors, qualified_name_errors};
 
@@ -11,11 +11,12 @@ use crdctl_model::validation::{TOTAL_ANNOTATION_BYTES, go_quote, label_value_err
 /// Returns the metadata to store, or the API server's error text.
 ///
 /// This runs for every object a webhook converts, so the original metadata is moved, not copied
-/// (the API server deep-copies it), and the converted metadata was read only for labels and
-/// annotations (see [`crate::converted`]).
+/// (the API server deep-copies it), and labels and annotations the webhook left as they were
+/// stay the original's, compared with the webhook's without building them (see
+/// [`crate::converted`]).
 pub(crate) fn restore(
     original: Option<Value>,
-    converted: Option<ObjectOr<ConvertedMetadata>>,
+    converted: Option<ObjectOr<ConvertedMetadata<'_>>>,
 ) -> Result<Value, String> {
     let converted = match converted {
         None => return Err("missing metadata in converted object".into()),
@@ -32,12 +33,12 @@ pub(crate) fn restore(
     let empty = Map::new();
     for (field, response) in [("labels", converted.labels), ("annotations", converted.annotations)] {
         let response = match response {
-            None | Some(Value::Null) => {
+            None | Some(ObjectOr::Other(Value::Null)) => {
                 restored.remove(field);
                 continue;
             }
-            Some(Value::Object(map)) => map,
-            Some(other) => {
+            Some(ObjectOr::Object(entries)) => entries,
+            Some(ObjectOr::Other(other)) => {
                 return Err(format!("invalid metadata.{field} of type {} in converted object", go_type(&other)));
             }
         };
@@ -50,23 +51,45 @@ pub(crate) fn restore(
         };
         let mut changed = previous.len() != response.len();
         for (key, value) in &response {
-            if !value.is_string() {
-                return Err(format!(
-                    "metadata.{field}[{key}] must be a string, but is {} in converted object",
-                    go_type(value)
-                ));
-            }
-            changed |= previous.get(key) != Some(value);
+            let text = match value {
+                Text::Str(text) => text,
+                Text::Other(other) => {
+                    return Err(format!(
+                        "metadata.{field}[{key}] must be a string, but is {} in converted object",
+                        go_type(other)
+                    ));
+                }
+            };
+            changed |= previous.get(key.as_ref()).and_then(Value::as_str) != Some(text.as_ref());
         }
-        if changed {
-            let errors = if field == "labels" { label_errors(&response) } else { annotation_errors(&response) };
-            if !errors.is_empty() {
-                return Err(aggregate(errors));
-            }
+        // Unchanged, the original's map already holds what the webhook sent; a key sent twice
+        // (the last one counts, as in any JSON decoder) makes the two differ after all.
+        if !changed && !has_repeated_keys(&response) {
+            continue;
+        }
+        let response: Map<String, Value> = response
+            .into_iter()
+            .map(|(key, value)| match value {
+                Text::Str(text) => (key.into_owned(), Value::String(text.into_owned())),
+                Text::Other(other) => (key.into_owned(), other),
+            })
+            .collect();
+        let errors = if field == "labels" { label_errors(&response) } else { annotation_errors(&response) };
+        if !errors.is_empty() {
+            return Err(aggregate(errors));
         }
         restored.insert(field.into(), Value::Object(response));
     }
     Ok(Value::Object(restored))
+}
+
+fn has_repeated_keys(entries: &[(std::borrow::Cow<'_, str>, Text<'_>)]) -> bool {
+    if entries.len() < 2 {
+        return false;
+    }
+    let mut keys: Vec<&str> = entries.iter().map(|(key, _)| key.as_ref()).collect();
+    keys.sort_unstable();
+    keys.windows(2).any(|pair| pair[0] == pair[1])
 }
 
 fn label_errors(labels: &Map<String, Value>) -> Vec<String> {
@@ -116,14 +139,16 @@ mod tests {
 
     use super::*;
 
-    /// Converted metadata as the client reads it from a webhook's answer.
-    fn read(converted: Value) -> ObjectOr<ConvertedMetadata> {
-        serde_json::from_value(converted).unwrap()
+    /// Restores `original` with `converted` read as the client reads a webhook's answer.
+    #[track_caller]
+    fn restore_from(original: Option<Value>, converted: Value) -> Result<Value, String> {
+        let bytes = serde_json::to_vec(&converted).unwrap();
+        restore(original, Some(serde_json::from_slice(&bytes).unwrap()))
     }
 
     #[track_caller]
     fn restore_with(original: Value, converted: Value) -> Result<Value, String> {
-        restore(Some(original), Some(read(converted)))
+        restore_from(Some(original), converted)
     }
 
     /// Upstream `TestRestoreObjectMeta`.
@@ -131,18 +156,15 @@ mod tests {
     fn upstream_restore_table() {
         assert_eq!(restore(Some(json!({})), None).unwrap_err(), "missing metadata in converted object");
         assert_eq!(
-            restore(Some(json!({})), Some(read(json!([])))).unwrap_err(),
+            restore_with(json!({}), json!([])).unwrap_err(),
             "invalid metadata of type []interface {} in converted object"
         );
         assert_eq!(
-            restore(None, Some(read(json!({"labels": {"a": "b"}})))).unwrap(),
+            restore_from(None, json!({"labels": {"a": "b"}})).unwrap(),
             json!({"labels": {"a": "b"}}),
             "original without metadata"
         );
-        assert_eq!(
-            restore(Some(json!("x")), Some(read(json!({})))).unwrap_err(),
-            "invalid metadata of type string in input object"
-        );
+        assert_eq!(restore_with(json!("x"), json!({})).unwrap_err(), "invalid metadata of type string in input object");
         assert_eq!(
             restore_with(
                 json!({"name": "a", "labels": {"a": "1"}, "generation": 1}),
@@ -179,6 +201,17 @@ mod tests {
         assert!(err.contains("must be no more than 63 characters"), "{err}");
         let err = restore_with(json!({}), json!({"annotations": {"a": "x".repeat(256 * 1024)}})).unwrap_err();
         assert_eq!(err, "metadata.annotation: Too long: may not be more than 262144 bytes");
+    }
+
+    #[test]
+    fn a_label_sent_twice_counts_once_as_json_decoders_read_it() {
+        // As many entries as the original's, each equal to one of its labels: still a change.
+        let twice = br#"{"labels": {"a": "1", "a": "1"}}"#;
+        let restored = restore(Some(json!({"labels": {"a": "1", "b": "2"}})), serde_json::from_slice(twice).unwrap());
+        assert_eq!(restored.unwrap(), json!({"labels": {"a": "1"}}));
+        let changed = br#"{"labels": {"a": "1", "a": "2"}}"#;
+        let restored = restore(Some(json!({"labels": {"a": "2"}})), serde_json::from_slice(changed).unwrap());
+        assert_eq!(restored.unwrap(), json!({"labels": {"a": "2"}}));
     }
 
     #[test]

@@ -70,7 +70,7 @@ pub struct Sent<'a> {
 }
 
 /// Decodes a response body; any content type is accepted, as the API server does.
-pub fn decode(body: &[u8], gvk: &str) -> Result<ConversionReview<Converted>, ConversionError> {
+pub fn decode<'a>(body: &'a [u8], gvk: &str) -> Result<ConversionReview<Converted<'a>>, ConversionError> {
     serde_json::from_slice(body)
         .map_err(|err| ConversionError::failed(gvk, format!("couldn't get version/kind; json parse error: {err}")))
 }
@@ -81,7 +81,7 @@ pub fn decode(body: &[u8], gvk: &str) -> Result<ConversionReview<Converted>, Con
 pub fn converted_objects(
     sent: &Sent<'_>,
     originals: Vec<Value>,
-    review: ConversionReview<Converted>,
+    review: ConversionReview<Converted<'_>>,
 ) -> Result<Vec<Value>, ConversionError> {
     let gvk = sent.gvk;
     if sent.version == ReviewVersion::V1
@@ -124,7 +124,12 @@ pub fn converted_objects(
         .collect()
 }
 
-fn check_object(sent: &Sent<'_>, idx: usize, original: Value, converted: Converted) -> Result<Value, ConversionError> {
+fn check_object(
+    sent: &Sent<'_>,
+    idx: usize,
+    original: Value,
+    converted: Converted<'_>,
+) -> Result<Value, ConversionError> {
     let gvk = sent.gvk;
     let invalid = |detail: String| match sent.shape {
         Shape::Object => ConversionError::webhook(gvk, format!("returned invalid object at index {idx}: {detail}")),
@@ -243,7 +248,8 @@ mod tests {
     #[track_caller]
     fn check_with(version: ReviewVersion, shape: Shape, review: ConversionReview) -> Result<Vec<Value>, String> {
         let sent = Sent { version, uid: "uid", desired_api_version: "stable.example.com/v2", shape, gvk: GVK };
-        let answer = decode(&serde_json::to_vec(&review).unwrap(), GVK).map_err(|e| e.message)?;
+        let bytes = serde_json::to_vec(&review).unwrap();
+        let answer = decode(&bytes, GVK).map_err(|e| e.message)?;
         converted_objects(&sent, vec![original()], answer).map_err(|e| e.message)
     }
 
