@@ -42,8 +42,9 @@ pub struct ConvertedObject<'a> {
 /// What the API server looks at in a converted object's metadata.
 #[derive(Debug, Default)]
 pub struct ConvertedMetadata<'a> {
-    /// `metadata.name`, `metadata.namespace` and `metadata.uid`.
-    identity: [Option<Text<'a>>; 3],
+    name: Option<Text<'a>>,
+    namespace: Option<Text<'a>>,
+    uid: Option<Text<'a>>,
     /// `metadata.labels`: its entries in the webhook's order, or another value.
     pub labels: Option<ObjectOr<Entries<'a>>>,
     /// `metadata.annotations`, likewise.
@@ -66,12 +67,12 @@ impl ConvertedMetadata<'_> {
     /// The identity field `key` (`name`, `namespace` or `uid`), or `""` when it is absent or
     /// not a string, as `unstructured.GetName` reads it.
     pub fn identity(&self, key: &str) -> &str {
-        let index = match key {
-            "name" => 0,
-            "namespace" => 1,
-            _ => 2,
+        let field = match key {
+            "name" => &self.name,
+            "namespace" => &self.namespace,
+            _ => &self.uid,
         };
-        match &self.identity[index] {
+        match field {
             Some(Text::Str(text)) => text,
             _ => "",
         }
@@ -106,9 +107,9 @@ impl<'de> FromMap<'de> for ConvertedMetadata<'de> {
         while let Some(key) = map.next_key::<Text<'de>>()? {
             let Text::Str(key) = key else { continue };
             match key.as_ref() {
-                "name" => metadata.identity[0] = Some(map.next_value()?),
-                "namespace" => metadata.identity[1] = Some(map.next_value()?),
-                "uid" => metadata.identity[2] = Some(map.next_value()?),
+                "name" => metadata.name = Some(map.next_value()?),
+                "namespace" => metadata.namespace = Some(map.next_value()?),
+                "uid" => metadata.uid = Some(map.next_value()?),
                 "labels" => metadata.labels = Some(map.next_value()?),
                 "annotations" => metadata.annotations = Some(map.next_value()?),
                 // Restored from the original: not read.

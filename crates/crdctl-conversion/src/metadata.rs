@@ -89,7 +89,7 @@ fn has_repeated_keys(entries: &[(std::borrow::Cow<'_, str>, Text<'_>)]) -> bool 
     }
     let mut keys: Vec<&str> = entries.iter().map(|(key, _)| key.as_ref()).collect();
     keys.sort_unstable();
-    keys.windows(2).any(|pair| pair[0] == pair[1])
+    keys.windows(2).any(|pair| matches!(pair, [a, b] if a == b))
 }
 
 fn label_errors(labels: &Map<String, Value>) -> Vec<String> {
