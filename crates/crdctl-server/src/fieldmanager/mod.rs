@@ -301,7 +301,7 @@ impl OtherVersions {
         self.compared.insert(api_version.to_string(), typed::compare(old, new, schema));
     }
 
-    /// `api_version` is not served by the CRD any more.
+    /// The CRD no longer has `api_version` in `spec.versions`.
     pub fn missing(&mut self, api_version: &str) {
         self.missing.push(api_version.to_string());
     }
