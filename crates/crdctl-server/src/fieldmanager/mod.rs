@@ -279,8 +279,13 @@ pub fn record_update(
 /// The API versions other than `api_version` that `object`'s managers recorded fields in:
 /// the versions to convert a write to before [`record_update`] or [`apply_finish`].
 pub fn other_manager_versions(object: &Value, api_version: &str) -> Vec<String> {
-    let mut versions: Vec<String> =
-        decode(object).into_iter().map(|e| e.api_version).filter(|v| v != api_version).collect();
+    // Only the versions: the entries' field sets are decoded once, by the write itself.
+    let entries = object.pointer("/metadata/managedFields").and_then(Value::as_array).into_iter().flatten();
+    let mut versions: Vec<String> = entries
+        .filter_map(|entry| entry.get("apiVersion").and_then(Value::as_str))
+        .filter(|version| *version != api_version)
+        .map(str::to_string)
+        .collect();
     versions.sort();
     versions.dedup();
     versions
