@@ -206,7 +206,7 @@ impl Endpoint {
     /// A write from `old` to `new` (both at the request's version) converted to each other
     /// version the managers of `managed` recorded fields in, and compared there, as upstream's
     /// field manager converts a write to each manager's version; versions the CRD no longer has
-    /// are missing.
+    /// are left out.
     async fn in_manager_versions(
         &self,
         managed: &Value,
@@ -217,10 +217,7 @@ impl Endpoint {
         let Kind::Custom(served) = &self.kind else { return Ok(others) };
         for api_version in fieldmanager::other_manager_versions(managed, &self.api_version()) {
             let version = api_version.strip_prefix(&format!("{}/", self.group)).filter(|v| served.has_version(v));
-            let Some(version) = version else {
-                others.missing(&api_version);
-                continue;
-            };
+            let Some(version) = version else { continue };
             let converted = served.convert(vec![old.clone(), new.clone()], version, Shape::List).await?;
             let [old, new] = <[Value; 2]>::try_from(converted)
                 .map_err(|_| ApiError::internal("conversion changed the number of objects"))?;

@@ -12,7 +12,9 @@
 //! recorded their fields in ([`OtherVersions`], from the old and new object converted by the
 //! caller, as `Updater.update` converts them): with a conversion webhook, `hostPort` at v1beta1
 //! may be `host` and `port` at v1. Not modelled: pruning what an applier stopped applying when
-//! its previous apply was at another version (it is pruned in the request's version).
+//! its previous apply was at another version (it is pruned in the request's version), and
+//! managers of a version the CRD no longer has (judged in the request's version; upstream's
+//! converter fails for them).
 
 pub mod set;
 pub mod typed;
@@ -264,7 +266,7 @@ pub fn record_update(
         fields: Set::default(),
     };
     let previous = entries.iter().find(|e| e.same_manager(&me)).cloned();
-    entries.retain(|e| !e.same_manager(&me) && !others.is_missing(&e.api_version));
+    entries.retain(|e| !e.same_manager(&me));
     for entry in &mut entries {
         let (changed, removed) = changes.seen_by(entry);
         entry.fields = entry.fields.difference(changed).difference(removed);
@@ -291,28 +293,17 @@ pub fn other_manager_versions(object: &Value, api_version: &str) -> Vec<String> 
     versions
 }
 
-/// A write compared in the API versions other managers recorded their fields in; a version
-/// the CRD no longer has is missing, and its managers are dropped (structured-merge-diff drops
-/// managers whose version cannot be converted to).
+/// A write compared in the API versions other managers recorded their fields in. A manager
+/// whose version is not here (the CRD no longer has it) is judged in the request's version.
 #[derive(Debug, Default)]
 pub struct OtherVersions {
     compared: HashMap<String, Comparison>,
-    missing: Vec<String>,
 }
 
 impl OtherVersions {
     /// The old and new object as converted to `api_version`, compared with its schema.
     pub fn compared(&mut self, api_version: &str, old: &Value, new: &Value, schema: Option<&Schema>) {
         self.compared.insert(api_version.to_string(), typed::compare(old, new, schema));
-    }
-
-    /// The CRD no longer has `api_version` in `spec.versions`.
-    pub fn missing(&mut self, api_version: &str) {
-        self.missing.push(api_version.to_string());
-    }
-
-    fn is_missing(&self, api_version: &str) -> bool {
-        self.missing.iter().any(|missing| missing == api_version)
     }
 }
 
@@ -450,7 +441,6 @@ pub fn apply_finish(
 ) -> Result<Value, Conflicts> {
     let Merged { live, mut merged, mut entries, me, previous } = applied;
     let changes = Changes::new(typed::compare(&live, &merged, scope.schema), others, scope);
-    entries.retain(|e| !others.is_missing(&e.api_version));
     let mut conflicts = Vec::new();
     for entry in &entries {
         let (changed, _) = changes.seen_by(entry);
@@ -495,25 +485,6 @@ mod tests {
 
     fn object(spec: Value) -> Value {
         json!({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "x"}, "spec": spec})
-    }
-
-    #[test]
-    fn managers_of_a_version_the_crd_no_longer_has_are_dropped() {
-        let schema = schema();
-        let mut applied = apply(None, &object(json!({"a": "1"})), &scope(&schema), "alice", false, "t1").unwrap();
-        applied["metadata"]["managedFields"][0]["apiVersion"] = json!("example.com/v0");
-        assert_eq!(other_manager_versions(&applied, "example.com/v1"), ["example.com/v0"]);
-        let mut others = OtherVersions::default();
-        others.missing("example.com/v0");
-        let mut edited = object(json!({"a": "1", "b": "2"}));
-        record_update(Some(&applied), &mut edited, &scope(&schema), "bob", "t2", &others);
-        let managers: Vec<&str> = edited["metadata"]["managedFields"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["manager"].as_str().unwrap())
-            .collect();
-        assert_eq!(managers, ["bob"]);
     }
 
     #[test]
