@@ -9,8 +9,13 @@
 //! `date-time` a timestamp, `duration` a duration, `byte` bytes), and how a failed rule
 //! becomes a field error (`message`, `messageExpression`, `reason`, `fieldPath`).
 //!
-//! Not modelled: cel-go's runtime cost tracking. Rules run to completion; there is no per-call
-//! or per-request cost budget.
+//! Costs: [`cost`] estimates the most a rule can cost on any object the schema admits, with
+//! the bounds of [`decl`], as the API server does before it accepts a CRD. Not modelled:
+//! cel-go's runtime cost tracking. Rules that pass the estimate run to completion; there is no
+//! per-call or per-request runtime budget.
+
+pub mod cost;
+pub mod decl;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -53,6 +58,16 @@ pub struct CompiledRule {
     message: Option<Program>,
     /// Whether the rule reads `oldSelf` (a transition rule).
     pub uses_old_self: bool,
+}
+
+impl CompiledRule {
+    /// The most one evaluation of the rule, and of its message expression, can cost when
+    /// `self` has type `decl`.
+    pub fn max_costs(&self, decl: &decl::Decl, optional_old_self: bool) -> (u64, Option<u64>) {
+        let rule = cost::estimate(self.program.expression(), decl, optional_old_self).max;
+        let message = self.message.as_ref().map(|m| cost::estimate(m.expression(), decl, optional_old_self).max);
+        (rule, message)
+    }
 }
 
 impl std::fmt::Debug for CompiledRule {
@@ -309,22 +324,34 @@ const RESERVED: [&str; 21] = [
     "while",
 ];
 
-/// A property name as CEL rules spell it (upstream's `Escape`): `foo-bar` is `foo__dash__bar`.
-fn escape(name: &str) -> String {
+/// A property name as CEL rules spell it (upstream's `Escape`): `foo-bar` is `foo__dash__bar`,
+/// `a__b` is `a__underscores__b`, `namespace` is `__namespace__`. Names with other characters,
+/// or starting with a digit, have no CEL name: rules cannot see those properties.
+fn escape(name: &str) -> Option<String> {
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
     if RESERVED.contains(&name) {
-        return format!("__{name}__");
+        return Some(format!("__{name}__"));
     }
     let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix("__") {
+            out.push_str("__underscores__");
+            rest = after;
+            continue;
+        }
         match c {
-            '_' => out.push_str("__"),
             '.' => out.push_str("__dot__"),
             '-' => out.push_str("__dash__"),
             '/' => out.push_str("__slash__"),
-            c => out.push(c),
+            c if c.is_ascii_alphanumeric() || c == '_' => out.push(c),
+            _ => return None,
         }
+        rest = &rest[c.len_utf8()..];
     }
-    out
+    Some(out)
 }
 
 fn cel_string(s: &str) -> cel::Value {
@@ -371,10 +398,10 @@ fn to_cel(value: &Value, schema: &Schema) -> cel::Value {
             let empty = Schema::default();
             let mut map: HashMap<cel::objects::Key, cel::Value> = fields
                 .iter()
-                .map(|(name, child)| {
+                .filter_map(|(name, child)| {
                     let child_schema = schema.property(name).unwrap_or(&empty);
-                    let key = if is_map { name.clone() } else { escape(name) };
-                    (cel::objects::Key::String(Arc::new(key)), to_cel(child, child_schema))
+                    let key = if is_map { name.clone() } else { escape(name)? };
+                    Some((cel::objects::Key::String(Arc::new(key)), to_cel(child, child_schema)))
                 })
                 .collect();
             if schema.embedded_resource {

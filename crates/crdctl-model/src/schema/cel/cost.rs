@@ -1,0 +1,954 @@
+//! The static cost of a CEL rule: the most work it can do on any object the schema admits,
+//! in cel-go's cost units. The API server refuses CRDs whose rules could cost more than its
+//! budget, so this is cel-go's estimator (`checker/cost.go`) with the Kubernetes libraries'
+//! function costs (`k8s.io/apiserver/pkg/cel/library/cost.go`) and the `sets` extension's.
+//!
+//! cel-go estimates over a type-checked expression. The `cel` crate only parses, so this
+//! module infers what the estimate needs as it walks: each node's type (to tell `+` on strings
+//! from `+` on lists, a list index from a map index), its path through the schema
+//! (`self.spec.rules.@items`, to look up `maxLength`/`maxItems` bounds), and the sizes of the
+//! lists and maps the expression builds. Where cel-go would know more than this inference
+//! (functions it does not model), a call costs what an unknown O(1) call costs upstream.
+
+use std::collections::HashMap;
+
+use kube_cel::cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators};
+
+use super::decl::{Decl, DeclKind};
+
+/// A range of sizes or costs, as cel-go's `SizeEstimate` and `CostEstimate`; arithmetic
+/// saturates at `u64::MAX`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Estimate {
+    /// The least.
+    pub min: u64,
+    /// The most.
+    pub max: u64,
+}
+
+/// `common.StringTraversalCostFactor`: visiting one byte of a string.
+const STRING_TRAVERSAL: f64 = 0.1;
+/// `common.RegexStringLengthCostFactor`: one byte of a pattern applied to one byte.
+const REGEX_LENGTH: f64 = 0.25;
+const LIST_CREATE: u64 = 10;
+const MAP_CREATE: u64 = 30;
+const STRUCT_CREATE: u64 = 40;
+/// The longest pattern of a named format (`format.dns1123Label()`, …).
+const MAX_NAME_FORMAT_REGEX_SIZE: f64 = 128.0;
+/// The longest format string.
+const MAX_FORMAT_SIZE: u64 = 64;
+
+impl Estimate {
+    /// Exactly `n`.
+    pub const fn fixed(n: u64) -> Estimate {
+        Estimate { min: n, max: n }
+    }
+
+    /// Anything.
+    pub const UNKNOWN: Estimate = Estimate { min: 0, max: u64::MAX };
+
+    const fn between(min: u64, max: u64) -> Estimate {
+        Estimate { min, max }
+    }
+
+    fn add(self, other: Estimate) -> Estimate {
+        Estimate { min: self.min.saturating_add(other.min), max: self.max.saturating_add(other.max) }
+    }
+
+    fn multiply(self, other: Estimate) -> Estimate {
+        Estimate { min: self.min.saturating_mul(other.min), max: self.max.saturating_mul(other.max) }
+    }
+
+    /// Times a cost per unit, rounded up (cel-go's `MultiplyByCostFactor`).
+    fn times(self, factor: f64) -> Estimate {
+        Estimate { min: times(self.min, factor), max: times(self.max, factor) }
+    }
+
+    fn union(self, other: Estimate) -> Estimate {
+        Estimate { min: self.min.min(other.min), max: self.max.max(other.max) }
+    }
+
+    /// The empty union: what `union` starts from.
+    const NOTHING: Estimate = Estimate { min: u64::MAX, max: 0 };
+}
+
+fn times(x: u64, factor: f64) -> u64 {
+    const TWO_TO_64: f64 = 18_446_744_073_709_551_616.0;
+    let x = x as f64;
+    if x > 0.0 && factor > 0.0 && x > u64::MAX as f64 / factor {
+        return u64::MAX;
+    }
+    let product = (x * factor).ceil();
+    if product >= TWO_TO_64 { u64::MAX } else { product as u64 }
+}
+
+/// The most a rule's expression can cost for one evaluation with `self` (and `oldSelf`) of
+/// type `root`.
+pub fn estimate(expression: &IdedExpr, root: &Decl, old_self_optional: bool) -> Estimate {
+    Coster { root, old_self_optional, locals: Vec::new() }.cost(expression).cost
+}
+
+/// What the checker knows of a value's type; enough to choose overloads and find elements.
+#[derive(Debug, Clone, PartialEq)]
+enum Type<'d> {
+    Bool,
+    Int,
+    Uint,
+    Double,
+    String,
+    Bytes,
+    Duration,
+    Timestamp,
+    Null,
+    Dyn,
+    TypeValue,
+    List(Box<Type<'d>>),
+    Map(Box<Type<'d>>, Box<Type<'d>>),
+    /// A schema object: fields by their CEL names.
+    Object(&'d HashMap<String, Decl>),
+    Optional(Box<Type<'d>>),
+    /// The Kubernetes libraries' types.
+    Library(Library),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Library {
+    Quantity,
+    Ip,
+    Cidr,
+    Url,
+    Semver,
+    Format,
+    Selector,
+}
+
+impl<'d> Type<'d> {
+    fn of(decl: &'d Decl) -> Type<'d> {
+        match &decl.kind {
+            DeclKind::Bool => Type::Bool,
+            DeclKind::Int => Type::Int,
+            DeclKind::Double => Type::Double,
+            DeclKind::String => Type::String,
+            DeclKind::Bytes => Type::Bytes,
+            DeclKind::Duration => Type::Duration,
+            DeclKind::Timestamp => Type::Timestamp,
+            DeclKind::Dyn => Type::Dyn,
+            DeclKind::List(items) => Type::List(Box::new(Type::of(items))),
+            DeclKind::Map(values) => Type::Map(Box::new(Type::String), Box::new(Type::of(values))),
+            DeclKind::Object(fields) => Type::Object(fields),
+        }
+    }
+
+    /// Values of a fixed size (`isScalar`): `size` is 1.
+    fn is_scalar(&self) -> bool {
+        match self {
+            Type::Bool | Type::Double | Type::Duration | Type::Int | Type::Timestamp | Type::Uint => true,
+            Type::Optional(inner) => inner.is_scalar(),
+            _ => false,
+        }
+    }
+
+    /// Whether a value of this type may be passed where `wanted` is declared.
+    fn fits(&self, wanted: &Kind) -> bool {
+        *self == Type::Dyn || self.kind() == *wanted
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Type::Bool => Kind::Bool,
+            Type::Int => Kind::Int,
+            Type::Uint => Kind::Uint,
+            Type::Double => Kind::Double,
+            Type::String => Kind::String,
+            Type::Bytes => Kind::Bytes,
+            Type::Duration => Kind::Duration,
+            Type::Timestamp => Kind::Timestamp,
+            Type::List(_) => Kind::List,
+            Type::Map(..) => Kind::Map,
+            Type::Object(_) => Kind::Object,
+            _ => Kind::Other,
+        }
+    }
+
+    fn element(&self) -> Type<'d> {
+        match self {
+            Type::List(item) => (**item).clone(),
+            Type::Map(key, _) => (**key).clone(),
+            _ => Type::Dyn,
+        }
+    }
+
+    /// The type of both branches of a conditional, or of a list's elements: the more specific
+    /// where one is a placeholder (`dyn`, a list of `dyn`), else `dyn`.
+    fn join(self, other: Type<'d>) -> Type<'d> {
+        match (self, other) {
+            (a, b) if a == b => a,
+            (Type::Dyn, b) => b,
+            (a, Type::Dyn) => a,
+            (Type::List(a), Type::List(b)) => Type::List(Box::new(a.join(*b))),
+            _ => Type::Dyn,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Bool,
+    Int,
+    Uint,
+    Double,
+    String,
+    Bytes,
+    Duration,
+    Timestamp,
+    List,
+    Map,
+    Object,
+    Other,
+}
+
+/// The sizes of a list's or map's entries, where the expression built it.
+#[derive(Debug, Clone, Copy)]
+struct Entries {
+    list: bool,
+    key: Estimate,
+    value: Estimate,
+}
+
+impl Entries {
+    fn union(a: Option<Entries>, b: Option<Entries>) -> Option<Entries> {
+        let (a, b) = (a?, b?);
+        Some(Entries { list: a.list, key: a.key.union(b.key), value: a.value.union(b.value) })
+    }
+}
+
+/// One estimated node: what it costs and what later nodes need to know of its value.
+#[derive(Debug, Clone)]
+struct Node<'d> {
+    cost: Estimate,
+    ty: Type<'d>,
+    /// Where in the schema the value comes from: a variable, then field names, `@items`,
+    /// `@keys`, `@values`. Empty when it is computed.
+    path: Vec<String>,
+    /// Its `size()`, when known.
+    size: Option<Estimate>,
+    entries: Option<Entries>,
+    /// The value of an integer literal (`split`'s limit bounds its result).
+    int_literal: Option<i64>,
+}
+
+impl<'d> Node<'d> {
+    fn size_or_unknown(&self) -> Estimate {
+        self.size.unwrap_or(Estimate::UNKNOWN)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Local<'d> {
+    name: String,
+    ty: Type<'d>,
+    path: Vec<String>,
+    size: Option<Estimate>,
+    entries: Option<Entries>,
+}
+
+/// The overloads whose costs differ; every other overload is an O(1) call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Overload {
+    IndexList,
+    IndexMap,
+    AddString,
+    AddBytes,
+    AddList,
+    /// `<`, `<=`, `>`, `>=` on strings or bytes.
+    CompareText,
+    Equals,
+    InList,
+    Matches,
+    ContainsString,
+    StartsOrEndsWith,
+    Logical,
+    Conditional,
+    StringToBytes,
+    BytesToString,
+    Format,
+    Quote,
+    /// `<cidr>.ip()`.
+    CidrIp,
+    /// `containsIP` / `containsCIDR` given a string rather than a parsed value.
+    ContainsParsedFromString,
+    Constant,
+}
+
+struct Coster<'d> {
+    root: &'d Decl,
+    old_self_optional: bool,
+    locals: Vec<Local<'d>>,
+}
+
+impl<'d> Coster<'d> {
+    fn local(&self, name: &str) -> Option<&Local<'d>> {
+        self.locals.iter().rev().find(|l| l.name == name)
+    }
+
+    fn push(&mut self, name: &str, ty: Type<'d>, path: Vec<String>, size: Option<Estimate>, entries: Option<Entries>) {
+        self.locals.push(Local { name: name.to_string(), ty, path, size, entries });
+    }
+
+    fn pop(&mut self) {
+        self.locals.pop();
+    }
+
+    /// The declared bound of the value at `path` (the `sizeEstimator` over the rule's root
+    /// type): the variable is the root, whatever its name.
+    fn declared_size(&self, path: &[String]) -> Option<Estimate> {
+        let (_, steps) = path.split_first()?;
+        let mut node = self.root;
+        for step in steps {
+            node = match (step.as_str(), &node.kind) {
+                ("@items" | "@values", _) => node.element()?,
+                // Map keys are strings of no declared bound.
+                ("@keys", DeclKind::Map(_)) => return Some(Estimate::fixed(0)),
+                (field, DeclKind::Object(fields)) => fields.get(field)?,
+                _ => return None,
+            };
+        }
+        Some(Estimate::between(0, node.max_elements))
+    }
+
+    /// cel-go's `computeSize` for a value it did not compute: the schema's bound, one for
+    /// scalars, else what the local variable was bound to.
+    fn size(&self, path: &[String], ty: &Type<'d>, local: Option<Estimate>) -> Option<Estimate> {
+        self.declared_size(path).or_else(|| ty.is_scalar().then_some(Estimate::fixed(1))).or(local)
+    }
+
+    fn leaf(&self, cost: Estimate, ty: Type<'d>, path: Vec<String>) -> Node<'d> {
+        let size = self.size(&path, &ty, None);
+        Node { cost, ty, path, size, entries: None, int_literal: None }
+    }
+
+    fn cost(&mut self, e: &IdedExpr) -> Node<'d> {
+        match &e.expr {
+            Expr::Literal(literal) => literal_node(literal),
+            Expr::Ident(name) => self.ident(name),
+            Expr::Select(select) => {
+                let operand = self.cost(&select.operand);
+                if select.test {
+                    // `has()`: Kubernetes counts presence tests as free.
+                    return Node { cost: operand.cost, ty: Type::Bool, path: Vec::new(), size: Some(Estimate::fixed(1)), entries: None, int_literal: None };
+                }
+                let mut cost = operand.cost;
+                if matches!(operand.ty, Type::Map(..) | Type::Object(_)) {
+                    cost = cost.add(Estimate::fixed(1));
+                }
+                let ty = match &operand.ty {
+                    Type::Object(fields) => fields.get(&select.field).map_or(Type::Dyn, Type::of),
+                    Type::Map(_, value) => (**value).clone(),
+                    _ => Type::Dyn,
+                };
+                let mut path = operand.path;
+                path.push(select.field.clone());
+                self.leaf(cost, ty, path)
+            }
+            Expr::Call(call) => self.call(&call.func_name, call.target.as_deref(), &call.args),
+            Expr::List(list) => {
+                let mut cost = Estimate::fixed(LIST_CREATE);
+                let mut item_size = if list.elements.is_empty() { Estimate::fixed(0) } else { Estimate::NOTHING };
+                let mut item_type = Type::Dyn;
+                for element in &list.elements {
+                    let node = self.cost(element);
+                    cost = cost.add(node.cost);
+                    item_size = item_size.union(node.size_or_unknown());
+                    item_type = item_type.join(node.ty);
+                }
+                let entries = Entries { list: true, key: Estimate::fixed(1), value: item_size };
+                let size = Some(Estimate::fixed(list.elements.len() as u64));
+                Node { cost, ty: Type::List(Box::new(item_type)), path: Vec::new(), size, entries: Some(entries), int_literal: None }
+            }
+            Expr::Map(map) => {
+                let empty = map.entries.is_empty();
+                let start = if empty { Estimate::fixed(0) } else { Estimate::NOTHING };
+                let (mut key_size, mut value_size, mut cost) = (start, start, Estimate::fixed(MAP_CREATE));
+                let (mut key_type, mut value_type) = (Type::Dyn, Type::Dyn);
+                for entry in &map.entries {
+                    if let EntryExpr::MapEntry(entry) = &entry.expr {
+                        let key = self.cost(&entry.key);
+                        let value = self.cost(&entry.value);
+                        cost = cost.add(key.cost).add(value.cost);
+                        key_size = key_size.union(key.size_or_unknown());
+                        value_size = value_size.union(value.size_or_unknown());
+                        key_type = key_type.join(key.ty);
+                        value_type = value_type.join(value.ty);
+                    }
+                }
+                let entries = Entries { list: false, key: key_size, value: value_size };
+                let ty = Type::Map(Box::new(key_type), Box::new(value_type));
+                let size = Some(Estimate::fixed(map.entries.len() as u64));
+                Node { cost, ty, path: Vec::new(), size, entries: Some(entries), int_literal: None }
+            }
+            Expr::Struct(fields) => {
+                let mut cost = Estimate::fixed(STRUCT_CREATE);
+                for entry in &fields.entries {
+                    if let EntryExpr::StructField(field) = &entry.expr {
+                        cost = cost.add(self.cost(&field.value).cost);
+                    }
+                }
+                Node { cost, ty: Type::Dyn, path: Vec::new(), size: None, entries: None, int_literal: None }
+            }
+            Expr::Comprehension(comprehension) => self.comprehension(comprehension),
+            Expr::Unspecified => Node { cost: Estimate::fixed(0), ty: Type::Dyn, path: Vec::new(), size: None, entries: None, int_literal: None },
+        }
+    }
+
+    fn ident(&self, name: &str) -> Node<'d> {
+        let one = Estimate::fixed(1);
+        if let Some(local) = self.local(name) {
+            let size = self.size(&local.path, &local.ty, local.size);
+            return Node { cost: one, ty: local.ty.clone(), path: local.path.clone(), size, entries: local.entries, int_literal: None };
+        }
+        let ty = match name {
+            "self" => Type::of(self.root),
+            "oldSelf" if self.old_self_optional => Type::Optional(Box::new(Type::of(self.root))),
+            "oldSelf" => Type::of(self.root),
+            _ => Type::Dyn,
+        };
+        self.leaf(one, ty, vec![name.to_string()])
+    }
+
+    fn comprehension(&mut self, c: &ComprehensionExpr) -> Node<'d> {
+        let range = self.cost(&c.iter_range);
+        let init = self.cost(&c.accu_init);
+        let is_bind = matches!(&c.iter_range.expr, Expr::List(l) if l.elements.is_empty())
+            && matches!(&c.loop_cond.expr, Expr::Literal(LiteralValue::Boolean(b)) if !*b.inner())
+            && !matches!(c.accu_var.as_str(), "__result__" | "@result");
+        let mut cost = range.cost.add(init.cost);
+        self.push(&c.accu_var, init.ty.clone(), init.path.clone(), init.size, init.entries);
+        if is_bind {
+            // `cel.bind(name, value, body)`: the body once, with the name bound to the value.
+            let result = self.cost(&c.result);
+            self.pop();
+            return Node { cost: cost.add(result.cost), ..result };
+        }
+        let container_is_list = range.entries.map_or(matches!(range.ty, Type::List(_)), |e| e.list);
+        let (key_step, value_step) = if container_is_list { ("@indices", "@items") } else { ("@keys", "@values") };
+        let with = |step: &str| {
+            let mut path = range.path.clone();
+            path.push(step.to_string());
+            path
+        };
+        let iteration_variables = if c.iter_var2.is_some() { 2 } else { 1 };
+        match &c.iter_var2 {
+            Some(second) => {
+                let key_type = if container_is_list { Type::Int } else { range.ty.element() };
+                let value_type = match &range.ty {
+                    Type::List(item) | Type::Map(_, item) => (**item).clone(),
+                    _ => Type::Dyn,
+                };
+                self.push(&c.iter_var, key_type, with(key_step), range.entries.map(|e| e.key), None);
+                self.push(second, value_type, with(value_step), range.entries.map(|e| e.value), None);
+            }
+            None => {
+                let size = range.entries.map(|e| if container_is_list { e.value } else { e.key });
+                let step = if container_is_list { "@items" } else { "@keys" };
+                self.push(&c.iter_var, range.ty.element(), with(step), size, None);
+            }
+        }
+        let condition = self.cost(&c.loop_cond);
+        let step = self.cost(&c.loop_step);
+        // The iteration variables go out of scope; the accumulator stays for the result.
+        for _ in 0..iteration_variables {
+            self.pop();
+        }
+        let mut result = self.cost(&c.result);
+        self.pop();
+        let count = range.size_or_unknown();
+        cost = cost.add(result.cost).add(count.multiply(step.cost.add(condition.cost)));
+        match &c.accu_init.expr {
+            Expr::Literal(_) => result.size = init.size,
+            Expr::List(_) | Expr::Map(_) => {
+                result.size = Some(count);
+                if step.entries.is_some() {
+                    result.entries = step.entries;
+                }
+                result.ty = step.ty.join(result.ty);
+            }
+            _ => result.size = result.ty.is_scalar().then_some(Estimate::fixed(1)),
+        }
+        Node { cost, path: Vec::new(), ..result }
+    }
+
+    fn call(&mut self, function: &str, target: Option<&IdedExpr>, args: &[IdedExpr]) -> Node<'d> {
+        if function == "dyn"
+            && let [arg] = args
+        {
+            let arg = self.cost(arg);
+            return Node { cost: arg.cost.add(Estimate::fixed(1)), ty: Type::Dyn, ..arg };
+        }
+        let args: Vec<Node<'d>> = args.iter().map(|arg| self.cost(arg)).collect();
+        let target = target.map(|target| self.cost(target));
+        let mut cost = target.as_ref().map_or(Estimate::fixed(0), |t| t.cost);
+        let ty = result_type(function, target.as_ref(), &args);
+        let mut function_cost = Estimate::NOTHING;
+        let mut result_size: Option<Estimate> = None;
+        let mut path = Vec::new();
+        let mut entries = None;
+        for overload in overloads(function, target.as_ref(), &args) {
+            let (estimate, size, built) = self.function_cost(function, overload, target.as_ref(), &args);
+            function_cost = function_cost.union(estimate);
+            if let Some(size) = size {
+                result_size = Some(result_size.map_or(size, |r| r.union(size)));
+            }
+            if built.is_some() {
+                entries = built;
+            }
+            if let (Overload::IndexList | Overload::IndexMap, Some(list)) = (overload, args.first()) {
+                result_size = list.entries.map(|e| e.value);
+                path = list.path.clone();
+                path.push(if overload == Overload::IndexList { "@items" } else { "@values" }.to_string());
+            }
+            if result_size.is_none() {
+                result_size = self.size(&path, &ty, None);
+            }
+        }
+        cost = cost.add(function_cost);
+        Node { cost, ty, path, size: result_size, entries, int_literal: None }
+    }
+
+    /// One overload's cost (arguments included, target not), result size, and entry sizes of
+    /// the list or map it builds.
+    fn function_cost(
+        &self,
+        function: &str,
+        overload: Overload,
+        target: Option<&Node<'d>>,
+        args: &[Node<'d>],
+    ) -> (Estimate, Option<Estimate>, Option<Entries>) {
+        let arguments = args.iter().fold(Estimate::fixed(0), |sum, a| sum.add(a.cost));
+        let with_arguments = |(cost, size): (Estimate, Option<Estimate>)| (cost.add(arguments), size, None);
+        if let Some(estimate) = self.library_cost(function, overload, target, args) {
+            return with_arguments(estimate);
+        }
+        let size = |i: usize| args.get(i).map_or(Estimate::UNKNOWN, Node::size_or_unknown);
+        let one = Estimate::fixed(1);
+        match (overload, target, args) {
+            (Overload::Format, Some(target), _) => {
+                with_arguments((target.size_or_unknown().times(STRING_TRAVERSAL), None))
+            }
+            (Overload::StringToBytes, _, [arg]) => {
+                let sz = arg.size_or_unknown();
+                let result = Estimate::between(sz.min, sz.max.saturating_mul(4));
+                with_arguments((sz.times(STRING_TRAVERSAL), Some(result)))
+            }
+            (Overload::BytesToString, _, [arg]) => {
+                let sz = arg.size_or_unknown();
+                with_arguments((sz.times(STRING_TRAVERSAL), Some(Estimate::between(sz.min / 4, sz.max))))
+            }
+            (Overload::Quote, _, [arg]) => {
+                let sz = arg.size_or_unknown();
+                let result = Estimate::between(sz.min + 2, sz.max.saturating_mul(2).saturating_add(2));
+                with_arguments((sz.times(STRING_TRAVERSAL), Some(result)))
+            }
+            (Overload::StartsOrEndsWith, _, [arg]) => with_arguments((arg.size_or_unknown().times(STRING_TRAVERSAL), None)),
+            (Overload::InList, _, [_, list]) => with_arguments((list.size_or_unknown().times(1.0), None)),
+            (Overload::Matches, Some(target), [_]) => {
+                let text = target.size_or_unknown().add(one).times(STRING_TRAVERSAL);
+                let pattern = size(0).times(REGEX_LENGTH);
+                with_arguments((text.multiply(pattern), None))
+            }
+            (Overload::ContainsString, Some(target), [_]) => {
+                let text = target.size_or_unknown().times(STRING_TRAVERSAL);
+                with_arguments((text.multiply(size(0).times(STRING_TRAVERSAL)), None))
+            }
+            (Overload::Logical, _, [lhs, rhs]) => (Estimate::between(lhs.cost.min, lhs.cost.add(rhs.cost).max), None, None),
+            (Overload::Conditional, _, [condition, yes, no]) => {
+                let size = yes.size_or_unknown().union(no.size_or_unknown());
+                let cost = condition.cost.add(yes.cost.union(no.cost));
+                (cost, Some(size), Entries::union(yes.entries, no.entries))
+            }
+            (Overload::AddString | Overload::AddBytes | Overload::AddList, _, [lhs, rhs]) => {
+                let result = lhs.size_or_unknown().add(rhs.size_or_unknown());
+                let entries = Entries::union(lhs.entries, rhs.entries);
+                let cost = if overload == Overload::AddList { one } else { result.times(STRING_TRAVERSAL) };
+                (cost.add(arguments), Some(result), entries)
+            }
+            (Overload::CompareText | Overload::Equals, _, [lhs, rhs]) => {
+                let smallest = lhs.size_or_unknown().max.min(rhs.size_or_unknown().max);
+                let cost = Estimate::between(u64::from(smallest > 0), smallest).times(STRING_TRAVERSAL);
+                with_arguments((cost, None))
+            }
+            _ => with_arguments((one, None)),
+        }
+    }
+
+    /// The Kubernetes libraries' estimates, and the `sets` extension's; `None` leaves the call
+    /// to cel-go's own rules.
+    fn library_cost(
+        &self,
+        function: &str,
+        overload: Overload,
+        target: Option<&Node<'d>>,
+        args: &[Node<'d>],
+    ) -> Option<(Estimate, Option<Estimate>)> {
+        let one = Estimate::fixed(1);
+        let first = args.first().map(Node::size_or_unknown);
+        let scan = |size: Estimate| size.times(STRING_TRAVERSAL);
+        Some(match function {
+            "sets.contains" | "sets.intersects" | "sets.equivalent" => {
+                let [a, b] = args else { return None };
+                let factor = if function == "sets.equivalent" { 2.0 } else { 1.0 };
+                (a.size_or_unknown().multiply(b.size_or_unknown()).times(factor).add(one), None)
+            }
+            "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" | "includes" => {
+                let target = target?;
+                match &target.ty {
+                    Type::List(item) => {
+                        let mut element = one;
+                        if matches!(**item, Type::String | Type::Bytes) {
+                            element = element.add(scan(self.element_size(target)));
+                        }
+                        (target.size_or_unknown().multiply(element), None)
+                    }
+                    _ if function == "includes" => (target.size_or_unknown(), None),
+                    _ => (scan(target.size_or_unknown()), None),
+                }
+            }
+            "url" | "jsonpatch.escapeKey" => {
+                let size = first?;
+                (scan(size), Some(size))
+            }
+            "lowerAscii" | "upperAscii" | "substring" | "trim" => {
+                let size = target?.size_or_unknown();
+                (scan(size), Some(size))
+            }
+            "replace" => {
+                let ([from, to, ..], Some(target)) = (args, target) else { return None };
+                replace(target.size_or_unknown(), from.size_or_unknown(), to.size_or_unknown())
+            }
+            "split" => {
+                let size = target?.size_or_unknown();
+                let most = match args.get(1).and_then(|limit| limit.int_literal) {
+                    Some(limit) => u64::try_from(limit).unwrap_or(0),
+                    None => size.max,
+                };
+                (size.times(2.0 * STRING_TRAVERSAL), Some(Estimate::between(0, most)))
+            }
+            "join" => {
+                let target = target?;
+                let count = target.size_or_unknown();
+                let mut size = match target.ty {
+                    Type::List(_) => count.multiply(self.element_size(target)),
+                    _ => Estimate::fixed(0),
+                };
+                if let Some(separator) = args.first() {
+                    let separators = Estimate::between(count.min.saturating_sub(1), count.max.saturating_sub(1));
+                    size = size.add(separator.size_or_unknown().multiply(separators));
+                }
+                (scan(size), Some(size))
+            }
+            "find" | "findAll" => {
+                let (Some(target), Some(pattern)) = (target, first) else { return None };
+                let size = target.size_or_unknown();
+                let cost = scan(size.add(one)).multiply(pattern.times(REGEX_LENGTH));
+                (cost, Some(Estimate::between(0, size.max)))
+            }
+            "cidr" | "isIP" | "isCIDR" | "quantity" | "isQuantity" | "semver" | "isSemver" => (scan(first?), None),
+            "ip" if overload == Overload::CidrIp => (one, None),
+            "ip" => (scan(first?), None),
+            "ip.isCanonical" => (first?.times(2.0 * STRING_TRAVERSAL), None),
+            "containsIP" | "containsCIDR" => {
+                first?;
+                let address = Estimate::between(4, 16);
+                let mut cost = scan(address.add(address));
+                if function == "containsCIDR" {
+                    cost = cost.add(scan(address)).add(one);
+                }
+                if overload == Overload::ContainsParsedFromString {
+                    cost = cost.add(scan(first?));
+                }
+                (cost, None)
+            }
+            "validate" => (scan(first?).times(MAX_NAME_FORMAT_REGEX_SIZE * REGEX_LENGTH), None),
+            "masked" | "prefixLength" | "family" | "isUnspecified" | "isLoopback" | "isLinkLocalMulticast"
+            | "isLinkLocalUnicast" | "isGlobalUnicast" | "format.named" | "sign" | "asInteger" | "isInteger"
+            | "asApproximateFloat" | "isGreaterThan" | "isLessThan" | "compareTo" | "add" | "sub" | "major"
+            | "minor" | "patch" | "getScheme" | "getHostname" | "getHost" | "getPort" | "getEscapedPath"
+            | "getQuery" => (one, None),
+            operators::EQUALS => {
+                let [lhs, rhs] = args else { return None };
+                match (&lhs.ty, &rhs.ty) {
+                    (Type::Library(a), Type::Library(b)) if a == b => match a {
+                        Library::Format => (Estimate::between(1, MAX_FORMAT_SIZE).times(STRING_TRAVERSAL), None),
+                        Library::Url => {
+                            let size = rhs.size.map_or(one, |r| r.union(r));
+                            (Estimate::between(1, size.max).times(STRING_TRAVERSAL), None)
+                        }
+                        _ => (one, None),
+                    },
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    /// The declared size of a list's elements (the library's `listElementNode`).
+    fn element_size(&self, list: &Node<'d>) -> Estimate {
+        let mut path = list.path.clone();
+        path.push("@items".into());
+        if list.path.is_empty() {
+            return Estimate::UNKNOWN;
+        }
+        self.declared_size(&path).unwrap_or(Estimate::UNKNOWN)
+    }
+}
+
+/// `replace`'s result: every occurrence of `from` replaced by `to`.
+fn replace(size: Estimate, from: Estimate, to: Estimate) -> (Estimate, Option<Estimate>) {
+    let (mut count, mut retained) = (Estimate::fixed(0), Estimate::fixed(0));
+    if from.min == 0 {
+        count.max = if size.max < u64::MAX { size.max + 1 } else { size.max };
+        retained.max = size.max;
+    } else if to.max <= from.min {
+        retained.max = size.max;
+    } else {
+        count.max = (size.max as f64 / from.min as f64).ceil() as u64;
+    }
+    if from.max == 0 {
+        count.min = if size.min < u64::MAX { size.min + 1 } else { size.min };
+        retained.min = size.min;
+    } else if from.max <= to.min {
+        retained.min = size.min;
+    } else {
+        count.min = (size.min as f64 / from.max as f64).ceil() as u64;
+    }
+    let result = count.multiply(to).add(retained);
+    (size.times(2.0 * STRING_TRAVERSAL), Some(result))
+}
+
+fn literal_node<'d>(literal: &LiteralValue) -> Node<'d> {
+    let int_literal = match literal {
+        LiteralValue::Int(i) => Some(*i.inner()),
+        _ => None,
+    };
+    let (ty, size) = match literal {
+        LiteralValue::Boolean(_) => (Type::Bool, 1),
+        LiteralValue::Bytes(b) => (Type::Bytes, b.inner().len() as u64),
+        LiteralValue::Double(_) => (Type::Double, 1),
+        LiteralValue::Int(_) => (Type::Int, 1),
+        LiteralValue::Null => (Type::Null, 1),
+        LiteralValue::String(s) => (Type::String, s.inner().chars().count() as u64),
+        LiteralValue::UInt(_) => (Type::Uint, 1),
+    };
+    Node { cost: Estimate::fixed(0), ty, path: Vec::new(), size: Some(Estimate::fixed(size)), entries: None, int_literal }
+}
+
+/// The overloads a call may dispatch to, given what is known of its operands' types: more
+/// than one where an operand is `dyn`, as the checker records.
+fn overloads(function: &str, target: Option<&Node>, args: &[Node]) -> Vec<Overload> {
+    let arg = |i: usize| args.get(i).map_or(Type::Dyn, |a| a.ty.clone());
+    let binary = |candidates: &[(Kind, Overload)]| -> Vec<Overload> {
+        let (a, b) = (arg(0), arg(1));
+        let mut matching: Vec<Overload> =
+            candidates.iter().filter(|(kind, _)| a.fits(kind) && b.fits(kind)).map(|(_, o)| *o).collect();
+        // The numeric and time overloads, all O(1), fit unless an operand is known to be text
+        // or a list.
+        let textual = |t: &Type| candidates.iter().any(|(kind, _)| t.kind() == *kind);
+        if !textual(&a) && !textual(&b) || matching.is_empty() {
+            matching.insert(0, Overload::Constant);
+        }
+        matching
+    };
+    match function {
+        operators::INDEX => match arg(0) {
+            Type::List(_) => vec![Overload::IndexList],
+            Type::Map(..) => vec![Overload::IndexMap],
+            Type::Dyn => vec![Overload::IndexList, Overload::IndexMap],
+            _ => vec![Overload::Constant],
+        },
+        operators::ADD => binary(&[
+            (Kind::String, Overload::AddString),
+            (Kind::Bytes, Overload::AddBytes),
+            (Kind::List, Overload::AddList),
+        ]),
+        operators::LESS | operators::LESS_EQUALS | operators::GREATER | operators::GREATER_EQUALS => {
+            binary(&[(Kind::String, Overload::CompareText), (Kind::Bytes, Overload::CompareText)])
+        }
+        operators::EQUALS | operators::NOT_EQUALS => vec![Overload::Equals],
+        operators::IN => match arg(1) {
+            Type::List(_) => vec![Overload::InList],
+            Type::Dyn => vec![Overload::InList, Overload::Constant],
+            _ => vec![Overload::Constant],
+        },
+        operators::LOGICAL_AND | operators::LOGICAL_OR => vec![Overload::Logical],
+        operators::CONDITIONAL => vec![Overload::Conditional],
+        "matches" if target.is_some() => vec![Overload::Matches],
+        "contains" if target.is_some() => vec![Overload::ContainsString],
+        "startsWith" | "endsWith" if target.is_some() => vec![Overload::StartsOrEndsWith],
+        "bytes" if arg(0).fits(&Kind::String) => vec![Overload::StringToBytes],
+        "string" if arg(0).fits(&Kind::Bytes) => vec![Overload::BytesToString],
+        "format" if target.is_some() => vec![Overload::Format],
+        "strings.quote" => vec![Overload::Quote],
+        "ip" if target.is_some_and(|t| t.ty == Type::Library(Library::Cidr)) => vec![Overload::CidrIp],
+        "containsIP" | "containsCIDR" if arg(0).fits(&Kind::String) => vec![Overload::ContainsParsedFromString],
+        _ => vec![Overload::Constant],
+    }
+}
+
+/// The type of a call's result, for the calls whose result later costs depend on.
+fn result_type<'d>(function: &str, target: Option<&Node<'d>>, args: &[Node<'d>]) -> Type<'d> {
+    let arg = |i: usize| args.get(i).map_or(Type::Dyn, |a| a.ty.clone());
+    let on = target.map(|t| t.ty.clone());
+    match function {
+        operators::INDEX => match arg(0) {
+            Type::List(item) => *item,
+            Type::Map(_, value) => *value,
+            _ => Type::Dyn,
+        },
+        operators::ADD | operators::SUBSTRACT | operators::MULTIPLY | operators::DIVIDE | operators::MODULO => {
+            match (arg(0), arg(1)) {
+                (Type::Timestamp, Type::Timestamp) => Type::Duration,
+                (Type::Timestamp, _) | (_, Type::Timestamp) => Type::Timestamp,
+                (a, b) => a.join(b),
+            }
+        }
+        operators::NEGATE => arg(0),
+        operators::CONDITIONAL => arg(1).join(arg(2)),
+        operators::EQUALS
+        | operators::NOT_EQUALS
+        | operators::LESS
+        | operators::LESS_EQUALS
+        | operators::GREATER
+        | operators::GREATER_EQUALS
+        | operators::LOGICAL_AND
+        | operators::LOGICAL_OR
+        | operators::LOGICAL_NOT
+        | operators::NOT_STRICTLY_FALSE
+        | operators::IN
+        | "matches"
+        | "contains"
+        | "startsWith"
+        | "endsWith"
+        | "isSorted"
+        | "isURL"
+        | "isIP"
+        | "isCIDR"
+        | "isQuantity"
+        | "isSemver"
+        | "isInteger"
+        | "isGreaterThan"
+        | "isLessThan"
+        | "containsIP"
+        | "containsCIDR"
+        | "ip.isCanonical"
+        | "isUnspecified"
+        | "isLoopback"
+        | "isLinkLocalMulticast"
+        | "isLinkLocalUnicast"
+        | "isGlobalUnicast"
+        | "sets.contains"
+        | "sets.intersects"
+        | "sets.equivalent"
+        | "hasValue"
+        | "bool" => Type::Bool,
+        "size" | "int" | "indexOf" | "lastIndexOf" | "sign" | "asInteger" | "compareTo" | "family" | "prefixLength"
+        | "major" | "minor" | "patch" | "getFullYear" | "getMonth" | "getDayOfYear" | "getDayOfMonth" | "getDate"
+        | "getDayOfWeek" | "getHours" | "getMinutes" | "getSeconds" | "getMilliseconds" => Type::Int,
+        "uint" => Type::Uint,
+        "double" | "asApproximateFloat" => Type::Double,
+        "string" | "lowerAscii" | "upperAscii" | "replace" | "substring" | "trim" | "charAt" | "join" | "format"
+        | "strings.quote" | "reverse" | "find" | "getScheme" | "getHost" | "getHostname" | "getPort"
+        | "getEscapedPath" | "jsonpatch.escapeKey" => match (function, &on) {
+            ("reverse", Some(Type::List(item))) => Type::List(item.clone()),
+            _ => Type::String,
+        },
+        "split" | "findAll" => Type::List(Box::new(Type::String)),
+        "bytes" => Type::Bytes,
+        "duration" => Type::Duration,
+        "timestamp" => Type::Timestamp,
+        "type" => Type::TypeValue,
+        "sum" | "min" | "max" => on.map_or(Type::Dyn, |t| t.element()),
+        "quantity" | "add" | "sub" => Type::Library(Library::Quantity),
+        "ip" => Type::Library(Library::Ip),
+        "cidr" | "masked" => Type::Library(Library::Cidr),
+        "url" => Type::Library(Library::Url),
+        "semver" => Type::Library(Library::Semver),
+        "labelSelector" | "fieldSelector" => Type::Library(Library::Selector),
+        name if name.starts_with("format.") => Type::Library(Library::Format),
+        "value" | "orValue" => match on {
+            Some(Type::Optional(inner)) => *inner,
+            _ => Type::Dyn,
+        },
+        _ => Type::Dyn,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::schema::Schema;
+
+    #[derive(Deserialize)]
+    struct Case {
+        name: String,
+        schema: Value,
+        #[serde(default)]
+        calc_cost: u64,
+        #[serde(default)]
+        calc_cost_exceeds: u64,
+        max_elements: i64,
+        #[serde(default)]
+        set_cost: u64,
+    }
+
+    /// The schema with every `"$max"` bound set to `max`, or removed.
+    fn bounded(schema: &Value, max: Option<i64>) -> Value {
+        match schema {
+            Value::Object(fields) => Value::Object(
+                fields
+                    .iter()
+                    .filter_map(|(k, v)| match v {
+                        Value::String(s) if s == "$max" => max.map(|m| (k.clone(), Value::from(m))),
+                        v => Some((k.clone(), bounded(v, max))),
+                    })
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(|v| bounded(v, max)).collect()),
+            other => other.clone(),
+        }
+    }
+
+    fn cost_of(schema: &Value) -> u64 {
+        let schema = Schema::new(schema);
+        let decl = Decl::of(&schema, false).expect("a CEL type");
+        let [rule] = schema.rules.as_slice() else { panic!("one rule") };
+        let compiled = rule.compiled.as_ref().expect("the rule compiles");
+        compiled.max_costs(&decl, false).0
+    }
+
+    #[test]
+    fn upstream_cost_estimation_table() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/cel_cost_estimation.yaml");
+        let cases: Vec<Case> = serde_saphyr::from_str(&std::fs::read_to_string(path).expect("the table")).expect("YAML");
+        assert!(cases.len() >= 68, "the table lost cases");
+        let mut problems = Vec::new();
+        for case in &cases {
+            let checks = [
+                ("calc maxLength", None, case.calc_cost, case.calc_cost_exceeds),
+                ("set maxLength", Some(case.max_elements), case.set_cost, 0),
+            ];
+            for (variant, max, expected, at_least) in checks {
+                let cost = cost_of(&bounded(&case.schema, max));
+                if expected > 0 && cost != expected {
+                    problems.push(format!("{}/{variant}: cost {cost}, expected {expected}", case.name));
+                }
+                if at_least > 0 && cost < at_least {
+                    problems.push(format!("{}/{variant}: cost {cost}, expected more than {at_least}", case.name));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{} of {} cases:\n{}", problems.len(), cases.len() * 2, problems.join("\n"));
+    }
+}
