@@ -162,6 +162,37 @@ async fn crd_lifecycle(backend: Backend) {
     let message = refused.body["message"].as_str().unwrap();
     assert!(message.contains("spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields"), "{message}");
     assert!(message.contains("compilation failed: ERROR: <input>:1:12: Syntax error:"), "{message}");
+    // A rule that could cost more than the budget on an unbounded list is refused; bounding
+    // the list admits it.
+    let mut costly = unstructural.clone();
+    let list = json!({"type": "array", "items": {"type": "string", "maxLength": 64},
+        "x-kubernetes-validations": [{"rule": "self.all(a, self.exists_one(b, a == b))"}]});
+    costly["spec"]["versions"][0]["schema"]["openAPIV3Schema"] =
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"names": list}}}});
+    let refused = crd.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &costly).await;
+    assert_eq!(refused.code, 422, "{refused:?}");
+    let causes: Vec<(&str, &str)> = refused.body["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["field"].as_str().unwrap(), c["message"].as_str().unwrap().split(" (try").next().unwrap()))
+        .collect();
+    let rule = "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[names].x-kubernetes-validations[0].rule";
+    assert_eq!(
+        causes,
+        [
+            (rule, "Forbidden: estimated rule cost exceeds budget by factor of more than 100x"),
+            (rule, "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"),
+            (
+                "spec.versions[0].schema.openAPIV3Schema",
+                "Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x"
+            ),
+        ]
+    );
+    costly["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["names"]["maxItems"] =
+        json!(100);
+    let admitted = crd.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &costly).await;
+    assert_eq!(admitted.code, 201, "{admitted:?}");
     let again =
         crd.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &serde_json::from_str(CRD).unwrap()).await;
     assert_eq!((again.code, again.body["reason"].as_str()), (409, Some("AlreadyExists")));

@@ -76,22 +76,35 @@ fn enforcement_none_reports_only_what_the_api_server_refuses() {
     assert_eq!((out.code, out.stdout.as_str()), (0, ""), "the API server allows a new required field: {out:?}");
 }
 
-/// Issue 8: what the API server refuses in a new schema is reported in either enforcement.
+/// Issue 8: what the API server refuses in a new schema is reported in either enforcement: a
+/// rule that does not compile, and one whose estimated cost is over the API server's budget.
 #[test]
-fn a_rule_that_does_not_compile_is_reported_as_the_api_server_refuses_it() {
+fn rules_the_api_server_refuses_are_reported_as_it_refuses_them() {
     let dir = tempfile::tempdir().unwrap();
-    let crd = |rules: &str| {
+    let crd = |spec: &str| {
         format!(
-            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: crontabs.example.com}}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {{plural: crontabs, kind: CronTab}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations: [{rules}]\n"
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: crontabs.example.com}}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {{plural: crontabs, kind: CronTab}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec: {spec}\n"
         )
     };
-    std::fs::write(dir.path().join("old.yaml"), crd("{rule: \"true\"}")).unwrap();
-    std::fs::write(dir.path().join("new.yaml"), crd("{rule: \"self.size( > 1\", message: bad}")).unwrap();
-    let expected = "CustomResourceDefinition.apiextensions.k8s.io \"crontabs.example.com\" is invalid: spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.size( > 1\", Message:\"bad\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:12: Syntax error:";
-    for enforcement in ["Strict", "None"] {
-        let out = crdctl_in(dir.path(), &["check", "--enforcement", enforcement, "old.yaml", "new.yaml"], None);
-        assert_eq!(out.code, 1, "{out:?}");
-        assert!(out.stdout.starts_with(expected), "{enforcement}: {}", out.stdout);
+    std::fs::write(dir.path().join("old.yaml"), crd("{type: object, x-kubernetes-validations: [{rule: \"true\"}]}")).unwrap();
+    let refused = [
+        (
+            "{type: object, x-kubernetes-validations: [{rule: \"self.size( > 1\", message: bad}]}",
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.size( > 1\", Message:\"bad\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:12: Syntax error:",
+        ),
+        (
+            "{type: array, items: {type: string}, x-kubernetes-validations: [{rule: \"self.all(a, self.all(b, a != b))\"}]}",
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
+        ),
+    ];
+    for (spec, refusal) in refused {
+        std::fs::write(dir.path().join("new.yaml"), crd(spec)).unwrap();
+        let expected = format!("CustomResourceDefinition.apiextensions.k8s.io \"crontabs.example.com\" is invalid: {refusal}");
+        for enforcement in ["Strict", "None"] {
+            let out = crdctl_in(dir.path(), &["check", "--enforcement", enforcement, "old.yaml", "new.yaml"], None);
+            assert_eq!(out.code, 1, "{out:?}");
+            assert!(out.stdout.starts_with(&expected), "{enforcement}: {}", out.stdout);
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 
 mod conversion;
 mod names;
+mod rule_costs;
 mod schemas;
 pub mod stored_versions;
 mod versions;

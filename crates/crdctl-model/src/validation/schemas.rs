@@ -12,7 +12,7 @@
 use serde_json::{Map, Value};
 
 use super::{Path, Raw, Violation};
-use crate::schema::Rule;
+use crate::schema::{Rule, Schema};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Level {
@@ -47,11 +47,16 @@ pub(crate) fn validate(schema: &Value, path: &Path) -> Vec<Violation> {
     if structural.is_empty() {
         defaults(schema, path, &mut structural);
     }
+    // Rules are typed, and so costed, only against a structural schema.
+    let costed = structural.is_empty();
     let mut out = structural;
     if schema.get("nullable") == Some(&Value::Bool(true)) {
         out.push(path.child("nullable").forbidden("nullable cannot be true at the root"));
     }
     keywords(schema, path, &mut out);
+    if costed {
+        out.extend(super::rule_costs::validate(&Schema::new(schema), path));
+    }
     out
 }
 
