@@ -400,6 +400,16 @@ impl<'d> Coster<'d> {
         }
     }
 
+    /// The namespace a call's target names, when it is not a variable (`sets`, `strings`, …).
+    fn namespace<'e>(&self, target: &'e IdedExpr) -> Option<&'e str> {
+        match &target.expr {
+            Expr::Ident(name) if self.local(name).is_none() && !matches!(name.as_str(), "self" | "oldSelf") => {
+                Some(name)
+            }
+            _ => None,
+        }
+    }
+
     fn ident(&self, name: &str) -> Node<'d> {
         let one = Estimate::fixed(1);
         if let Some(local) = self.local(name) {
@@ -478,6 +488,11 @@ impl<'d> Coster<'d> {
     }
 
     fn call(&mut self, function: &str, target: Option<&IdedExpr>, args: &[IdedExpr]) -> Node<'d> {
+        // The parser reads `sets.contains(a, b)` as a method of a variable `sets`; the checker
+        // resolves it to the function `sets.contains`.
+        if let Some(namespace) = target.and_then(|t| self.namespace(t)) {
+            return self.call(&format!("{namespace}.{function}"), None, args);
+        }
         if function == "dyn"
             && let [arg] = args
         {
