@@ -11,7 +11,7 @@
 
 mod conversion;
 mod names;
-mod rule_costs;
+mod cel;
 mod schemas;
 pub mod stored_versions;
 mod versions;
@@ -167,6 +167,7 @@ impl Path {
 pub(crate) struct GoValue(String);
 
 /// A value already rendered as Go prints it (`%#v` of a struct or slice).
+#[derive(Clone)]
 pub(crate) struct Raw(pub String);
 
 impl From<Raw> for GoValue {

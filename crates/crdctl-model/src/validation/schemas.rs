@@ -55,7 +55,8 @@ pub(crate) fn validate(schema: &Value, path: &Path) -> Vec<Violation> {
     }
     keywords(schema, path, &mut out);
     if costed {
-        out.extend(super::rule_costs::validate(&Schema::new(schema), path));
+        let compiled = super::cel::validate(&Schema::new(schema), path, &out);
+        out.extend(compiled);
     }
     out
 }
@@ -454,8 +455,8 @@ fn list_type(s: &Value, path: &Path, out: &mut Vec<Violation>) {
     }
 }
 
-/// `x-kubernetes-validations`: each rule present, its message usable, and its expressions
-/// compiling (with the `cel` crate's parser; upstream also type-checks against the schema).
+/// `x-kubernetes-validations`: each rule present, and its message, reason and field path
+/// usable. Compiling them is [`super::cel`]'s, once the schema is known to be structural.
 fn rules(s: &Value, path: &Path, out: &mut Vec<Violation>) {
     const REASONS: [&str; 4] =
         ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"];
@@ -485,32 +486,7 @@ fn rules(s: &Value, path: &Path, out: &mut Vec<Violation>) {
         if source.field_path.contains('\n') {
             out.push(rule_path.child("fieldPath").invalid(&source.field_path, "must not contain line breaks"));
         }
-        if let Err(err) = &rule.compiled
-            && !source.rule.trim().is_empty()
-        {
-            out.push(rule_path.child("rule").invalid(go_rule(entry), &format!("compilation failed: {err}")));
-        }
     }
-}
-
-/// The rule as upstream prints the invalid value: `apiextensions.ValidationRule{Rule:"…", …}`.
-fn go_rule(entry: &Value) -> Raw {
-    let quoted = |key: &str| crate::validation::go_quote(text(entry, key));
-    let reason = match entry.get("reason").and_then(Value::as_str) {
-        Some(reason) => format!("&\"{reason}\""),
-        None => "(*apiextensions.FieldValueErrorReason)(nil)".into(),
-    };
-    let optional = match entry.get("optionalOldSelf").and_then(Value::as_bool) {
-        Some(value) => format!("&{value}"),
-        None => "(*bool)(nil)".into(),
-    };
-    Raw(format!(
-        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{reason}, FieldPath:{}, OptionalOldSelf:{optional}}}",
-        quoted("rule"),
-        quoted("message"),
-        quoted("messageExpression"),
-        quoted("fieldPath")
-    ))
 }
 
 #[cfg(test)]

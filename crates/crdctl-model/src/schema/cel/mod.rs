@@ -9,13 +9,15 @@
 //! `date-time` a timestamp, `duration` a duration, `byte` bytes), and how a failed rule
 //! becomes a field error (`message`, `messageExpression`, `reason`, `fieldPath`).
 //!
-//! Costs: [`cost`] estimates the most a rule can cost on any object the schema admits, with
-//! the bounds of [`decl`], as the API server does before it accepts a CRD. Not modelled:
+//! Before a CRD is accepted, [`checker`] finds what the API server's type checker finds
+//! (undeclared variables, undefined fields) and estimates the most a rule can cost on any object
+//! the schema admits, with the types and bounds of [`decl`]. Not modelled:
 //! cel-go's runtime cost tracking. Rules that pass the estimate run to completion; there is no
 //! per-call or per-request runtime budget.
 
-pub mod cost;
+pub mod checker;
 pub mod decl;
+pub mod source;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,8 +37,8 @@ use crate::validation::{ErrorKind, Violation};
 pub struct Rule {
     /// The entry as written.
     pub source: RuleSource,
-    /// The compiled rule and message expression, or the compile error.
-    pub compiled: Result<Arc<CompiledRule>, String>,
+    /// The compiled rule and message expression, or why they do not parse.
+    pub compiled: Result<Arc<CompiledRule>, CompileError>,
 }
 
 /// An `x-kubernetes-validations` entry's fields.
@@ -49,7 +51,51 @@ pub struct RuleSource {
     pub message_expression: String,
     pub reason: Option<String>,
     pub field_path: String,
-    pub optional_old_self: bool,
+    /// As written: upstream tells `false` from absent in messages.
+    pub optional_old_self: Option<bool>,
+}
+
+impl RuleSource {
+    /// Whether `oldSelf` is an optional, bound on creates too.
+    pub fn optional_old_self(&self) -> bool {
+        self.optional_old_self == Some(true)
+    }
+}
+
+/// A rule or message expression that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompileError {
+    /// The rule: upstream's detail, `compilation failed: ERROR: <input>:…`.
+    Rule(String),
+    /// The message expression: `messageExpression compilation failed: …`.
+    MessageExpression(String),
+}
+
+impl CompileError {
+    /// Upstream's detail.
+    pub fn detail(&self) -> &str {
+        match self {
+            CompileError::Rule(detail) | CompileError::MessageExpression(detail) => detail,
+        }
+    }
+}
+
+/// Parse errors as cel-go prints them (the `cel` crate's own display differs in the snippet).
+fn parse_errors(source: &str, error: &(dyn std::error::Error + 'static)) -> String {
+    match error.downcast_ref::<cel::ParseErrors>() {
+        Some(errors) => errors
+            .errors
+            .iter()
+            .map(|e| {
+                let (line, column) = e.pos;
+                let line = usize::try_from(line).unwrap_or(1);
+                let column = usize::try_from(column.saturating_sub(1)).unwrap_or(0);
+                source::at_line(source, line, column, &e.msg)
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => error.to_string(),
+    }
 }
 
 /// A rule's programs.
@@ -61,12 +107,15 @@ pub struct CompiledRule {
 }
 
 impl CompiledRule {
-    /// The most one evaluation of the rule, and of its message expression, can cost when
-    /// `self` has type `decl`.
-    pub fn max_costs(&self, decl: &decl::Decl, optional_old_self: bool) -> (u64, Option<u64>) {
-        let rule = cost::estimate(self.program.expression(), decl, optional_old_self).max;
-        let message = self.message.as_ref().map(|m| cost::estimate(m.expression(), decl, optional_old_self).max);
-        (rule, message)
+    /// Checks the rule against the type of the node it is on (`decl`).
+    pub fn check(&self, source: &RuleSource, decl: &decl::Decl) -> checker::Checked {
+        checker::check(self.program.expression(), &source.rule, decl, source.optional_old_self())
+    }
+
+    /// Checks the message expression, if there is one, as [`CompiledRule::check`].
+    pub fn check_message(&self, source: &RuleSource, decl: &decl::Decl) -> Option<checker::Checked> {
+        let program = self.message.as_ref()?;
+        Some(checker::check(program.expression(), &source.message_expression, decl, source.optional_old_self()))
     }
 }
 
@@ -87,10 +136,15 @@ impl Rule {
                 program: result.program,
                 message: result.message_program,
             })),
-            // The parser's own text, as upstream quotes cel-go's ("ERROR: <input>:1:12: …").
-            Some(Err(kube_cel::CompilationError::Parse { source, .. })) => Err(source.to_string()),
-            Some(Err(err)) => Err(err.to_string()),
-            None => Err("no rule".into()),
+            Some(Err(kube_cel::CompilationError::Parse { source: error, rule })) => {
+                Err(CompileError::Rule(format!("compilation failed: {}", parse_errors(&rule, error.as_ref()))))
+            }
+            Some(Err(kube_cel::CompilationError::MessageExpressionParse { source: error, message_expression, .. })) => {
+                let detail = parse_errors(&message_expression, error.as_ref());
+                Err(CompileError::MessageExpression(format!("messageExpression compilation failed: {detail}")))
+            }
+            Some(Err(err)) => Err(CompileError::Rule(format!("compilation failed: {err}"))),
+            None => Err(CompileError::Rule("compilation failed: no rule".into())),
         };
         Rule { source, compiled }
     }
@@ -227,7 +281,7 @@ fn evaluate(
         let compiled = match &rule.compiled {
             Ok(compiled) => compiled,
             Err(err) => {
-                out.errors.push(type_error(loc, schema, format!("rule compile error: {err}")));
+                out.errors.push(type_error(loc, schema, format!("rule compile error: {}", err.detail())));
                 continue;
             }
         };
@@ -235,7 +289,7 @@ fn evaluate(
         if compiled.uses_old_self {
             match &previous {
                 Some(previous) => rule_scope.add_variable_from_value("oldSelf", previous.clone()),
-                None if rule.source.optional_old_self => {
+                None if rule.source.optional_old_self() => {
                     rule_scope.add_variable_from_value("oldSelf", cel::Value::Null)
                 }
                 None => continue,

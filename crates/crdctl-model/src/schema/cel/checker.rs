@@ -1,20 +1,24 @@
-//! The static cost of a CEL rule: the most work it can do on any object the schema admits,
-//! in cel-go's cost units. The API server refuses CRDs whose rules could cost more than its
-//! budget, so this is cel-go's estimator (`checker/cost.go`) with the Kubernetes libraries'
-//! function costs (`k8s.io/apiserver/pkg/cel/library/cost.go`) and the `sets` extension's.
+//! What the API server's CEL checker finds in a rule before it accepts a CRD: references to
+//! variables and fields the schema does not declare, and the rule's static cost — the most
+//! work it can do on any object the schema admits, in cel-go's cost units. The cost is cel-go's
+//! estimator (`checker/cost.go`) with the Kubernetes libraries' function costs
+//! (`k8s.io/apiserver/pkg/cel/library/cost.go`) and the `sets` extension's.
 //!
-//! cel-go estimates over a type-checked expression. The `cel` crate only parses, so this
-//! module infers what the estimate needs as it walks: each node's type (to tell `+` on strings
-//! from `+` on lists, a list index from a map index), its path through the schema
-//! (`self.spec.rules.@items`, to look up `maxLength`/`maxItems` bounds), and the sizes of the
-//! lists and maps the expression builds. Where cel-go would know more than this inference
-//! (functions it does not model), a call costs what an unknown O(1) call costs upstream.
+//! cel-go checks and estimates over a type-checked expression. The `cel` crate only parses, so
+//! this module infers what it needs as it walks: each node's type (to tell `+` on strings from
+//! `+` on lists, a list index from a map index, a declared field from an undefined one), its
+//! path through the schema (`self.spec.rules.@items`, to look up `maxLength`/`maxItems`
+//! bounds), and the sizes of the lists and maps the expression builds. Only what the inference
+//! is sure of is an error: calls it does not model return `dyn`, which fits everything, and
+//! cost what an unknown O(1) call costs upstream. Overload resolution errors (`found no
+//! matching overload`) are not reported.
 
 use std::collections::HashMap;
 
 use kube_cel::cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators};
 
 use super::decl::{Decl, DeclKind};
+use super::source::{self, Anchor};
 
 /// A range of sizes or costs, as cel-go's `SizeEstimate` and `CostEstimate`; arithmetic
 /// saturates at `u64::MAX`.
@@ -82,10 +86,64 @@ fn times(x: u64, factor: f64) -> u64 {
     if product >= TWO_TO_64 { u64::MAX } else { product as u64 }
 }
 
-/// The most a rule's expression can cost for one evaluation with `self` (and `oldSelf`) of
-/// type `root`.
-pub fn estimate(expression: &IdedExpr, root: &Decl, old_self_optional: bool) -> Estimate {
-    Coster { root, old_self_optional, locals: Vec::new() }.cost(expression).cost
+/// What the checker found in one expression.
+#[derive(Debug)]
+pub struct Checked {
+    /// The most one evaluation can cost.
+    pub cost: Estimate,
+    /// What the expression evaluates to: `Some(true)` a bool, `Some(false)` something else,
+    /// `None` not known.
+    pub is_bool: Option<bool>,
+    /// The same for a string.
+    pub is_string: Option<bool>,
+    /// Errors, as cel-go displays them, in source order; empty when the expression checks.
+    pub errors: Vec<String>,
+}
+
+/// Checks `expression` (parsed from `source`) with `self` (and `oldSelf`) of type `root`.
+pub fn check(expression: &IdedExpr, source: &str, root: &Decl, old_self_optional: bool) -> Checked {
+    let mut checker = Checker { root, old_self_optional, locals: Vec::new(), seen: HashMap::new(), problems: Vec::new() };
+    let node = checker.cost(expression);
+    let mut located: Vec<(usize, String)> = checker
+        .problems
+        .into_iter()
+        .map(|problem| {
+            let anchor = match &problem.place {
+                Place::Select(field) => Anchor::Select(field),
+                Place::Has => Anchor::Has,
+                Place::Ident(name) => Anchor::Ident(name),
+            };
+            let offset = source::find(source, anchor, problem.ordinal).unwrap_or(0);
+            (offset, source::display(source, offset, &problem.message))
+        })
+        .collect();
+    located.sort_by_key(|(offset, _)| *offset);
+    let known = |kind: Kind| (node.ty != Type::Dyn).then_some(node.ty.kind() == kind);
+    Checked {
+        cost: node.cost,
+        is_bool: known(Kind::Bool),
+        is_string: known(Kind::String),
+        errors: located.into_iter().map(|(_, text)| text).collect(),
+    }
+}
+
+/// The identifiers every rule may use besides `self` and `oldSelf`: the type names.
+const TYPE_NAMES: [&str; 11] =
+    ["bool", "bytes", "double", "int", "list", "map", "null_type", "optional_type", "string", "type", "uint"];
+
+/// A node the checker refused, by its place among the nodes of the same name.
+struct Problem {
+    place: Place,
+    ordinal: usize,
+    message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Place {
+    Select(String),
+    /// The presence test `has()` builds, which cel-go places at the macro.
+    Has,
+    Ident(String),
 }
 
 /// What the checker knows of a value's type; enough to choose overloads and find elements.
@@ -280,13 +338,26 @@ enum Overload {
     Constant,
 }
 
-struct Coster<'d> {
+struct Checker<'d> {
     root: &'d Decl,
     old_self_optional: bool,
     locals: Vec<Local<'d>>,
+    /// How many selections and identifiers of each name have been visited, in source order.
+    seen: HashMap<Place, usize>,
+    problems: Vec<Problem>,
 }
 
-impl<'d> Coster<'d> {
+impl<'d> Checker<'d> {
+    /// Counts a visit of `place`; a `message` makes it an error.
+    fn visit(&mut self, place: Place, message: Option<String>) {
+        let count = self.seen.entry(place.clone()).or_default();
+        let ordinal = *count;
+        *count += 1;
+        if let Some(message) = message {
+            self.problems.push(Problem { place, ordinal, message });
+        }
+    }
+
     fn local(&self, name: &str) -> Option<&Local<'d>> {
         self.locals.iter().rev().find(|l| l.name == name)
     }
@@ -333,6 +404,20 @@ impl<'d> Coster<'d> {
             Expr::Ident(name) => self.ident(name),
             Expr::Select(select) => {
                 let operand = self.cost(&select.operand);
+                let undefined = match &operand.ty {
+                    Type::Object(fields) if !fields.contains_key(&select.field) => {
+                        Some(format!("undefined field '{}'", select.field))
+                    }
+                    _ => None,
+                };
+                // The `.field` of `has(x.field)` is in the source too, but cel-go reports the
+                // presence test at the macro.
+                if select.test {
+                    self.visit(Place::Select(select.field.clone()), None);
+                    self.visit(Place::Has, undefined);
+                } else {
+                    self.visit(Place::Select(select.field.clone()), undefined);
+                }
                 if select.test {
                     // `has()`: Kubernetes counts presence tests as free.
                     return Node { cost: operand.cost, ty: Type::Bool, path: Vec::new(), size: Some(Estimate::fixed(1)), entries: None, int_literal: None };
@@ -410,8 +495,11 @@ impl<'d> Coster<'d> {
         }
     }
 
-    fn ident(&self, name: &str) -> Node<'d> {
+    fn ident(&mut self, name: &str) -> Node<'d> {
         let one = Estimate::fixed(1);
+        let declared = self.local(name).is_some() || matches!(name, "self" | "oldSelf") || TYPE_NAMES.contains(&name);
+        let undeclared = (!declared).then(|| format!("undeclared reference to '{name}'"));
+        self.visit(Place::Ident(name.to_string()), undeclared);
         if let Some(local) = self.local(name) {
             let size = self.size(&local.path, &local.ty, local.size);
             return Node { cost: one, ty: local.ty.clone(), path: local.path.clone(), size, entries: local.entries, int_literal: None };
@@ -491,6 +579,7 @@ impl<'d> Coster<'d> {
         // The parser reads `sets.contains(a, b)` as a method of a variable `sets`; the checker
         // resolves it to the function `sets.contains`.
         if let Some(namespace) = target.and_then(|t| self.namespace(t)) {
+            self.visit(Place::Ident(namespace.to_string()), None);
             return self.call(&format!("{namespace}.{function}"), None, args);
         }
         if function == "dyn"
@@ -499,8 +588,9 @@ impl<'d> Coster<'d> {
             let arg = self.cost(arg);
             return Node { cost: arg.cost.add(Estimate::fixed(1)), ty: Type::Dyn, ..arg };
         }
-        let args: Vec<Node<'d>> = args.iter().map(|arg| self.cost(arg)).collect();
+        // The target first: nodes are visited in source order.
         let target = target.map(|target| self.cost(target));
+        let args: Vec<Node<'d>> = args.iter().map(|arg| self.cost(arg)).collect();
         let mut cost = target.as_ref().map_or(Estimate::fixed(0), |t| t.cost);
         let ty = result_type(function, target.as_ref(), &args);
         let mut function_cost = Estimate::NOTHING;
@@ -940,7 +1030,9 @@ mod tests {
         let decl = Decl::of(&schema, false).expect("a CEL type");
         let [rule] = schema.rules.as_slice() else { panic!("one rule") };
         let compiled = rule.compiled.as_ref().expect("the rule compiles");
-        compiled.max_costs(&decl, false).0
+        let checked = compiled.check(&rule.source, &decl);
+        assert_eq!(checked.errors, Vec::<String>::new(), "{}", rule.source.rule);
+        checked.cost.max
     }
 
     #[test]

@@ -1,0 +1,184 @@
+//! Where things are in a rule's source, and compile errors printed as cel-go prints them:
+//!
+//! ```text
+//! ERROR: <input>:1:11: undefined field 'z'
+//!  | has(self.a.z)
+//!  | ..........^
+//! ```
+//!
+//! The `cel` crate's parser keeps no positions in the expressions it returns, so a node is
+//! found again in the source by its place among the nodes of the same name: the second
+//! selection of `.name` in the expression is the second `.name` in the source. cel-go places a
+//! selection at its `.`, an identifier at its first character, and what a macro builds, such as
+//! the presence test of `has(self.x)`, at the macro's `(`.
+
+/// What to find: the `.` of a selection of `field`, or the identifier `name`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Anchor<'a> {
+    /// `operand.field` (not a method call).
+    Select(&'a str),
+    /// A variable or namespace.
+    Ident(&'a str),
+    /// The presence test of a `has(…)`.
+    Has,
+}
+
+/// The macros whose first argument declares a variable rather than reading one.
+const MACROS: [&str; 6] = ["all", "exists", "exists_one", "existsOne", "map", "filter"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token<'s> {
+    Ident(&'s str),
+    Dot,
+    Open,
+    Comma,
+    Other,
+}
+
+/// The tokens of `source` with the character offset of each; string and number literals and
+/// comments are skipped over as single tokens.
+fn tokens(source: &str) -> Vec<(usize, Token<'_>)> {
+    let chars: Vec<(usize, char)> = source.char_indices().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(&(byte, c)) = chars.get(i) {
+        let next = chars.get(i + 1).map(|&(_, c)| c);
+        if c.is_whitespace() {
+            i += 1;
+        } else if c == '/' && next == Some('/') {
+            while chars.get(i).is_some_and(|&(_, c)| c != '\n') {
+                i += 1;
+            }
+        } else if let Some(end) = string_end(&chars, i) {
+            out.push((i, Token::Other));
+            i = end;
+        } else if c.is_ascii_digit() || c == '.' && next.is_some_and(|n| n.is_ascii_digit()) {
+            out.push((i, Token::Other));
+            i += 1;
+            while chars.get(i).is_some_and(|&(_, c)| c.is_ascii_alphanumeric() || c == '.') {
+                i += 1;
+            }
+        } else if c.is_ascii_alphabetic() || c == '_' {
+            let start = i;
+            while chars.get(i).is_some_and(|&(_, c)| c.is_ascii_alphanumeric() || c == '_') {
+                i += 1;
+            }
+            let end = chars.get(i).map_or(source.len(), |&(b, _)| b);
+            out.push((start, Token::Ident(&source[byte..end])));
+        } else {
+            out.push((i, match c {
+                '.' => Token::Dot,
+                '(' => Token::Open,
+                ',' => Token::Comma,
+                _ => Token::Other,
+            }));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Where the string or bytes literal starting at `i` ends (prefixes `r`, `b`, quotes single,
+/// double or tripled), if one starts there.
+fn string_end(chars: &[(usize, char)], i: usize) -> Option<usize> {
+    let at = |k: usize| chars.get(k).map(|&(_, c)| c);
+    let mut k = i;
+    let mut raw = false;
+    while let Some(c) = at(k).filter(|c| matches!(c, 'r' | 'R' | 'b' | 'B')) {
+        raw |= matches!(c, 'r' | 'R');
+        k += 1;
+        if k - i > 2 {
+            return None;
+        }
+    }
+    let quote = at(k).filter(|c| matches!(c, '\'' | '"'))?;
+    let triple = at(k + 1) == Some(quote) && at(k + 2) == Some(quote);
+    let mut k = k + if triple { 3 } else { 1 };
+    loop {
+        let c = at(k)?;
+        if c == '\\' && !raw {
+            k += 2;
+        } else if c == quote && (!triple || (at(k + 1) == Some(quote) && at(k + 2) == Some(quote))) {
+            return Some(k + if triple { 3 } else { 1 });
+        } else {
+            k += 1;
+        }
+    }
+}
+
+/// The character offset of the `ordinal`-th (from 0) `anchor` in `source`.
+pub fn find(source: &str, anchor: Anchor, ordinal: usize) -> Option<usize> {
+    let tokens = tokens(source);
+    let token = |k: usize| tokens.get(k).map(|&(_, t)| t);
+    let matches = tokens.iter().enumerate().filter(|&(k, &(_, t))| match anchor {
+        Anchor::Select(field) => {
+            t == Token::Dot && token(k + 1) == Some(Token::Ident(field)) && token(k + 2) != Some(Token::Open)
+        }
+        Anchor::Has => t == Token::Open && k >= 1 && token(k - 1) == Some(Token::Ident("has")) && (k < 2 || token(k - 2) != Some(Token::Dot)),
+        Anchor::Ident(name) => {
+            let declares = k >= 3
+                && token(k - 1) == Some(Token::Open)
+                && matches!(token(k - 2), Some(Token::Ident(m)) if MACROS.contains(&m))
+                && token(k - 3) == Some(Token::Dot)
+                && token(k + 1) == Some(Token::Comma);
+            t == Token::Ident(name)
+                && (k == 0 || token(k - 1) != Some(Token::Dot))
+                && token(k + 1) != Some(Token::Open)
+                && !declares
+        }
+    });
+    matches.map(|(_, &(offset, _))| offset).nth(ordinal)
+}
+
+/// One error as cel-go displays it, at character `offset` of `source` (1-based line and column,
+/// then the line and a caret under the column).
+pub fn display(source: &str, offset: usize, message: &str) -> String {
+    let before: String = source.chars().take(offset).collect();
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count());
+    at_line(source, line, column, message)
+}
+
+/// As [`display`], at a 1-based `line` and 0-based `column`.
+pub fn at_line(source: &str, line: usize, column: usize, message: &str) -> String {
+    let mut out = format!("ERROR: <input>:{line}:{}: {message}", column + 1);
+    if let Some(snippet) = source.split('\n').nth(line.saturating_sub(1)) {
+        let snippet = snippet.replace('\t', " ");
+        let mut indicator = String::new();
+        let mut chars = snippet.chars();
+        for _ in 0..column {
+            let Some(c) = chars.next() else { break };
+            indicator.push(if c.len_utf8() > 1 { '\u{ff0e}' } else { '.' });
+        }
+        indicator.push(if chars.next().is_some_and(|c| c.len_utf8() > 1) { '\u{ff3e}' } else { '^' });
+        out.push_str(&format!("\n | {snippet}\n | {indicator}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selections_and_identifiers_are_found_by_their_place_among_their_namesakes() {
+        let source = "self.a.z == 'x.z' && self.items.all(z, z.z == self.a.z) // .z";
+        let selects: Vec<_> = (0..4).map(|n| find(source, Anchor::Select("z"), n)).collect();
+        assert_eq!(selects, [Some(6), Some(40), Some(52), None]);
+        // The macro's first `z` declares the variable; the one read follows.
+        let idents: Vec<_> = (0..2).map(|n| find(source, Anchor::Ident("z"), n)).collect();
+        assert_eq!(idents, [Some(39), None]);
+        assert_eq!(find("has(self.a) && x.has(y) && has(self.b)", Anchor::Has, 1), Some(30));
+        assert_eq!(find(r#"b"a.z" + r'\.z' + """.z""" == self.z"#, Anchor::Select("z"), 0), Some(34));
+    }
+
+    #[test]
+    fn errors_display_as_cel_go_displays_them() {
+        assert_eq!(
+            display("has(self.a.z)", 10, "undefined field 'z'"),
+            "ERROR: <input>:1:11: undefined field 'z'\n | has(self.a.z)\n | ..........^"
+        );
+        // Tabs print as spaces; a wide character is marked with a wide dot.
+        assert_eq!(display("a &&\n\tb\u{1f451}.c", 8, "m"), "ERROR: <input>:2:4: m\n |  b\u{1f451}.c\n | ..\u{ff0e}^");
+    }
+}
