@@ -141,27 +141,35 @@ async fn crd_lifecycle(backend: Backend) {
         refused.body["message"],
         r#"CustomResourceDefinition.apiextensions.k8s.io "wrong.example.com" is invalid: metadata.name: Invalid value: "wrong.example.com": must be spec.names.plural+"."+spec.group"#
     );
-    // A schema that is not structural, or a rule that does not compile, is refused as upstream.
+    // A schema that is not structural, or a rule that does not compile, is refused as upstream;
+    // rules are compiled only in a structural schema.
     let mut unstructural: Value = serde_json::from_str(CRD).unwrap();
     unstructural["metadata"]["name"] = json!("others.example.com");
     unstructural["spec"]["names"] = json!({"plural": "others", "kind": "Other"});
-    unstructural["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({"type": "object", "properties": {
-        "spec": {"properties": {"a": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size( > 1"}]}}}
-    }});
-    let refused = crd.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &unstructural).await;
-    assert_eq!(refused.code, 422, "{refused:?}");
-    let fields: Vec<&str> =
-        refused.body["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
-    assert_eq!(
-        fields,
-        [
-            "spec.versions[0].schema.openAPIV3Schema.properties[spec].type",
-            "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[a].x-kubernetes-validations[0].rule",
-        ]
-    );
-    let message = refused.body["message"].as_str().unwrap();
-    assert!(message.contains("spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields"), "{message}");
-    assert!(message.contains("compilation failed: ERROR: <input>:1:12: Syntax error:"), "{message}");
+    let rule = |rule: &str| json!({"type": "string", "x-kubernetes-validations": [{"rule": rule}]});
+    let schema = |spec: Value| json!({"type": "object", "properties": {"spec": spec}});
+    let refusals = [
+        (schema(json!({"properties": {"a": rule("self.size( > 1")}})), "properties[spec].type", "Required value: must not be empty for specified object fields"),
+        (
+            schema(json!({"type": "object", "properties": {"a": rule("self.size( > 1")}})),
+            "properties[spec].properties[a].x-kubernetes-validations[0].rule",
+            "compilation failed: ERROR: <input>:1:12: Syntax error:",
+        ),
+        (
+            schema(json!({"type": "object", "properties": {"a": rule("self.size() > 1")}, "x-kubernetes-validations": [{"rule": "self.b == 'x'"}]})),
+            "properties[spec].x-kubernetes-validations[0].rule",
+            "compilation failed: ERROR: <input>:1:5: undefined field 'b'\n | self.b == 'x'\n | ....^",
+        ),
+    ];
+    for (openapi, field, detail) in refusals {
+        unstructural["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = openapi;
+        let refused = crd.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &unstructural).await;
+        assert_eq!(refused.code, 422, "{refused:?}");
+        let causes = refused.body["details"]["causes"].as_array().unwrap();
+        let fields: Vec<&str> = causes.iter().map(|c| c["field"].as_str().unwrap()).collect();
+        assert_eq!(fields, [format!("spec.versions[0].schema.openAPIV3Schema.{field}")]);
+        assert!(causes[0]["message"].as_str().unwrap().contains(detail), "{causes:?}");
+    }
     // A rule that could cost more than the budget on an unbounded list is refused; bounding
     // the list admits it.
     let mut costly = unstructural.clone();
