@@ -252,3 +252,47 @@ fn cel_rules_ratchet_unchanged_values() {
     assert_eq!(errors, [r#"name: Invalid value: "string": too long"#, r#"fixed: Invalid value: "string": immutable"#]);
     assert!(outcome.warnings.is_empty());
 }
+
+/// Upstream's TestCELValidationLimit: with no budget left, or no cost allowed per call, the
+/// first rule is refused with upstream's error and no other rule runs.
+#[test]
+fn cel_validation_limit() {
+    use crdctl_model::schema::{Limits, validate_rules_within};
+    let schema = Schema::new(&serde_json::json!({"type": "object", "properties": {"val1": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "self.val1 > 0"}, {"rule": "self.val1 < 0", "message": "never checked"}]}));
+    let object = serde_json::json!({"val1": i64::MAX});
+    let run = |limits: Limits| -> Vec<String> {
+        validate_rules_within(&object, None, &schema, limits).errors.iter().map(ToString::to_string).collect()
+    };
+    assert_eq!(
+        run(Limits { per_object: 0, ..Limits::UPSTREAM }),
+        [
+            r#"<nil>: Invalid value: "object": validation failed due to running out of cost budget, no further validation rules will be run"#
+        ]
+    );
+    assert_eq!(
+        run(Limits { per_call: 0, ..Limits::UPSTREAM }),
+        [
+            r#"<nil>: Invalid value: "object": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: self.val1 > 0"#
+        ]
+    );
+    assert_eq!(run(Limits::UPSTREAM), [r#"<nil>: Invalid value: "object": never checked"#]);
+}
+
+/// A rule over an unbounded list costs what the object's list makes it cost: a quadratic
+/// rule passes on ten items and is stopped on two thousand, before it runs.
+#[test]
+fn a_rule_is_charged_for_the_sizes_of_the_object_it_runs_on() {
+    let schema = Schema::new(&serde_json::json!({"type": "object", "properties": {"names": {"type": "array",
+        "items": {"type": "string"}, "x-kubernetes-validations": [{"rule": "self.all(a, self.exists_one(b, a == b))"}]}}}));
+    let names = |n: usize| serde_json::json!({"names": (0..n).map(|i| format!("n{i}")).collect::<Vec<_>>()});
+    assert!(validate_rules(&names(10), None, &schema).errors.is_empty());
+    let errors: Vec<String> =
+        validate_rules(&names(2000), None, &schema).errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
+        [
+            r#"names: Invalid value: "array": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: self.all(a, self.exists_one(b, a == b))"#
+        ]
+    );
+}

@@ -149,14 +149,20 @@ async fn crd_lifecycle(backend: Backend) {
     let rule = |rule: &str| json!({"type": "string", "x-kubernetes-validations": [{"rule": rule}]});
     let schema = |spec: Value| json!({"type": "object", "properties": {"spec": spec}});
     let refusals = [
-        (schema(json!({"properties": {"a": rule("self.size( > 1")}})), "properties[spec].type", "Required value: must not be empty for specified object fields"),
+        (
+            schema(json!({"properties": {"a": rule("self.size( > 1")}})),
+            "properties[spec].type",
+            "Required value: must not be empty for specified object fields",
+        ),
         (
             schema(json!({"type": "object", "properties": {"a": rule("self.size( > 1")}})),
             "properties[spec].properties[a].x-kubernetes-validations[0].rule",
             "compilation failed: ERROR: <input>:1:12: Syntax error:",
         ),
         (
-            schema(json!({"type": "object", "properties": {"a": rule("self.size() > 1")}, "x-kubernetes-validations": [{"rule": "self.b == 'x'"}]})),
+            schema(
+                json!({"type": "object", "properties": {"a": rule("self.size() > 1")}, "x-kubernetes-validations": [{"rule": "self.b == 'x'"}]}),
+            ),
             "properties[spec].x-kubernetes-validations[0].rule",
             "compilation failed: ERROR: <input>:1:5: undefined field 'b'\n | self.b == 'x'\n | ....^",
         ),
@@ -185,12 +191,16 @@ async fn crd_lifecycle(backend: Backend) {
         .iter()
         .map(|c| (c["field"].as_str().unwrap(), c["message"].as_str().unwrap().split(" (try").next().unwrap()))
         .collect();
-    let rule = "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[names].x-kubernetes-validations[0].rule";
+    let rule =
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[names].x-kubernetes-validations[0].rule";
     assert_eq!(
         causes,
         [
             (rule, "Forbidden: estimated rule cost exceeds budget by factor of more than 100x"),
-            (rule, "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"),
+            (
+                rule,
+                "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"
+            ),
             (
                 "spec.versions[0].schema.openAPIV3Schema",
                 "Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x"

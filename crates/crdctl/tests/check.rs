@@ -86,7 +86,8 @@ fn rules_the_api_server_refuses_are_reported_as_it_refuses_them() {
             "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: crontabs.example.com}}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {{plural: crontabs, kind: CronTab}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec: {spec}\n"
         )
     };
-    std::fs::write(dir.path().join("old.yaml"), crd("{type: object, x-kubernetes-validations: [{rule: \"true\"}]}")).unwrap();
+    std::fs::write(dir.path().join("old.yaml"), crd("{type: object, x-kubernetes-validations: [{rule: \"true\"}]}"))
+        .unwrap();
     let refused = [
         (
             "{type: object, x-kubernetes-validations: [{rule: \"self.size( > 1\", message: bad}]}",
@@ -99,7 +100,8 @@ fn rules_the_api_server_refuses_are_reported_as_it_refuses_them() {
     ];
     for (spec, refusal) in refused {
         std::fs::write(dir.path().join("new.yaml"), crd(spec)).unwrap();
-        let expected = format!("CustomResourceDefinition.apiextensions.k8s.io \"crontabs.example.com\" is invalid: {refusal}");
+        let expected =
+            format!("CustomResourceDefinition.apiextensions.k8s.io \"crontabs.example.com\" is invalid: {refusal}");
         for enforcement in ["Strict", "None"] {
             let out = crdctl_in(dir.path(), &["check", "--enforcement", enforcement, "old.yaml", "new.yaml"], None);
             assert_eq!(out.code, 1, "{out:?}");

@@ -30,7 +30,7 @@ use serde_json::Value;
 
 use crate::validation::{ErrorKind, Violation};
 
-pub use cel::{Rule, RuleOutcome, validate_rules};
+pub use cel::{Limits, Rule, RuleOutcome, validate_rules, validate_rules_within};
 pub use default::default;
 pub use embedded::validate_embedded;
 pub use formats::{Format, StringFormat};
@@ -160,6 +160,9 @@ pub struct Schema {
     pub map_type: Option<String>,
     /// `x-kubernetes-validations`, compiled.
     pub rules: Vec<Rule>,
+    /// The CEL type of `self` in this node's rules (none without rules, or for nodes CEL
+    /// cannot type).
+    pub rule_type: Option<std::sync::Arc<cel::decl::Decl>>,
     /// Whether this node or any below it has rules (so rule checks can skip whole subtrees).
     pub has_rules: bool,
 }
@@ -222,11 +225,18 @@ struct Keywords {
 }
 
 impl Schema {
-    /// Compiles an `openAPIV3Schema` node. Keywords of the wrong JSON type are ignored here:
-    /// definition validation reports them (a CRD that reaches the server has passed it).
-    pub fn new(node: &Value) -> Schema {
+    /// Compiles a version's `openAPIV3Schema`. Keywords of the wrong JSON type are ignored
+    /// here: definition validation reports them (a CRD that reaches the server has passed it).
+    pub fn new(root: &Value) -> Schema {
+        Schema::node(root, true)
+    }
+
+    /// `resource_root`: the root of a resource, where rules also see `apiVersion`, `kind` and
+    /// `metadata`.
+    fn node(node: &Value, resource_root: bool) -> Schema {
         let keywords = Keywords::deserialize(node).unwrap_or_default();
-        let children = |nodes: &[Value]| nodes.iter().map(Schema::new).collect::<Vec<_>>();
+        let child = |node: &Value| Schema::node(node, false);
+        let children = |nodes: &[Value]| nodes.iter().map(child).collect::<Vec<_>>();
         let mut types: Vec<String> = keywords.kind.iter().filter(|t| !t.is_empty()).cloned().collect();
         if keywords.int_or_string {
             types = vec!["integer".into(), "string".into()];
@@ -241,13 +251,13 @@ impl Schema {
             int_or_string: keywords.int_or_string,
             preserve_unknown_fields: keywords.preserve_unknown_fields == Some(true),
             embedded_resource: keywords.embedded_resource,
-            properties: keywords.properties.iter().map(|(name, node)| (name.clone(), Schema::new(node))).collect(),
+            properties: keywords.properties.iter().map(|(name, node)| (name.clone(), child(node))).collect(),
             additional_properties: match &keywords.additional_properties {
                 Some(Value::Bool(false)) => Some(Additional::Forbidden),
-                Some(node @ Value::Object(_)) => Some(Additional::Schema(Box::new(Schema::new(node)))),
+                Some(node @ Value::Object(_)) => Some(Additional::Schema(Box::new(child(node)))),
                 _ => None,
             },
-            items: keywords.items.as_ref().filter(|i| i.is_object()).map(|node| Box::new(Schema::new(node))),
+            items: keywords.items.as_ref().filter(|i| i.is_object()).map(|node| Box::new(child(node))),
             required: keywords.required,
             enumeration: keywords.enumeration,
             default: keywords.default,
@@ -270,14 +280,32 @@ impl Schema {
             all_of: children(&keywords.all_of),
             any_of: children(&keywords.any_of),
             one_of: children(&keywords.one_of),
-            not: keywords.not.as_ref().map(|node| Box::new(Schema::new(node))),
+            not: keywords.not.as_ref().map(|node| Box::new(child(node))),
             list_type: keywords.list_type,
             list_map_keys: keywords.list_map_keys,
             map_type: keywords.map_type,
             rules: keywords.validations.iter().map(Rule::new).collect(),
+            rule_type: None,
             has_rules: false,
         }
         .with_rule_flag()
+        .with_rule_type(resource_root)
+    }
+
+    /// Types the node's rules, and bounds what each evaluation of them can cost.
+    fn with_rule_type(mut self, resource_root: bool) -> Schema {
+        if self.rules.is_empty() {
+            return self;
+        }
+        let Some(decl) = cel::decl::Decl::of(&self, resource_root || self.embedded_resource) else { return self };
+        for rule in &mut self.rules {
+            if let Ok(compiled) = &rule.compiled {
+                let checked = compiled.check(&rule.source, &decl);
+                rule.max_cost = checked.errors.is_empty().then_some(checked.cost.max);
+            }
+        }
+        self.rule_type = Some(std::sync::Arc::new(decl));
+        self
     }
 
     fn with_rule_flag(mut self) -> Schema {

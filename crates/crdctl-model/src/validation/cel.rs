@@ -36,7 +36,7 @@ impl Total {
             return;
         }
         self.most_expensive.push((path, cost));
-        self.most_expensive.sort_by(|a, b| b.1.cmp(&a.1));
+        self.most_expensive.sort_by_key(|(_, cost)| std::cmp::Reverse(*cost));
         self.most_expensive.truncate(4);
     }
 }
@@ -50,12 +50,12 @@ pub(crate) fn validate(schema: &Schema, path: &Path, schema_errors: &[Violation]
     }
     let mut total = Total::default();
     let mut walk = Walk { schema_errors, total: &mut total, out: &mut out };
-    walk.node(schema, true, Some(1), path);
+    walk.node(schema, Some(1), path);
     if total.cost > SCHEMA_LIMIT {
         for (rule, _) in &total.most_expensive {
-            out.push(
-                rule.forbidden("contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"),
-            );
+            out.push(rule.forbidden(
+                "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
+            ));
         }
         let name = "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema";
         out.push(path.forbidden(&over_budget(name, total.cost, SCHEMA_LIMIT)));
@@ -71,29 +71,29 @@ struct Walk<'a> {
 
 impl Walk<'_> {
     /// `cardinality`: how many times one request can hold this node, `None` when unbounded.
-    fn node(&mut self, schema: &Schema, root: bool, cardinality: Option<u64>, path: &Path) {
+    fn node(&mut self, schema: &Schema, cardinality: Option<u64>, path: &Path) {
         if !schema.has_rules {
             return;
         }
-        let invalid_here = self.schema_errors.iter().any(|e| e.field == path.field || e.field.starts_with(&format!("{}.", path.field)));
-        if !schema.rules.is_empty()
-            && !invalid_here
-            && let Some(decl) = Decl::of(schema, root || schema.embedded_resource)
-        {
+        let invalid_here = self
+            .schema_errors
+            .iter()
+            .any(|e| e.field == path.field || e.field.starts_with(&format!("{}.", path.field)));
+        if !invalid_here && let Some(decl) = &schema.rule_type {
             let times = cardinality.unwrap_or_else(|| decl.max_cardinality());
             for (i, rule) in schema.rules.iter().enumerate() {
-                self.rule(rule, &decl, times, &path.child("x-kubernetes-validations").index(i));
+                self.rule(rule, decl, times, &path.child("x-kubernetes-validations").index(i));
             }
         }
         let children = cardinality.and_then(|c| Some(c.saturating_mul(max_elements(schema)?)));
         for (name, property) in &schema.properties {
-            self.node(property, false, children, &path.child("properties").key(name));
+            self.node(property, children, &path.child("properties").key(name));
         }
         if let Some(items) = &schema.items {
-            self.node(items, false, children, &path.child("items"));
+            self.node(items, children, &path.child("items"));
         }
         if let Some(Additional::Schema(values)) = &schema.additional_properties {
-            self.node(values, false, children, &path.child("additionalProperties"));
+            self.node(values, children, &path.child("additionalProperties"));
         }
     }
 
@@ -133,7 +133,8 @@ impl Walk<'_> {
             let detail = format!("messageExpression compilation failed: {}", message.errors.join("\n"));
             self.out.push(at.child("messageExpression").invalid(written, &detail));
         } else if message.is_string == Some(false) {
-            self.out.push(at.child("messageExpression").invalid(written, "messageExpression must evaluate to a string"));
+            self.out
+                .push(at.child("messageExpression").invalid(written, "messageExpression must evaluate to a string"));
         } else {
             // A message is built once per failure, so its cost is not multiplied.
             if message.cost.max > EXPRESSION_LIMIT {

@@ -9,9 +9,9 @@
 //! (`spec.conversion.webhookClientConfig`, `spec.conversion.conversionReviewVersions`); each
 //! violation also carries the v1 JSON pointer of the node, for source positions.
 
+mod cel;
 mod conversion;
 mod names;
-mod cel;
 mod schemas;
 pub mod stored_versions;
 mod versions;

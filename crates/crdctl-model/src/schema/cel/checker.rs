@@ -17,8 +17,11 @@ use std::collections::HashMap;
 
 use kube_cel::cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators};
 
+use serde_json::Value;
+
 use super::decl::{Decl, DeclKind};
 use super::source::{self, Anchor};
+use super::unescape;
 
 /// A range of sizes or costs, as cel-go's `SizeEstimate` and `CostEstimate`; arithmetic
 /// saturates at `u64::MAX`.
@@ -102,7 +105,7 @@ pub struct Checked {
 
 /// Checks `expression` (parsed from `source`) with `self` (and `oldSelf`) of type `root`.
 pub fn check(expression: &IdedExpr, source: &str, root: &Decl, old_self_optional: bool) -> Checked {
-    let mut checker = Checker { root, old_self_optional, locals: Vec::new(), seen: HashMap::new(), problems: Vec::new() };
+    let mut checker = Checker::new(root, old_self_optional, None);
     let node = checker.cost(expression);
     let mut located: Vec<(usize, String)> = checker
         .problems
@@ -124,6 +127,47 @@ pub fn check(expression: &IdedExpr, source: &str, root: &Decl, old_self_optional
         is_bool: known(Kind::Bool),
         is_string: known(Kind::String),
         errors: located.into_iter().map(|(_, text)| text).collect(),
+    }
+}
+
+/// The most one evaluation of `expression` can cost with `self` being `value`: the estimate with
+/// the sizes of this value's strings, lists and maps in place of the schema's bounds. cel-go
+/// counts the steps its evaluation takes, which can be fewer (`exists` stops at the first
+/// match); this is the bound the estimate guarantees.
+pub fn cost_for(
+    expression: &IdedExpr,
+    root: &Decl,
+    old_self_optional: bool,
+    value: &Value,
+    old: Option<&Value>,
+) -> u64 {
+    Checker::new(root, old_self_optional, Some((value, old))).cost(expression).cost.max
+}
+
+/// The values sizes are taken from: `self`, and `oldSelf` on updates.
+type Actual<'v> = (&'v Value, Option<&'v Value>);
+
+/// The largest `size()` of the values at `steps` below `value` (field names as CEL spells them,
+/// `@items`, `@keys`, `@values`); absent fields have none.
+fn largest(value: &Value, steps: &[String]) -> Option<u64> {
+    let Some((step, rest)) = steps.split_first() else {
+        return Some(match value {
+            Value::String(s) => s.chars().count() as u64,
+            Value::Array(items) => items.len() as u64,
+            Value::Object(fields) => fields.len() as u64,
+            _ => 0,
+        });
+    };
+    let most = |values: &mut dyn Iterator<Item = &Value>| values.filter_map(|v| largest(v, rest)).max().unwrap_or(0);
+    match (step.as_str(), value) {
+        ("@items" | "@values", Value::Array(items)) => Some(most(&mut items.iter())),
+        ("@items" | "@values", Value::Object(fields)) => Some(most(&mut fields.values())),
+        ("@keys", Value::Object(fields)) if rest.is_empty() => {
+            Some(fields.keys().map(|k| k.chars().count() as u64).max().unwrap_or(0))
+        }
+        ("@indices", Value::Array(_)) if rest.is_empty() => Some(0),
+        (field, Value::Object(fields)) => fields.get(&unescape(field)).map_or(Some(0), |v| largest(v, rest)),
+        _ => None,
     }
 }
 
@@ -159,7 +203,8 @@ enum Type<'d> {
     Timestamp,
     Null,
     Dyn,
-    TypeValue,
+    /// A type, as `type(x)` returns.
+    Meta,
     List(Box<Type<'d>>),
     Map(Box<Type<'d>>, Box<Type<'d>>),
     /// A schema object: fields by their CEL names.
@@ -340,6 +385,8 @@ enum Overload {
 
 struct Checker<'d> {
     root: &'d Decl,
+    /// The values sizes are taken from, instead of the schema's bounds.
+    actual: Option<Actual<'d>>,
     old_self_optional: bool,
     locals: Vec<Local<'d>>,
     /// How many selections and identifiers of each name have been visited, in source order.
@@ -348,6 +395,10 @@ struct Checker<'d> {
 }
 
 impl<'d> Checker<'d> {
+    fn new(root: &'d Decl, old_self_optional: bool, actual: Option<Actual<'d>>) -> Checker<'d> {
+        Checker { root, actual, old_self_optional, locals: Vec::new(), seen: HashMap::new(), problems: Vec::new() }
+    }
+
     /// Counts a visit of `place`; a `message` makes it an error.
     fn visit(&mut self, place: Place, message: Option<String>) {
         let count = self.seen.entry(place.clone()).or_default();
@@ -371,9 +422,13 @@ impl<'d> Checker<'d> {
     }
 
     /// The declared bound of the value at `path` (the `sizeEstimator` over the rule's root
-    /// type): the variable is the root, whatever its name.
+    /// type), or the size in the actual value: the variable is the root, whatever its name.
     fn declared_size(&self, path: &[String]) -> Option<Estimate> {
         let (_, steps) = path.split_first()?;
+        if let Some((value, old)) = self.actual {
+            let most = largest(value, steps).max(old.and_then(|old| largest(old, steps)));
+            return most.map(|most| Estimate::between(0, most));
+        }
         let mut node = self.root;
         for step in steps {
             node = match (step.as_str(), &node.kind) {
@@ -420,7 +475,14 @@ impl<'d> Checker<'d> {
                 }
                 if select.test {
                     // `has()`: Kubernetes counts presence tests as free.
-                    return Node { cost: operand.cost, ty: Type::Bool, path: Vec::new(), size: Some(Estimate::fixed(1)), entries: None, int_literal: None };
+                    return Node {
+                        cost: operand.cost,
+                        ty: Type::Bool,
+                        path: Vec::new(),
+                        size: Some(Estimate::fixed(1)),
+                        entries: None,
+                        int_literal: None,
+                    };
                 }
                 let mut cost = operand.cost;
                 if matches!(operand.ty, Type::Map(..) | Type::Object(_)) {
@@ -448,7 +510,14 @@ impl<'d> Checker<'d> {
                 }
                 let entries = Entries { list: true, key: Estimate::fixed(1), value: item_size };
                 let size = Some(Estimate::fixed(list.elements.len() as u64));
-                Node { cost, ty: Type::List(Box::new(item_type)), path: Vec::new(), size, entries: Some(entries), int_literal: None }
+                Node {
+                    cost,
+                    ty: Type::List(Box::new(item_type)),
+                    path: Vec::new(),
+                    size,
+                    entries: Some(entries),
+                    int_literal: None,
+                }
             }
             Expr::Map(map) => {
                 let empty = map.entries.is_empty();
@@ -481,7 +550,14 @@ impl<'d> Checker<'d> {
                 Node { cost, ty: Type::Dyn, path: Vec::new(), size: None, entries: None, int_literal: None }
             }
             Expr::Comprehension(comprehension) => self.comprehension(comprehension),
-            Expr::Unspecified => Node { cost: Estimate::fixed(0), ty: Type::Dyn, path: Vec::new(), size: None, entries: None, int_literal: None },
+            Expr::Unspecified => Node {
+                cost: Estimate::fixed(0),
+                ty: Type::Dyn,
+                path: Vec::new(),
+                size: None,
+                entries: None,
+                int_literal: None,
+            },
         }
     }
 
@@ -502,7 +578,14 @@ impl<'d> Checker<'d> {
         self.visit(Place::Ident(name.to_string()), undeclared);
         if let Some(local) = self.local(name) {
             let size = self.size(&local.path, &local.ty, local.size);
-            return Node { cost: one, ty: local.ty.clone(), path: local.path.clone(), size, entries: local.entries, int_literal: None };
+            return Node {
+                cost: one,
+                ty: local.ty.clone(),
+                path: local.path.clone(),
+                size,
+                entries: local.entries,
+                int_literal: None,
+            };
         }
         let ty = match name {
             "self" => Type::of(self.root),
@@ -653,7 +736,9 @@ impl<'d> Checker<'d> {
                 let result = Estimate::between(sz.min + 2, sz.max.saturating_mul(2).saturating_add(2));
                 with_arguments((sz.times(STRING_TRAVERSAL), Some(result)))
             }
-            (Overload::StartsOrEndsWith, _, [arg]) => with_arguments((arg.size_or_unknown().times(STRING_TRAVERSAL), None)),
+            (Overload::StartsOrEndsWith, _, [arg]) => {
+                with_arguments((arg.size_or_unknown().times(STRING_TRAVERSAL), None))
+            }
             (Overload::InList, _, [_, list]) => with_arguments((list.size_or_unknown().times(1.0), None)),
             (Overload::Matches, Some(target), [_]) => {
                 let text = target.size_or_unknown().add(one).times(STRING_TRAVERSAL);
@@ -664,7 +749,9 @@ impl<'d> Checker<'d> {
                 let text = target.size_or_unknown().times(STRING_TRAVERSAL);
                 with_arguments((text.multiply(size(0).times(STRING_TRAVERSAL)), None))
             }
-            (Overload::Logical, _, [lhs, rhs]) => (Estimate::between(lhs.cost.min, lhs.cost.add(rhs.cost).max), None, None),
+            (Overload::Logical, _, [lhs, rhs]) => {
+                (Estimate::between(lhs.cost.min, lhs.cost.add(rhs.cost).max), None, None)
+            }
             (Overload::Conditional, _, [condition, yes, no]) => {
                 let size = yes.size_or_unknown().union(no.size_or_unknown());
                 let cost = condition.cost.add(yes.cost.union(no.cost));
@@ -773,10 +860,32 @@ impl<'d> Checker<'d> {
                 (cost, None)
             }
             "validate" => (scan(first?).times(MAX_NAME_FORMAT_REGEX_SIZE * REGEX_LENGTH), None),
-            "masked" | "prefixLength" | "family" | "isUnspecified" | "isLoopback" | "isLinkLocalMulticast"
-            | "isLinkLocalUnicast" | "isGlobalUnicast" | "format.named" | "sign" | "asInteger" | "isInteger"
-            | "asApproximateFloat" | "isGreaterThan" | "isLessThan" | "compareTo" | "add" | "sub" | "major"
-            | "minor" | "patch" | "getScheme" | "getHostname" | "getHost" | "getPort" | "getEscapedPath"
+            "masked"
+            | "prefixLength"
+            | "family"
+            | "isUnspecified"
+            | "isLoopback"
+            | "isLinkLocalMulticast"
+            | "isLinkLocalUnicast"
+            | "isGlobalUnicast"
+            | "format.named"
+            | "sign"
+            | "asInteger"
+            | "isInteger"
+            | "asApproximateFloat"
+            | "isGreaterThan"
+            | "isLessThan"
+            | "compareTo"
+            | "add"
+            | "sub"
+            | "major"
+            | "minor"
+            | "patch"
+            | "getScheme"
+            | "getHostname"
+            | "getHost"
+            | "getPort"
+            | "getEscapedPath"
             | "getQuery" => (one, None),
             operators::EQUALS => {
                 let [lhs, rhs] = args else { return None };
@@ -844,7 +953,14 @@ fn literal_node<'d>(literal: &LiteralValue) -> Node<'d> {
         LiteralValue::String(s) => (Type::String, s.inner().chars().count() as u64),
         LiteralValue::UInt(_) => (Type::Uint, 1),
     };
-    Node { cost: Estimate::fixed(0), ty, path: Vec::new(), size: Some(Estimate::fixed(size)), entries: None, int_literal }
+    Node {
+        cost: Estimate::fixed(0),
+        ty,
+        path: Vec::new(),
+        size: Some(Estimate::fixed(size)),
+        entries: None,
+        int_literal,
+    }
 }
 
 /// The overloads a call may dispatch to, given what is known of its operands' types: more
@@ -960,9 +1076,24 @@ fn result_type<'d>(function: &str, target: Option<&Node<'d>>, args: &[Node<'d>])
         | "getDayOfWeek" | "getHours" | "getMinutes" | "getSeconds" | "getMilliseconds" => Type::Int,
         "uint" => Type::Uint,
         "double" | "asApproximateFloat" => Type::Double,
-        "string" | "lowerAscii" | "upperAscii" | "replace" | "substring" | "trim" | "charAt" | "join" | "format"
-        | "strings.quote" | "reverse" | "find" | "getScheme" | "getHost" | "getHostname" | "getPort"
-        | "getEscapedPath" | "jsonpatch.escapeKey" => match (function, &on) {
+        "string"
+        | "lowerAscii"
+        | "upperAscii"
+        | "replace"
+        | "substring"
+        | "trim"
+        | "charAt"
+        | "join"
+        | "format"
+        | "strings.quote"
+        | "reverse"
+        | "find"
+        | "getScheme"
+        | "getHost"
+        | "getHostname"
+        | "getPort"
+        | "getEscapedPath"
+        | "jsonpatch.escapeKey" => match (function, &on) {
             ("reverse", Some(Type::List(item))) => Type::List(item.clone()),
             _ => Type::String,
         },
@@ -970,7 +1101,7 @@ fn result_type<'d>(function: &str, target: Option<&Node<'d>>, args: &[Node<'d>])
         "bytes" => Type::Bytes,
         "duration" => Type::Duration,
         "timestamp" => Type::Timestamp,
-        "type" => Type::TypeValue,
+        "type" => Type::Meta,
         "sum" | "min" | "max" => on.map_or(Type::Dyn, |t| t.element()),
         "quantity" | "add" | "sub" => Type::Library(Library::Quantity),
         "ip" => Type::Library(Library::Ip),
@@ -1038,7 +1169,8 @@ mod tests {
     #[test]
     fn upstream_cost_estimation_table() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/upstream/cel_cost_estimation.yaml");
-        let cases: Vec<Case> = serde_saphyr::from_str(&std::fs::read_to_string(path).expect("the table")).expect("YAML");
+        let cases: Vec<Case> =
+            serde_saphyr::from_str(&std::fs::read_to_string(path).expect("the table")).expect("YAML");
         assert!(cases.len() >= 68, "the table lost cases");
         let mut problems = Vec::new();
         for case in &cases {

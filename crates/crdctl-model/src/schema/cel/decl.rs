@@ -126,7 +126,9 @@ fn object(schema: &Schema, with_object_meta: bool) -> Decl {
         .properties
         .iter()
         .filter(|(name, _)| !with_object_meta || !matches!(name.as_str(), "kind" | "apiVersion" | "metadata"))
-        .filter_map(|(name, property)| Some((name.as_str(), Decl::of(property, property.embedded_resource)?, property)));
+        .filter_map(|(name, property)| {
+            Some((name.as_str(), Decl::of(property, property.embedded_resource)?, property))
+        });
     let mut fields = HashMap::new();
     let mut min_serialized_size = 2;
     let mut add = |name: &str, field: Decl, has_default: bool| {

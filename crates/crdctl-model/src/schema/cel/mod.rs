@@ -39,6 +39,9 @@ pub struct Rule {
     pub source: RuleSource,
     /// The compiled rule and message expression, or why they do not parse.
     pub compiled: Result<Arc<CompiledRule>, CompileError>,
+    /// The most one evaluation can cost under the schema's bounds, once the rule's node is
+    /// typed; `None` when it does not check.
+    pub max_cost: Option<u64>,
 }
 
 /// An `x-kubernetes-validations` entry's fields.
@@ -139,14 +142,16 @@ impl Rule {
             Some(Err(kube_cel::CompilationError::Parse { source: error, rule })) => {
                 Err(CompileError::Rule(format!("compilation failed: {}", parse_errors(&rule, error.as_ref()))))
             }
-            Some(Err(kube_cel::CompilationError::MessageExpressionParse { source: error, message_expression, .. })) => {
+            Some(Err(kube_cel::CompilationError::MessageExpressionParse {
+                source: error, message_expression, ..
+            })) => {
                 let detail = parse_errors(&message_expression, error.as_ref());
                 Err(CompileError::MessageExpression(format!("messageExpression compilation failed: {detail}")))
             }
             Some(Err(err)) => Err(CompileError::Rule(format!("compilation failed: {err}"))),
             None => Err(CompileError::Rule("compilation failed: no rule".into())),
         };
-        Rule { source, compiled }
+        Rule { source, compiled, max_cost: None }
     }
 
     /// The detail of a failed rule without a usable `messageExpression`.
@@ -221,94 +226,192 @@ pub struct RuleOutcome {
     pub warnings: Vec<String>,
 }
 
+/// What rules may cost at run time (`k8s.io/apiserver/pkg/apis/cel/config.go`).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// One evaluation of one rule (`PerCallLimit`).
+    pub per_call: u64,
+    /// All evaluations for one object (`RuntimeCELCostBudget`).
+    pub per_object: u64,
+}
+
+impl Limits {
+    /// The API server's.
+    pub const UPSTREAM: Limits = Limits { per_call: 1_000_000, per_object: 10_000_000 };
+}
+
+/// Rules whose most costly evaluation under the schema's bounds is at most this are charged
+/// that even when charges are worked out precisely.
+const CHEAP: u64 = 1_000;
+
+/// A bound this large comes from a size nothing bounds (a list the rule builds, whose
+/// elements the estimate cannot size): it bounds nothing, and such an evaluation is not
+/// charged. The API server refuses such rules when the CRD is created, so only schemas built
+/// outside a CRD (tests) run them.
+const UNBOUNDED: u64 = 1 << 60;
+
 /// Evaluates every rule of `schema` on `object`; `old` is the stored object on updates.
 pub fn validate_rules(object: &Value, old: Option<&Value>, schema: &Schema) -> RuleOutcome {
-    let mut outcome = RuleOutcome::default();
-    if schema.has_rules {
-        LIBRARIES.with(|libraries| walk(schema, object, old, &Loc::Root, libraries, &mut outcome));
-    }
-    outcome
+    validate_rules_within(object, old, schema, Limits::UPSTREAM)
 }
 
-fn walk(schema: &Schema, value: &Value, old: Option<&Value>, loc: &Loc, libraries: &Context, out: &mut RuleOutcome) {
-    if !schema.rules.is_empty() {
-        evaluate(schema, value, old, loc, libraries, out);
+/// [`validate_rules`] with other cost limits. Each evaluation is charged an upper bound of
+/// cel-go's cost; one over `per_call`, or the charges together over `per_object`, ends
+/// validation with upstream's error, and no further rule runs.
+///
+/// The first pass charges each rule its bound under the schema's limits, which the CRD's own
+/// validation kept small. Only when those could break a limit does a second pass charge the
+/// costly rules the lower of that and their bound at this object's sizes
+/// ([`checker::cost_for`]), which takes an estimate per evaluation.
+pub fn validate_rules_within(object: &Value, old: Option<&Value>, schema: &Schema, limits: Limits) -> RuleOutcome {
+    if !schema.has_rules {
+        return RuleOutcome::default();
     }
-    match value {
-        Value::Object(fields) => {
-            let old_fields = old.and_then(Value::as_object);
-            for (name, child) in fields {
-                let child_schema = match (schema.properties.get(name), &schema.additional_properties) {
-                    (Some(property), _) => property,
-                    (None, Some(Additional::Schema(additional))) => additional,
-                    _ => continue,
-                };
-                if child_schema.has_rules {
-                    let old_child = old_fields.and_then(|f| f.get(name));
-                    walk(child_schema, child, old_child, &loc.field(name), libraries, out);
-                }
+    LIBRARIES.with(|libraries| {
+        let mut precise = false;
+        loop {
+            let mut run = Run { libraries, limits, precise, spent: 0, over: false, out: RuleOutcome::default() };
+            run.walk(schema, object, old, &Loc::Root);
+            if !run.over || precise {
+                return run.out;
             }
+            precise = true;
         }
-        Value::Array(items) => {
-            let Some(item_schema) = schema.items.as_deref().filter(|s| s.has_rules) else { return };
-            let old_items = old.and_then(Value::as_array);
-            for (idx, item) in items.iter().enumerate() {
-                // Transition rules see old items only through `map` list keys.
-                let old_item = old_items
-                    .filter(|_| schema.list_type.as_deref() == Some("map"))
-                    .and_then(|old_items| correlate(schema, item, old_items));
-                walk(item_schema, item, old_item, &loc.index(idx), libraries, out);
-            }
-        }
-        _ => {}
-    }
+    })
 }
 
-fn evaluate(
-    schema: &Schema,
-    value: &Value,
-    old: Option<&Value>,
-    loc: &Loc,
-    libraries: &Context,
-    out: &mut RuleOutcome,
-) {
-    let this = to_cel(value, schema);
-    let previous = old.map(|o| to_cel(o, schema));
-    let unchanged = old.is_some_and(|o| o == value);
-    let mut scope = libraries.new_inner_scope();
-    scope.add_variable_from_value("self", this);
-    for rule in &schema.rules {
-        let compiled = match &rule.compiled {
-            Ok(compiled) => compiled,
-            Err(err) => {
-                out.errors.push(type_error(loc, schema, format!("rule compile error: {}", err.detail())));
-                continue;
-            }
-        };
-        let mut rule_scope = scope.new_inner_scope();
-        if compiled.uses_old_self {
-            match &previous {
-                Some(previous) => rule_scope.add_variable_from_value("oldSelf", previous.clone()),
-                None if rule.source.optional_old_self() => {
-                    rule_scope.add_variable_from_value("oldSelf", cel::Value::Null)
-                }
-                None => continue,
-            }
-        }
-        let failed = match compiled.program.execute(&rule_scope) {
-            Ok(cel::Value::Bool(true)) => continue,
-            Ok(cel::Value::Bool(false)) => failure(schema, loc, rule, compiled, &rule_scope),
-            Ok(other) => type_error(
-                loc,
-                schema,
-                format!("rule did not evaluate to a bool: {other:?} evaluating rule: {}", rule.error_string()),
-            ),
-            Err(err) => type_error(loc, schema, format!("{err} evaluating rule: {}", rule.error_string())),
-        };
-        if !compiled.uses_old_self && unchanged {
-            out.warnings.push(failed.to_string());
+/// One object's rule evaluation: the libraries, and what it has cost so far.
+struct Run<'a> {
+    libraries: &'a Context<'static>,
+    limits: Limits,
+    /// Whether charges are worked out from the object's sizes.
+    precise: bool,
+    spent: u64,
+    /// Set when a limit is reached: nothing more runs (or, in the first pass, the pass is
+    /// redone precisely).
+    over: bool,
+    out: RuleOutcome,
+}
+
+impl Run<'_> {
+    /// Charges one evaluation of `rule`; `false` when over a limit (recording upstream's error
+    /// if the charge is precise).
+    fn charge(
+        &mut self,
+        schema: &Schema,
+        rule: &Rule,
+        compiled: &CompiledRule,
+        value: &Value,
+        old: Option<&Value>,
+        loc: &Loc,
+    ) -> bool {
+        let (Some(decl), Some(most)) = (&schema.rule_type, rule.max_cost) else { return true };
+        let cost = if !self.precise || most <= CHEAP {
+            most
         } else {
-            out.errors.push(failed);
+            let optional = rule.source.optional_old_self();
+            most.min(checker::cost_for(compiled.program.expression(), decl, optional, value, old))
+        };
+        if self.precise && cost >= UNBOUNDED {
+            return true;
+        }
+        let detail = if cost > self.limits.per_call {
+            format!(
+                "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                rule.error_string()
+            )
+        } else if self.spent.saturating_add(cost) > self.limits.per_object {
+            "validation failed due to running out of cost budget, no further validation rules will be run".to_string()
+        } else {
+            self.spent += cost;
+            return true;
+        };
+        self.over = true;
+        if self.precise {
+            self.out.errors.push(type_error(loc, schema, detail));
+        }
+        false
+    }
+
+    fn walk(&mut self, schema: &Schema, value: &Value, old: Option<&Value>, loc: &Loc) {
+        if self.over {
+            return;
+        }
+        if !schema.rules.is_empty() {
+            self.evaluate(schema, value, old, loc);
+        }
+        match value {
+            Value::Object(fields) => {
+                let old_fields = old.and_then(Value::as_object);
+                for (name, child) in fields {
+                    let child_schema = match (schema.properties.get(name), &schema.additional_properties) {
+                        (Some(property), _) => property,
+                        (None, Some(Additional::Schema(additional))) => additional,
+                        _ => continue,
+                    };
+                    if child_schema.has_rules {
+                        let old_child = old_fields.and_then(|f| f.get(name));
+                        self.walk(child_schema, child, old_child, &loc.field(name));
+                    }
+                }
+            }
+            Value::Array(items) => {
+                let Some(item_schema) = schema.items.as_deref().filter(|s| s.has_rules) else { return };
+                let old_items = old.and_then(Value::as_array);
+                for (idx, item) in items.iter().enumerate() {
+                    // Transition rules see old items only through `map` list keys.
+                    let old_item = old_items
+                        .filter(|_| schema.list_type.as_deref() == Some("map"))
+                        .and_then(|old_items| correlate(schema, item, old_items));
+                    self.walk(item_schema, item, old_item, &loc.index(idx));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn evaluate(&mut self, schema: &Schema, value: &Value, old: Option<&Value>, loc: &Loc) {
+        let this = to_cel(value, schema);
+        let previous = old.map(|o| to_cel(o, schema));
+        let unchanged = old.is_some_and(|o| o == value);
+        let mut scope = self.libraries.new_inner_scope();
+        scope.add_variable_from_value("self", this);
+        for rule in &schema.rules {
+            let compiled = match &rule.compiled {
+                Ok(compiled) => compiled,
+                Err(err) => {
+                    self.out.errors.push(type_error(loc, schema, format!("rule compile error: {}", err.detail())));
+                    continue;
+                }
+            };
+            let mut rule_scope = scope.new_inner_scope();
+            if compiled.uses_old_self {
+                match &previous {
+                    Some(previous) => rule_scope.add_variable_from_value("oldSelf", previous.clone()),
+                    None if rule.source.optional_old_self() => {
+                        rule_scope.add_variable_from_value("oldSelf", cel::Value::Null)
+                    }
+                    None => continue,
+                }
+            }
+            if !self.charge(schema, rule, compiled, value, old, loc) {
+                return;
+            }
+            let failed = match compiled.program.execute(&rule_scope) {
+                Ok(cel::Value::Bool(true)) => continue,
+                Ok(cel::Value::Bool(false)) => failure(schema, loc, rule, compiled, &rule_scope),
+                Ok(other) => type_error(
+                    loc,
+                    schema,
+                    format!("rule did not evaluate to a bool: {other:?} evaluating rule: {}", rule.error_string()),
+                ),
+                Err(err) => type_error(loc, schema, format!("{err} evaluating rule: {}", rule.error_string())),
+            };
+            if !compiled.uses_old_self && unchanged {
+                self.out.warnings.push(failed.to_string());
+            } else {
+                self.out.errors.push(failed);
+            }
         }
     }
 }
@@ -406,6 +509,28 @@ fn escape(name: &str) -> Option<String> {
         rest = &rest[c.len_utf8()..];
     }
     Some(out)
+}
+
+/// A property's name from its CEL name, undoing [`escape`].
+fn unescape(name: &str) -> String {
+    if let Some(word) = name.strip_prefix("__").and_then(|n| n.strip_suffix("__"))
+        && RESERVED.contains(&word)
+    {
+        return word.to_string();
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        let escapes = [("__underscores__", "__"), ("__dot__", "."), ("__dash__", "-"), ("__slash__", "/")];
+        if let Some((after, plain)) = escapes.iter().find_map(|(e, plain)| Some((rest.strip_prefix(e)?, plain))) {
+            out.push_str(plain);
+            rest = after;
+        } else {
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
 }
 
 fn cel_string(s: &str) -> cel::Value {

@@ -66,12 +66,15 @@ fn tokens(source: &str) -> Vec<(usize, Token<'_>)> {
             let end = chars.get(i).map_or(source.len(), |&(b, _)| b);
             out.push((start, Token::Ident(&source[byte..end])));
         } else {
-            out.push((i, match c {
-                '.' => Token::Dot,
-                '(' => Token::Open,
-                ',' => Token::Comma,
-                _ => Token::Other,
-            }));
+            out.push((
+                i,
+                match c {
+                    '.' => Token::Dot,
+                    '(' => Token::Open,
+                    ',' => Token::Comma,
+                    _ => Token::Other,
+                },
+            ));
             i += 1;
         }
     }
@@ -114,7 +117,12 @@ pub fn find(source: &str, anchor: Anchor, ordinal: usize) -> Option<usize> {
         Anchor::Select(field) => {
             t == Token::Dot && token(k + 1) == Some(Token::Ident(field)) && token(k + 2) != Some(Token::Open)
         }
-        Anchor::Has => t == Token::Open && k >= 1 && token(k - 1) == Some(Token::Ident("has")) && (k < 2 || token(k - 2) != Some(Token::Dot)),
+        Anchor::Has => {
+            t == Token::Open
+                && k >= 1
+                && token(k - 1) == Some(Token::Ident("has"))
+                && (k < 2 || token(k - 2) != Some(Token::Dot))
+        }
         Anchor::Ident(name) => {
             let declares = k >= 3
                 && token(k - 1) == Some(Token::Open)
