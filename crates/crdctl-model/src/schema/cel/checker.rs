@@ -114,6 +114,7 @@ pub fn check(expression: &IdedExpr, source: &str, root: &Decl, old_self_optional
             let anchor = match &problem.place {
                 Place::Select(field) => Anchor::Select(field),
                 Place::Has => Anchor::Has,
+                Place::Text => Anchor::Text,
                 Place::Ident(name) => Anchor::Ident(name),
             };
             let offset = source::find(source, anchor, problem.ordinal).unwrap_or(0);
@@ -187,6 +188,8 @@ enum Place {
     Select(String),
     /// The presence test `has()` builds, which cel-go places at the macro.
     Has,
+    /// A string or bytes literal.
+    Text,
     Ident(String),
 }
 
@@ -325,6 +328,15 @@ impl Entries {
     }
 }
 
+/// A constant argument.
+#[derive(Debug, Clone)]
+enum Literal {
+    /// An integer (`split`'s limit bounds its result).
+    Int(i64),
+    /// A string, and its place among the expression's string literals.
+    Text(String, usize),
+}
+
 /// One estimated node: what it costs and what later nodes need to know of its value.
 #[derive(Debug, Clone)]
 struct Node<'d> {
@@ -336,8 +348,8 @@ struct Node<'d> {
     /// Its `size()`, when known.
     size: Option<Estimate>,
     entries: Option<Entries>,
-    /// The value of an integer literal (`split`'s limit bounds its result).
-    int_literal: Option<i64>,
+    /// What a literal is, for the calls that look at constant arguments.
+    literal: Option<Literal>,
 }
 
 impl<'d> Node<'d> {
@@ -450,12 +462,22 @@ impl<'d> Checker<'d> {
 
     fn leaf(&self, cost: Estimate, ty: Type<'d>, path: Vec<String>) -> Node<'d> {
         let size = self.size(&path, &ty, None);
-        Node { cost, ty, path, size, entries: None, int_literal: None }
+        Node { cost, ty, path, size, entries: None, literal: None }
     }
 
     fn cost(&mut self, e: &IdedExpr) -> Node<'d> {
         match &e.expr {
-            Expr::Literal(literal) => literal_node(literal),
+            Expr::Literal(literal) => {
+                let mut node = literal_node(literal);
+                if matches!(literal, LiteralValue::String(_) | LiteralValue::Bytes(_)) {
+                    let ordinal = self.seen.get(&Place::Text).copied().unwrap_or(0);
+                    self.visit(Place::Text, None);
+                    if let LiteralValue::String(text) = literal {
+                        node.literal = Some(Literal::Text(text.inner().to_string(), ordinal));
+                    }
+                }
+                node
+            }
             Expr::Ident(name) => self.ident(name),
             Expr::Select(select) => {
                 let operand = self.cost(&select.operand);
@@ -481,7 +503,7 @@ impl<'d> Checker<'d> {
                         path: Vec::new(),
                         size: Some(Estimate::fixed(1)),
                         entries: None,
-                        int_literal: None,
+                        literal: None,
                     };
                 }
                 let mut cost = operand.cost;
@@ -516,7 +538,7 @@ impl<'d> Checker<'d> {
                     path: Vec::new(),
                     size,
                     entries: Some(entries),
-                    int_literal: None,
+                    literal: None,
                 }
             }
             Expr::Map(map) => {
@@ -538,7 +560,7 @@ impl<'d> Checker<'d> {
                 let entries = Entries { list: false, key: key_size, value: value_size };
                 let ty = Type::Map(Box::new(key_type), Box::new(value_type));
                 let size = Some(Estimate::fixed(map.entries.len() as u64));
-                Node { cost, ty, path: Vec::new(), size, entries: Some(entries), int_literal: None }
+                Node { cost, ty, path: Vec::new(), size, entries: Some(entries), literal: None }
             }
             Expr::Struct(fields) => {
                 let mut cost = Estimate::fixed(STRUCT_CREATE);
@@ -547,7 +569,7 @@ impl<'d> Checker<'d> {
                         cost = cost.add(self.cost(&field.value).cost);
                     }
                 }
-                Node { cost, ty: Type::Dyn, path: Vec::new(), size: None, entries: None, int_literal: None }
+                Node { cost, ty: Type::Dyn, path: Vec::new(), size: None, entries: None, literal: None }
             }
             Expr::Comprehension(comprehension) => self.comprehension(comprehension),
             Expr::Unspecified => Node {
@@ -556,8 +578,23 @@ impl<'d> Checker<'d> {
                 path: Vec::new(),
                 size: None,
                 entries: None,
-                int_literal: None,
+                literal: None,
             },
+        }
+    }
+
+    /// cel-go's literal validators: a constant pattern, duration or timestamp must be valid.
+    fn check_literal_argument(&mut self, function: &str, first: Option<&Node<'d>>) {
+        let Some(Literal::Text(text, ordinal)) = first.and_then(|arg| arg.literal.as_ref()) else { return };
+        let valid = match function {
+            "matches" => regex::Regex::new(text).is_ok(),
+            "duration" => super::duration(text).is_some(),
+            "timestamp" => chrono::DateTime::parse_from_rfc3339(text).is_ok(),
+            _ => return,
+        };
+        if !valid {
+            let message = format!("invalid {function} argument");
+            self.problems.push(Problem { place: Place::Text, ordinal: *ordinal, message });
         }
     }
 
@@ -584,7 +621,7 @@ impl<'d> Checker<'d> {
                 path: local.path.clone(),
                 size,
                 entries: local.entries,
-                int_literal: None,
+                literal: None,
             };
         }
         let ty = match name {
@@ -674,6 +711,7 @@ impl<'d> Checker<'d> {
         // The target first: nodes are visited in source order.
         let target = target.map(|target| self.cost(target));
         let args: Vec<Node<'d>> = args.iter().map(|arg| self.cost(arg)).collect();
+        self.check_literal_argument(function, args.first());
         let mut cost = target.as_ref().map_or(Estimate::fixed(0), |t| t.cost);
         let ty = result_type(function, target.as_ref(), &args);
         let mut function_cost = Estimate::NOTHING;
@@ -699,7 +737,7 @@ impl<'d> Checker<'d> {
             }
         }
         cost = cost.add(function_cost);
-        Node { cost, ty, path, size: result_size, entries, int_literal: None }
+        Node { cost, ty, path, size: result_size, entries, literal: None }
     }
 
     /// One overload's cost (arguments included, target not), result size, and entry sizes of
@@ -818,9 +856,9 @@ impl<'d> Checker<'d> {
             }
             "split" => {
                 let size = target?.size_or_unknown();
-                let most = match args.get(1).and_then(|limit| limit.int_literal) {
-                    Some(limit) => u64::try_from(limit).unwrap_or(0),
-                    None => size.max,
+                let most = match args.get(1).and_then(|limit| limit.literal.as_ref()) {
+                    Some(Literal::Int(limit)) => u64::try_from(*limit).unwrap_or(0),
+                    _ => size.max,
                 };
                 (size.times(2.0 * STRING_TRAVERSAL), Some(Estimate::between(0, most)))
             }
@@ -940,8 +978,8 @@ fn replace(size: Estimate, from: Estimate, to: Estimate) -> (Estimate, Option<Es
 }
 
 fn literal_node<'d>(literal: &LiteralValue) -> Node<'d> {
-    let int_literal = match literal {
-        LiteralValue::Int(i) => Some(*i.inner()),
+    let constant = match literal {
+        LiteralValue::Int(i) => Some(Literal::Int(*i.inner())),
         _ => None,
     };
     let (ty, size) = match literal {
@@ -959,7 +997,7 @@ fn literal_node<'d>(literal: &LiteralValue) -> Node<'d> {
         path: Vec::new(),
         size: Some(Estimate::fixed(size)),
         entries: None,
-        int_literal,
+        literal: constant,
     }
 }
 

@@ -10,7 +10,7 @@
 //! found again in the source by its place among the nodes of the same name: the second
 //! selection of `.name` in the expression is the second `.name` in the source. cel-go places a
 //! selection at its `.`, an identifier at its first character, and what a macro builds, such as
-//! the presence test of `has(self.x)`, at the macro's `(`.
+//! the presence test of `has(self.x)`, at the macro's `(`; a literal at its first character.
 
 /// What to find: the `.` of a selection of `field`, or the identifier `name`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +21,8 @@ pub enum Anchor<'a> {
     Ident(&'a str),
     /// The presence test of a `has(…)`.
     Has,
+    /// A string or bytes literal.
+    Text,
 }
 
 /// The macros whose first argument declares a variable rather than reading one.
@@ -29,6 +31,7 @@ const MACROS: [&str; 6] = ["all", "exists", "exists_one", "existsOne", "map", "f
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Token<'s> {
     Ident(&'s str),
+    Text,
     Dot,
     Open,
     Comma,
@@ -50,7 +53,7 @@ fn tokens(source: &str) -> Vec<(usize, Token<'_>)> {
                 i += 1;
             }
         } else if let Some(end) = string_end(&chars, i) {
-            out.push((i, Token::Other));
+            out.push((i, Token::Text));
             i = end;
         } else if c.is_ascii_digit() || c == '.' && next.is_some_and(|n| n.is_ascii_digit()) {
             out.push((i, Token::Other));
@@ -117,6 +120,7 @@ pub fn find(source: &str, anchor: Anchor, ordinal: usize) -> Option<usize> {
         Anchor::Select(field) => {
             t == Token::Dot && token(k + 1) == Some(Token::Ident(field)) && token(k + 2) != Some(Token::Open)
         }
+        Anchor::Text => t == Token::Text,
         Anchor::Has => {
             t == Token::Open
                 && k >= 1
@@ -177,6 +181,7 @@ mod tests {
         let idents: Vec<_> = (0..2).map(|n| find(source, Anchor::Ident("z"), n)).collect();
         assert_eq!(idents, [Some(39), None]);
         assert_eq!(find("has(self.a) && x.has(y) && has(self.b)", Anchor::Has, 1), Some(30));
+        assert_eq!(find("self.matches('a') || duration(r'1d')", Anchor::Text, 1), Some(30));
         assert_eq!(find(r#"b"a.z" + r'\.z' + """.z""" == self.z"#, Anchor::Select("z"), 0), Some(34));
     }
 
