@@ -115,6 +115,8 @@ pub fn check(expression: &IdedExpr, source: &str, root: &Decl, old_self_optional
                 Place::Select(field) => Anchor::Select(field),
                 Place::Has => Anchor::Has,
                 Place::Text => Anchor::Text,
+                Place::Operator(op) => Anchor::Operator(op),
+                Place::Call(name) => Anchor::Call(name),
                 Place::Ident(name) => Anchor::Ident(name),
             };
             let offset = source::find(source, anchor, problem.ordinal).unwrap_or(0);
@@ -191,6 +193,10 @@ enum Place {
     /// A string or bytes literal.
     Text,
     Ident(String),
+    /// An operator, by its symbol.
+    Operator(&'static str),
+    /// A call, by the function's name (its last part for `sets.contains`).
+    Call(String),
 }
 
 /// What the checker knows of a value's type; enough to choose overloads and find elements.
@@ -413,12 +419,17 @@ impl<'d> Checker<'d> {
 
     /// Counts a visit of `place`; a `message` makes it an error.
     fn visit(&mut self, place: Place, message: Option<String>) {
-        let count = self.seen.entry(place.clone()).or_default();
-        let ordinal = *count;
-        *count += 1;
+        let ordinal = self.count(place.clone());
         if let Some(message) = message {
             self.problems.push(Problem { place, ordinal, message });
         }
+    }
+
+    /// Counts a visit of `place`, returning its place among its namesakes.
+    fn count(&mut self, place: Place) -> usize {
+        let count = self.seen.entry(place).or_default();
+        *count += 1;
+        *count - 1
     }
 
     fn local(&self, name: &str) -> Option<&Local<'d>> {
@@ -702,15 +713,35 @@ impl<'d> Checker<'d> {
             self.visit(Place::Ident(namespace.to_string()), None);
             return self.call(&format!("{namespace}.{function}"), None, args);
         }
-        if function == "dyn"
-            && let [arg] = args
-        {
-            let arg = self.cost(arg);
-            return Node { cost: arg.cost.add(Estimate::fixed(1)), ty: Type::Dyn, ..arg };
-        }
-        // The target first: nodes are visited in source order.
+        // Nodes are visited in source order: the target, the operator or the call's `(`, then
+        // the arguments (an infix operator between its first two). What a macro built has no
+        // place in the source.
+        let anchor = (!built_by_macro(args)).then(|| anchor(function));
         let target = target.map(|target| self.cost(target));
-        let args: Vec<Node<'d>> = args.iter().map(|arg| self.cost(arg)).collect();
+        let mut place = None;
+        let mut nodes = Vec::with_capacity(args.len());
+        for (i, arg) in args.iter().enumerate() {
+            if let Some((at, before)) = &anchor
+                && *before == i
+            {
+                place = Some((at.clone(), self.count(at.clone())));
+            }
+            nodes.push(self.cost(arg));
+        }
+        if let (Some((at, _)), None) = (&anchor, &place) {
+            place = Some((at.clone(), self.count(at.clone())));
+        }
+        let args = nodes;
+        if let Some((place, ordinal)) = place
+            && let Some(message) = no_matching_overload(function, target.as_ref().map(|t| &t.ty), &args)
+        {
+            self.problems.push(Problem { place, ordinal, message });
+        }
+        if function == "dyn"
+            && let [arg] = args.as_slice()
+        {
+            return Node { cost: arg.cost.add(Estimate::fixed(1)), ty: Type::Dyn, ..arg.clone() };
+        }
         self.check_literal_argument(function, args.first());
         let mut cost = target.as_ref().map_or(Estimate::fixed(0), |t| t.cost);
         let ty = result_type(function, target.as_ref(), &args);
@@ -999,6 +1030,121 @@ fn literal_node<'d>(literal: &LiteralValue) -> Node<'d> {
         entries: None,
         literal: constant,
     }
+}
+
+/// Whether a call is one a macro built: an argument is the accumulator (which no source can
+/// name) or another such call.
+fn built_by_macro(args: &[IdedExpr]) -> bool {
+    args.iter().any(|arg| match &arg.expr {
+        Expr::Ident(name) => name.starts_with('@'),
+        Expr::Call(call) => built_by_macro(&call.args),
+        _ => false,
+    })
+}
+
+/// Where cel-go places a call, and before which argument it comes in the source: an operator
+/// at its symbol, a function at its `(`.
+fn anchor(function: &str) -> (Place, usize) {
+    let infix = |symbol: &'static str| (Place::Operator(symbol), 1);
+    match function {
+        operators::EQUALS => infix("=="),
+        operators::NOT_EQUALS => infix("!="),
+        operators::LESS => infix("<"),
+        operators::LESS_EQUALS => infix("<="),
+        operators::GREATER => infix(">"),
+        operators::GREATER_EQUALS => infix(">="),
+        operators::ADD => infix("+"),
+        operators::SUBSTRACT => infix("-"),
+        operators::MULTIPLY => infix("*"),
+        operators::DIVIDE => infix("/"),
+        operators::MODULO => infix("%"),
+        operators::LOGICAL_AND => infix("&&"),
+        operators::LOGICAL_OR => infix("||"),
+        operators::CONDITIONAL => infix("?"),
+        operators::INDEX => infix("["),
+        operators::IN => infix("in"),
+        operators::LOGICAL_NOT => (Place::Operator("!"), 0),
+        operators::NEGATE => (Place::Operator("-"), 0),
+        name => (Place::Call(name.rsplit('.').next().unwrap_or(name).to_string()), 0),
+    }
+}
+
+/// How cel-go names a type in messages; `None` for the types whose names it makes up (schema
+/// objects) or this checker does not model.
+fn describe(ty: &Type) -> Option<String> {
+    Some(match ty {
+        Type::Bool => "bool".into(),
+        Type::Int => "int".into(),
+        Type::Uint => "uint".into(),
+        Type::Double => "double".into(),
+        Type::String => "string".into(),
+        Type::Bytes => "bytes".into(),
+        Type::Duration => "google.protobuf.Duration".into(),
+        Type::Timestamp => "google.protobuf.Timestamp".into(),
+        Type::Null => "null".into(),
+        Type::Dyn => "dyn".into(),
+        Type::List(item) => format!("list({})", describe(item)?),
+        Type::Map(key, value) => format!("map({}, {})", describe(key)?, describe(value)?),
+        _ => return None,
+    })
+}
+
+/// `found no matching overload …` when no overload of `function` takes these types. Only
+/// types known in full are judged: a `dyn` anywhere could be anything.
+fn no_matching_overload(function: &str, target: Option<&Type>, args: &[Node]) -> Option<String> {
+    let names: Vec<String> = args.iter().map(|a| describe(&a.ty)).collect::<Option<_>>()?;
+    let target_name = match target {
+        Some(target) => Some(describe(target)?),
+        None => None,
+    };
+    if names.iter().chain(&target_name).any(|n| n.contains("dyn")) {
+        return None;
+    }
+    let types: Vec<&Type> = args.iter().map(|a| &a.ty).collect();
+    let numeric = |t: &Type| matches!(t, Type::Int | Type::Uint | Type::Double);
+    let ordered = |t: &Type| {
+        numeric(t) || matches!(t, Type::String | Type::Bytes | Type::Bool | Type::Timestamp | Type::Duration)
+    };
+    let sized = |t: &Type| matches!(t, Type::String | Type::Bytes | Type::List(_) | Type::Map(..));
+    let matches = match (function, target, types.as_slice()) {
+        (operators::EQUALS | operators::NOT_EQUALS, None, [a, b]) => a == b,
+        (operators::LESS | operators::LESS_EQUALS | operators::GREATER | operators::GREATER_EQUALS, None, [a, b]) => {
+            ordered(a) && a == b || numeric(a) && numeric(b)
+        }
+        (operators::ADD, None, [a, b]) => {
+            a == b && (numeric(a) || matches!(a, Type::String | Type::Bytes | Type::List(_) | Type::Duration))
+                || matches!((a, b), (Type::Timestamp, Type::Duration) | (Type::Duration, Type::Timestamp))
+        }
+        (operators::SUBSTRACT, None, [a, b]) => {
+            a == b && (numeric(a) || matches!(a, Type::Timestamp | Type::Duration))
+                || matches!((a, b), (Type::Timestamp, Type::Duration))
+        }
+        (operators::MULTIPLY | operators::DIVIDE, None, [a, b]) => a == b && numeric(a),
+        (operators::MODULO, None, [a, b]) => a == b && matches!(a, Type::Int | Type::Uint),
+        (operators::LOGICAL_AND | operators::LOGICAL_OR, None, [a, b]) => **a == Type::Bool && **b == Type::Bool,
+        (operators::LOGICAL_NOT, None, [a]) => **a == Type::Bool,
+        (operators::NEGATE, None, [a]) => matches!(a, Type::Int | Type::Double),
+        (operators::CONDITIONAL, None, [c, a, b]) => **c == Type::Bool && a == b,
+        (operators::INDEX, None, [Type::List(_), index]) => **index == Type::Int,
+        (operators::INDEX, None, [Type::Map(key, _), index]) => **key == **index,
+        (operators::INDEX, None, [_, _]) => false,
+        (operators::IN, None, [item, Type::List(items)]) => **item == **items,
+        (operators::IN, None, [key, Type::Map(keys, _)]) => **key == **keys,
+        (operators::IN, None, [_, _]) => false,
+        ("size", None, [a]) => sized(a),
+        ("size", Some(a), []) => sized(a),
+        ("contains" | "startsWith" | "endsWith" | "matches", Some(a), [b]) => *a == Type::String && **b == Type::String,
+        ("matches", None, [a, b]) => **a == Type::String && **b == Type::String,
+        _ => true,
+    };
+    if matches {
+        return None;
+    }
+    let applied = match target_name {
+        Some(target) => format!("{target}.({})", names.join(", ")),
+        None => format!("({})", names.join(", ")),
+    };
+    Some(format!("found no matching overload for '{function}' applied to '{applied}'"))
 }
 
 /// The overloads a call may dispatch to, given what is known of its operands' types: more

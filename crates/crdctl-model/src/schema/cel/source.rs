@@ -23,6 +23,10 @@ pub enum Anchor<'a> {
     Has,
     /// A string or bytes literal.
     Text,
+    /// An operator: `==`, `-` (negation too), `[` (an index), `?`, `in`, ….
+    Operator(&'a str),
+    /// The `(` of a call of the function.
+    Call(&'a str),
 }
 
 /// The macros whose first argument declares a variable rather than reading one.
@@ -32,14 +36,18 @@ const MACROS: [&str; 6] = ["all", "exists", "exists_one", "existsOne", "map", "f
 enum Token<'s> {
     Ident(&'s str),
     Text,
+    Operator(&'static str),
+    Number,
+    /// `)`, `]` or `}`.
+    Close,
     Dot,
     Open,
     Comma,
     Other,
 }
 
-/// The tokens of `source` with the character offset of each; string and number literals and
-/// comments are skipped over as single tokens.
+/// The tokens of `source` with the character offset of each; string and number literals are
+/// single tokens, comments are skipped.
 fn tokens(source: &str) -> Vec<(usize, Token<'_>)> {
     let chars: Vec<(usize, char)> = source.char_indices().collect();
     let mut out = Vec::new();
@@ -55,10 +63,20 @@ fn tokens(source: &str) -> Vec<(usize, Token<'_>)> {
         } else if let Some(end) = string_end(&chars, i) {
             out.push((i, Token::Text));
             i = end;
-        } else if c.is_ascii_digit() || c == '.' && next.is_some_and(|n| n.is_ascii_digit()) {
-            out.push((i, Token::Other));
+        } else if c.is_ascii_digit()
+            || c == '.' && next.is_some_and(|n| n.is_ascii_digit())
+            // A minus where no operand ends is a negative number's sign, part of the literal.
+            || c == '-' && next.is_some_and(|n| n.is_ascii_digit() || n == '.') && !ends_operand(out.last())
+        {
+            out.push((i, Token::Number));
             i += 1;
-            while chars.get(i).is_some_and(|&(_, c)| c.is_ascii_alphanumeric() || c == '.') {
+            while let Some(&(_, c)) = chars.get(i) {
+                let signed_exponent = matches!(c, '+' | '-')
+                    && matches!(chars.get(i.wrapping_sub(1)), Some(&(_, 'e' | 'E')))
+                    && !matches!(chars.get(i.wrapping_sub(2)), Some(&(_, 'x' | 'X')));
+                if !(c.is_ascii_alphanumeric() || c == '.' || signed_exponent) {
+                    break;
+                }
                 i += 1;
             }
         } else if c.is_ascii_alphabetic() || c == '_' {
@@ -67,7 +85,19 @@ fn tokens(source: &str) -> Vec<(usize, Token<'_>)> {
                 i += 1;
             }
             let end = chars.get(i).map_or(source.len(), |&(b, _)| b);
-            out.push((start, Token::Ident(&source[byte..end])));
+            let word = &source[byte..end];
+            out.push((start, if word == "in" { Token::Operator("in") } else { Token::Ident(word) }));
+        } else if let Some(operator) = OPERATORS
+            .iter()
+            .find(|op| op.chars().enumerate().all(|(k, o)| chars.get(i + k).is_some_and(|&(_, c)| c == o)))
+        {
+            // `[` is an index only after an operand; otherwise it opens a list.
+            if *operator != "[" || ends_operand(out.last()) {
+                out.push((i, Token::Operator(operator)));
+            } else {
+                out.push((i, Token::Other));
+            }
+            i += operator.chars().count();
         } else {
             out.push((
                 i,
@@ -75,6 +105,7 @@ fn tokens(source: &str) -> Vec<(usize, Token<'_>)> {
                     '.' => Token::Dot,
                     '(' => Token::Open,
                     ',' => Token::Comma,
+                    ')' | ']' | '}' => Token::Close,
                     _ => Token::Other,
                 },
             ));
@@ -82,6 +113,14 @@ fn tokens(source: &str) -> Vec<(usize, Token<'_>)> {
         }
     }
     out
+}
+
+/// Operators, longest first so `<=` is not read as `<`.
+const OPERATORS: [&str; 16] = ["==", "!=", "<=", ">=", "&&", "||", "<", ">", "+", "-", "*", "/", "%", "!", "?", "["];
+
+/// Whether a token ends an operand, so what follows is a binary operator or an index.
+fn ends_operand(token: Option<&(usize, Token)>) -> bool {
+    matches!(token, Some((_, Token::Ident(_) | Token::Text | Token::Number | Token::Close)))
 }
 
 /// Where the string or bytes literal starting at `i` ends (prefixes `r`, `b`, quotes single,
@@ -121,6 +160,8 @@ pub fn find(source: &str, anchor: Anchor, ordinal: usize) -> Option<usize> {
             t == Token::Dot && token(k + 1) == Some(Token::Ident(field)) && token(k + 2) != Some(Token::Open)
         }
         Anchor::Text => t == Token::Text,
+        Anchor::Operator(op) => matches!(t, Token::Operator(o) if o == op),
+        Anchor::Call(name) => t == Token::Open && k >= 1 && token(k - 1) == Some(Token::Ident(name)),
         Anchor::Has => {
             t == Token::Open
                 && k >= 1
@@ -182,6 +223,13 @@ mod tests {
         assert_eq!(idents, [Some(39), None]);
         assert_eq!(find("has(self.a) && x.has(y) && has(self.b)", Anchor::Has, 1), Some(30));
         assert_eq!(find("self.matches('a') || duration(r'1d')", Anchor::Text, 1), Some(30));
+        // A minus after an operand is an operator; before a number where none ends, a sign.
+        let minus = "1e-5 - -2 - (-x) - a[-1]";
+        let at: Vec<_> = (0..4).map(|n| find(minus, Anchor::Operator("-"), n)).collect();
+        assert_eq!(at, [Some(5), Some(10), Some(13), Some(17)]);
+        assert_eq!(find(minus, Anchor::Operator("["), 0), Some(20));
+        assert_eq!(find("[1] + [2][0] + size(x)", Anchor::Operator("["), 0), Some(9));
+        assert_eq!(find("x in y && self.size() == size(z)", Anchor::Call("size"), 1), Some(29));
         assert_eq!(find(r#"b"a.z" + r'\.z' + """.z""" == self.z"#, Anchor::Select("z"), 0), Some(34));
     }
 
