@@ -10,8 +10,11 @@
 //! path through the schema (`self.spec.rules.@items`, to look up `maxLength`/`maxItems`
 //! bounds), and the sizes of the lists and maps the expression builds. Only what the inference
 //! is sure of is an error: calls it does not model return `dyn`, which fits everything, and
-//! cost what an unknown O(1) call costs upstream. Overload resolution errors (`found no
-//! matching overload`) are not reported.
+//! cost what an unknown O(1) call costs upstream. `found no matching overload` is reported for
+//! the operators, `size`, the string functions, index and `in`, when every operand's type is
+//! known in full; other functions' argument types are not checked.
+//!
+//! Errors are placed as cel-go places them ([`super::source`]), so their text is upstream's.
 
 use std::collections::HashMap;
 
