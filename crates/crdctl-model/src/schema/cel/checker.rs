@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use super::decl::{Decl, DeclKind};
 use super::source::{self, Anchor};
+use super::types::{Kind, Library, TYPE_NAMES, Type, no_matching_overload, result_type};
 use super::unescape;
 
 /// A range of sizes or costs, as cel-go's `SizeEstimate` and `CostEstimate`; arithmetic
@@ -177,10 +178,6 @@ fn largest(value: &Value, steps: &[String]) -> Option<u64> {
     }
 }
 
-/// The identifiers every rule may use besides `self` and `oldSelf`: the type names.
-const TYPE_NAMES: [&str; 11] =
-    ["bool", "bytes", "double", "int", "list", "map", "null_type", "optional_type", "string", "type", "uint"];
-
 /// A node the checker refused, by its place among the nodes of the same name.
 struct Problem {
     place: Place,
@@ -200,126 +197,6 @@ enum Place {
     Operator(&'static str),
     /// A call, by the function's name (its last part for `sets.contains`).
     Call(String),
-}
-
-/// What the checker knows of a value's type; enough to choose overloads and find elements.
-#[derive(Debug, Clone, PartialEq)]
-enum Type<'d> {
-    Bool,
-    Int,
-    Uint,
-    Double,
-    String,
-    Bytes,
-    Duration,
-    Timestamp,
-    Null,
-    Dyn,
-    /// A type, as `type(x)` returns.
-    Meta,
-    List(Box<Type<'d>>),
-    Map(Box<Type<'d>>, Box<Type<'d>>),
-    /// A schema object: fields by their CEL names.
-    Object(&'d HashMap<String, Decl>),
-    Optional(Box<Type<'d>>),
-    /// The Kubernetes libraries' types.
-    Library(Library),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Library {
-    Quantity,
-    Ip,
-    Cidr,
-    Url,
-    Semver,
-    Format,
-    Selector,
-}
-
-impl<'d> Type<'d> {
-    fn of(decl: &'d Decl) -> Type<'d> {
-        match &decl.kind {
-            DeclKind::Bool => Type::Bool,
-            DeclKind::Int => Type::Int,
-            DeclKind::Double => Type::Double,
-            DeclKind::String => Type::String,
-            DeclKind::Bytes => Type::Bytes,
-            DeclKind::Duration => Type::Duration,
-            DeclKind::Timestamp => Type::Timestamp,
-            DeclKind::Dyn => Type::Dyn,
-            DeclKind::List(items) => Type::List(Box::new(Type::of(items))),
-            DeclKind::Map(values) => Type::Map(Box::new(Type::String), Box::new(Type::of(values))),
-            DeclKind::Object(fields) => Type::Object(fields),
-        }
-    }
-
-    /// Values of a fixed size (`isScalar`): `size` is 1.
-    fn is_scalar(&self) -> bool {
-        match self {
-            Type::Bool | Type::Double | Type::Duration | Type::Int | Type::Timestamp | Type::Uint => true,
-            Type::Optional(inner) => inner.is_scalar(),
-            _ => false,
-        }
-    }
-
-    /// Whether a value of this type may be passed where `wanted` is declared.
-    fn fits(&self, wanted: &Kind) -> bool {
-        *self == Type::Dyn || self.kind() == *wanted
-    }
-
-    fn kind(&self) -> Kind {
-        match self {
-            Type::Bool => Kind::Bool,
-            Type::Int => Kind::Int,
-            Type::Uint => Kind::Uint,
-            Type::Double => Kind::Double,
-            Type::String => Kind::String,
-            Type::Bytes => Kind::Bytes,
-            Type::Duration => Kind::Duration,
-            Type::Timestamp => Kind::Timestamp,
-            Type::List(_) => Kind::List,
-            Type::Map(..) => Kind::Map,
-            Type::Object(_) => Kind::Object,
-            _ => Kind::Other,
-        }
-    }
-
-    fn element(&self) -> Type<'d> {
-        match self {
-            Type::List(item) => (**item).clone(),
-            Type::Map(key, _) => (**key).clone(),
-            _ => Type::Dyn,
-        }
-    }
-
-    /// The type of both branches of a conditional, or of a list's elements: the more specific
-    /// where one is a placeholder (`dyn`, a list of `dyn`), else `dyn`.
-    fn join(self, other: Type<'d>) -> Type<'d> {
-        match (self, other) {
-            (a, b) if a == b => a,
-            (Type::Dyn, b) => b,
-            (a, Type::Dyn) => a,
-            (Type::List(a), Type::List(b)) => Type::List(Box::new(a.join(*b))),
-            _ => Type::Dyn,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Bool,
-    Int,
-    Uint,
-    Double,
-    String,
-    Bytes,
-    Duration,
-    Timestamp,
-    List,
-    Map,
-    Object,
-    Other,
 }
 
 /// The sizes of a list's or map's entries, where the expression built it.
@@ -736,7 +613,7 @@ impl<'d> Checker<'d> {
         }
         let args = nodes;
         if let Some((place, ordinal)) = place
-            && let Some(message) = no_matching_overload(function, target.as_ref().map(|t| &t.ty), &args)
+            && let Some(message) = no_matching_overload(function, target.as_ref().map(|t| &t.ty), &types(&args))
         {
             self.problems.push(Problem { place, ordinal, message });
         }
@@ -747,7 +624,7 @@ impl<'d> Checker<'d> {
         }
         self.check_literal_argument(function, args.first());
         let mut cost = target.as_ref().map_or(Estimate::fixed(0), |t| t.cost);
-        let ty = result_type(function, target.as_ref(), &args);
+        let ty = result_type(function, target.as_ref().map(|t| &t.ty), &types(&args));
         let mut function_cost = Estimate::NOTHING;
         let mut result_size: Option<Estimate> = None;
         let mut path = Vec::new();
@@ -1035,6 +912,11 @@ fn literal_node<'d>(literal: &LiteralValue) -> Node<'d> {
     }
 }
 
+/// The types of a call's arguments.
+fn types<'a, 'd>(args: &'a [Node<'d>]) -> Vec<&'a Type<'d>> {
+    args.iter().map(|a| &a.ty).collect()
+}
+
 /// Whether a call is one a macro built: an argument is the accumulator (which no source can
 /// name) or another such call.
 fn built_by_macro(args: &[IdedExpr]) -> bool {
@@ -1070,84 +952,6 @@ fn anchor(function: &str) -> (Place, usize) {
         operators::NEGATE => (Place::Operator("-"), 0),
         name => (Place::Call(name.rsplit('.').next().unwrap_or(name).to_string()), 0),
     }
-}
-
-/// How cel-go names a type in messages; `None` for the types whose names it makes up (schema
-/// objects) or this checker does not model.
-fn describe(ty: &Type) -> Option<String> {
-    Some(match ty {
-        Type::Bool => "bool".into(),
-        Type::Int => "int".into(),
-        Type::Uint => "uint".into(),
-        Type::Double => "double".into(),
-        Type::String => "string".into(),
-        Type::Bytes => "bytes".into(),
-        Type::Duration => "google.protobuf.Duration".into(),
-        Type::Timestamp => "google.protobuf.Timestamp".into(),
-        Type::Null => "null".into(),
-        Type::Dyn => "dyn".into(),
-        Type::List(item) => format!("list({})", describe(item)?),
-        Type::Map(key, value) => format!("map({}, {})", describe(key)?, describe(value)?),
-        _ => return None,
-    })
-}
-
-/// `found no matching overload …` when no overload of `function` takes these types. Only
-/// types known in full are judged: a `dyn` anywhere could be anything.
-fn no_matching_overload(function: &str, target: Option<&Type>, args: &[Node]) -> Option<String> {
-    let names: Vec<String> = args.iter().map(|a| describe(&a.ty)).collect::<Option<_>>()?;
-    let target_name = match target {
-        Some(target) => Some(describe(target)?),
-        None => None,
-    };
-    if names.iter().chain(&target_name).any(|n| n.contains("dyn")) {
-        return None;
-    }
-    let types: Vec<&Type> = args.iter().map(|a| &a.ty).collect();
-    let numeric = |t: &Type| matches!(t, Type::Int | Type::Uint | Type::Double);
-    let ordered = |t: &Type| {
-        numeric(t) || matches!(t, Type::String | Type::Bytes | Type::Bool | Type::Timestamp | Type::Duration)
-    };
-    let sized = |t: &Type| matches!(t, Type::String | Type::Bytes | Type::List(_) | Type::Map(..));
-    let matches = match (function, target, types.as_slice()) {
-        (operators::EQUALS | operators::NOT_EQUALS, None, [a, b]) => a == b,
-        (operators::LESS | operators::LESS_EQUALS | operators::GREATER | operators::GREATER_EQUALS, None, [a, b]) => {
-            ordered(a) && a == b || numeric(a) && numeric(b)
-        }
-        (operators::ADD, None, [a, b]) => {
-            a == b && (numeric(a) || matches!(a, Type::String | Type::Bytes | Type::List(_) | Type::Duration))
-                || matches!((a, b), (Type::Timestamp, Type::Duration) | (Type::Duration, Type::Timestamp))
-        }
-        (operators::SUBSTRACT, None, [a, b]) => {
-            a == b && (numeric(a) || matches!(a, Type::Timestamp | Type::Duration))
-                || matches!((a, b), (Type::Timestamp, Type::Duration))
-        }
-        (operators::MULTIPLY | operators::DIVIDE, None, [a, b]) => a == b && numeric(a),
-        (operators::MODULO, None, [a, b]) => a == b && matches!(a, Type::Int | Type::Uint),
-        (operators::LOGICAL_AND | operators::LOGICAL_OR, None, [a, b]) => **a == Type::Bool && **b == Type::Bool,
-        (operators::LOGICAL_NOT, None, [a]) => **a == Type::Bool,
-        (operators::NEGATE, None, [a]) => matches!(a, Type::Int | Type::Double),
-        (operators::CONDITIONAL, None, [c, a, b]) => **c == Type::Bool && a == b,
-        (operators::INDEX, None, [Type::List(_), index]) => **index == Type::Int,
-        (operators::INDEX, None, [Type::Map(key, _), index]) => **key == **index,
-        (operators::INDEX, None, [_, _]) => false,
-        (operators::IN, None, [item, Type::List(items)]) => **item == **items,
-        (operators::IN, None, [key, Type::Map(keys, _)]) => **key == **keys,
-        (operators::IN, None, [_, _]) => false,
-        ("size", None, [a]) => sized(a),
-        ("size", Some(a), []) => sized(a),
-        ("contains" | "startsWith" | "endsWith" | "matches", Some(a), [b]) => *a == Type::String && **b == Type::String,
-        ("matches", None, [a, b]) => **a == Type::String && **b == Type::String,
-        _ => true,
-    };
-    if matches {
-        return None;
-    }
-    let applied = match target_name {
-        Some(target) => format!("{target}.({})", names.join(", ")),
-        None => format!("({})", names.join(", ")),
-    };
-    Some(format!("found no matching overload for '{function}' applied to '{applied}'"))
 }
 
 /// The overloads a call may dispatch to, given what is known of its operands' types: more
@@ -1199,109 +1003,6 @@ fn overloads(function: &str, target: Option<&Node>, args: &[Node]) -> Vec<Overlo
         "ip" if target.is_some_and(|t| t.ty == Type::Library(Library::Cidr)) => vec![Overload::CidrIp],
         "containsIP" | "containsCIDR" if arg(0).fits(&Kind::String) => vec![Overload::ContainsParsedFromString],
         _ => vec![Overload::Constant],
-    }
-}
-
-/// The type of a call's result, for the calls whose result later costs depend on.
-fn result_type<'d>(function: &str, target: Option<&Node<'d>>, args: &[Node<'d>]) -> Type<'d> {
-    let arg = |i: usize| args.get(i).map_or(Type::Dyn, |a| a.ty.clone());
-    let on = target.map(|t| t.ty.clone());
-    match function {
-        operators::INDEX => match arg(0) {
-            Type::List(item) => *item,
-            Type::Map(_, value) => *value,
-            _ => Type::Dyn,
-        },
-        operators::ADD | operators::SUBSTRACT | operators::MULTIPLY | operators::DIVIDE | operators::MODULO => {
-            match (arg(0), arg(1)) {
-                (Type::Timestamp, Type::Timestamp) => Type::Duration,
-                (Type::Timestamp, _) | (_, Type::Timestamp) => Type::Timestamp,
-                (a, b) => a.join(b),
-            }
-        }
-        operators::NEGATE => arg(0),
-        operators::CONDITIONAL => arg(1).join(arg(2)),
-        operators::EQUALS
-        | operators::NOT_EQUALS
-        | operators::LESS
-        | operators::LESS_EQUALS
-        | operators::GREATER
-        | operators::GREATER_EQUALS
-        | operators::LOGICAL_AND
-        | operators::LOGICAL_OR
-        | operators::LOGICAL_NOT
-        | operators::NOT_STRICTLY_FALSE
-        | operators::IN
-        | "matches"
-        | "contains"
-        | "startsWith"
-        | "endsWith"
-        | "isSorted"
-        | "isURL"
-        | "isIP"
-        | "isCIDR"
-        | "isQuantity"
-        | "isSemver"
-        | "isInteger"
-        | "isGreaterThan"
-        | "isLessThan"
-        | "containsIP"
-        | "containsCIDR"
-        | "ip.isCanonical"
-        | "isUnspecified"
-        | "isLoopback"
-        | "isLinkLocalMulticast"
-        | "isLinkLocalUnicast"
-        | "isGlobalUnicast"
-        | "sets.contains"
-        | "sets.intersects"
-        | "sets.equivalent"
-        | "hasValue"
-        | "bool" => Type::Bool,
-        "size" | "int" | "indexOf" | "lastIndexOf" | "sign" | "asInteger" | "compareTo" | "family" | "prefixLength"
-        | "major" | "minor" | "patch" | "getFullYear" | "getMonth" | "getDayOfYear" | "getDayOfMonth" | "getDate"
-        | "getDayOfWeek" | "getHours" | "getMinutes" | "getSeconds" | "getMilliseconds" => Type::Int,
-        "uint" => Type::Uint,
-        "double" | "asApproximateFloat" => Type::Double,
-        "string"
-        | "lowerAscii"
-        | "upperAscii"
-        | "replace"
-        | "substring"
-        | "trim"
-        | "charAt"
-        | "join"
-        | "format"
-        | "strings.quote"
-        | "reverse"
-        | "find"
-        | "getScheme"
-        | "getHost"
-        | "getHostname"
-        | "getPort"
-        | "getEscapedPath"
-        | "jsonpatch.escapeKey" => match (function, &on) {
-            ("reverse", Some(Type::List(item))) => Type::List(item.clone()),
-            _ => Type::String,
-        },
-        "split" | "findAll" => Type::List(Box::new(Type::String)),
-        "bytes" => Type::Bytes,
-        "duration" => Type::Duration,
-        "timestamp" => Type::Timestamp,
-        "type" => Type::Meta,
-        "sum" | "min" | "max" => on.map_or(Type::Dyn, |t| t.element()),
-        "quantity" | "add" | "sub" => Type::Library(Library::Quantity),
-        "ip" => Type::Library(Library::Ip),
-        "cidr" | "masked" => Type::Library(Library::Cidr),
-        "url" => Type::Library(Library::Url),
-        "semver" => Type::Library(Library::Semver),
-        "labelSelector" | "fieldSelector" => Type::Library(Library::Selector),
-        name if name.starts_with("format.") => Type::Library(Library::Format),
-        "value" | "orValue" => match on {
-            Some(Type::Optional(inner)) => *inner,
-            _ => Type::Dyn,
-        },
-        _ => Type::Dyn,
     }
 }
 

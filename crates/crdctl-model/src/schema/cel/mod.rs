@@ -18,6 +18,7 @@
 pub mod checker;
 pub mod decl;
 pub mod source;
+mod types;
 
 use std::collections::HashMap;
 use std::sync::Arc;
