@@ -162,9 +162,9 @@ pub fn check(old: &Crd, new: &Crd, config: &Config) -> Report {
 /// Checks every CRD in `new` against the CRD of the same name in `old`. A CRD only in `new` is
 /// a fresh install and passes.
 ///
-/// Schemas the API server would refuse (not structural, rules that do not compile) are
-/// reported too, in the API server's words: OLM's preflight never sees them, because applying
-/// the CRD fails first.
+/// Schemas the API server would refuse (not structural, rules that do not compile or are over
+/// the cost budget) are reported too, in the API server's words: OLM's preflight never sees
+/// them, because applying the CRD fails first.
 pub fn check_all(old: &[Crd], new: &[Crd], config: &Config) -> Report {
     let mut report = Report::default();
     for crd in new {
