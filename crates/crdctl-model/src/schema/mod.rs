@@ -300,8 +300,11 @@ impl Schema {
         let Some(decl) = cel::decl::Decl::of(&self, resource_root || self.embedded_resource) else { return self };
         for rule in &mut self.rules {
             if let Ok(compiled) = &rule.compiled {
-                let checked = compiled.check(&rule.source, &decl);
-                rule.max_cost = checked.errors.is_empty().then_some(checked.cost.max);
+                let (source, decl) = (&rule.source, &decl);
+                rule.checked = Some(cel::Checks {
+                    rule: compiled.check(source, decl),
+                    message: compiled.check_message(source, decl),
+                });
             }
         }
         self.rule_type = Some(std::sync::Arc::new(decl));

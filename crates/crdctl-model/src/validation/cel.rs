@@ -12,7 +12,6 @@
 //! everything below it has no other error: an invalid schema cannot be typed.
 
 use super::{Path, Violation};
-use crate::schema::cel::decl::Decl;
 use crate::schema::cel::{CompileError, Rule};
 use crate::schema::{Additional, Schema};
 
@@ -82,7 +81,7 @@ impl Walk<'_> {
         if !invalid_here && let Some(decl) = &schema.rule_type {
             let times = cardinality.unwrap_or_else(|| decl.max_cardinality());
             for (i, rule) in schema.rules.iter().enumerate() {
-                self.rule(rule, decl, times, &path.child("x-kubernetes-validations").index(i));
+                self.rule(rule, times, &path.child("x-kubernetes-validations").index(i));
             }
         }
         let children = cardinality.and_then(|c| Some(c.saturating_mul(max_elements(schema)?)));
@@ -97,21 +96,22 @@ impl Walk<'_> {
         }
     }
 
-    /// One entry at `at`, on a node of type `decl` that a request can hold `times` times.
-    fn rule(&mut self, rule: &Rule, decl: &Decl, times: u64, at: &Path) {
+    /// One entry at `at`, on a node that a request can hold `times` times.
+    fn rule(&mut self, rule: &Rule, times: u64, at: &Path) {
         let written = go_rule(&rule.source);
-        let compiled = match &rule.compiled {
-            Ok(compiled) => compiled,
-            Err(CompileError::Rule(detail)) => {
+        let checks = match (&rule.compiled, &rule.checked) {
+            (Ok(_), Some(checks)) => checks,
+            (Ok(_), None) => return,
+            (Err(CompileError::Rule(detail)), _) => {
                 self.out.push(at.child("rule").invalid(written, detail));
                 return;
             }
-            Err(CompileError::MessageExpression(detail)) => {
+            (Err(CompileError::MessageExpression(detail)), _) => {
                 self.out.push(at.child("messageExpression").invalid(written, detail));
                 return;
             }
         };
-        let checked = compiled.check(&rule.source, decl);
+        let checked = &checks.rule;
         // A rule that does not compile costs nothing: only its error is reported.
         let failed = if !checked.errors.is_empty() {
             Some(format!("compilation failed: {}", checked.errors.join("\n")))
@@ -128,7 +128,7 @@ impl Walk<'_> {
         if let Some(detail) = failed {
             self.out.push(at.child("rule").invalid(written.clone(), &detail));
         }
-        let Some(message) = compiled.check_message(&rule.source, decl) else { return };
+        let Some(message) = &checks.message else { return };
         if !message.errors.is_empty() {
             let detail = format!("messageExpression compilation failed: {}", message.errors.join("\n"));
             self.out.push(at.child("messageExpression").invalid(written, &detail));

@@ -9,10 +9,12 @@
 //! `anyOf`, `oneOf` and `not`, which may only add value checks on fields the shape declares.
 //! Messages are upstream's; errors are sorted by their text, as upstream sorts them.
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{Path, Raw, Violation};
-use crate::schema::{Rule, Schema};
+use crate::schema::Schema;
+use crate::schema::cel::RuleSource;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Level {
@@ -462,8 +464,7 @@ fn rules(s: &Value, path: &Path, out: &mut Vec<Violation>) {
         ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"];
     for (i, entry) in s.get("x-kubernetes-validations").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let rule_path = path.child("x-kubernetes-validations").index(i);
-        let rule = Rule::new(entry);
-        let source = &rule.source;
+        let source = &RuleSource::deserialize(entry).unwrap_or_default();
         let message = source.message.trim();
         if source.rule.trim().is_empty() {
             out.push(rule_path.child("rule").required("rule is not specified"));

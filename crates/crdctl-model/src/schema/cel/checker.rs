@@ -94,7 +94,7 @@ fn times(x: u64, factor: f64) -> u64 {
 }
 
 /// What the checker found in one expression.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Checked {
     /// The most one evaluation can cost.
     pub cost: Estimate,

@@ -40,9 +40,8 @@ pub struct Rule {
     pub source: RuleSource,
     /// The compiled rule and message expression, or why they do not parse.
     pub compiled: Result<Arc<CompiledRule>, CompileError>,
-    /// The most one evaluation can cost under the schema's bounds, once the rule's node is
-    /// typed; `None` when it does not check.
-    pub max_cost: Option<u64>,
+    /// What checking the rule against its node's type found, once the node is typed.
+    pub checked: Option<Checks>,
 }
 
 /// An `x-kubernetes-validations` entry's fields.
@@ -64,6 +63,15 @@ impl RuleSource {
     pub fn optional_old_self(&self) -> bool {
         self.optional_old_self == Some(true)
     }
+}
+
+/// The checker's findings for a rule and its message expression.
+#[derive(Debug, Clone)]
+pub struct Checks {
+    /// The rule's.
+    pub rule: checker::Checked,
+    /// The message expression's, if there is one.
+    pub message: Option<checker::Checked>,
 }
 
 /// A rule or message expression that does not parse.
@@ -152,7 +160,13 @@ impl Rule {
             Some(Err(err)) => Err(CompileError::Rule(format!("compilation failed: {err}"))),
             None => Err(CompileError::Rule("compilation failed: no rule".into())),
         };
-        Rule { source, compiled, max_cost: None }
+        Rule { source, compiled, checked: None }
+    }
+
+    /// The most one evaluation can cost under the schema's bounds, when the rule checks.
+    pub fn max_cost(&self) -> Option<u64> {
+        let checked = &self.checked.as_ref()?.rule;
+        (checked.errors.is_empty() && checked.is_bool != Some(false)).then_some(checked.cost.max)
     }
 
     /// The detail of a failed rule without a usable `messageExpression`.
@@ -306,7 +320,7 @@ impl Run<'_> {
         old: Option<&Value>,
         loc: &Loc,
     ) -> bool {
-        let (Some(decl), Some(most)) = (&schema.rule_type, rule.max_cost) else { return true };
+        let (Some(decl), Some(most)) = (&schema.rule_type, rule.max_cost()) else { return true };
         let cost = if !self.precise || most <= CHEAP {
             most
         } else {
