@@ -93,6 +93,9 @@ fn times(x: u64, factor: f64) -> u64 {
     if product >= TWO_TO_64 { u64::MAX } else { product as u64 }
 }
 
+/// cel-go's `maxErrorsToReport`.
+const MAX_ERRORS: usize = 100;
+
 /// What the checker found in one expression.
 #[derive(Debug, Clone)]
 pub struct Checked {
@@ -111,9 +114,13 @@ pub struct Checked {
 pub fn check(expression: &IdedExpr, source: &str, root: &Decl, old_self_optional: bool) -> Checked {
     let mut checker = Checker::new(root, old_self_optional, None);
     let node = checker.cost(expression);
+    let reported = checker.problems.len();
+    let positions = source::Positions::of(source);
+    // cel-go keeps the first 100 errors it finds, and shows them in source order.
     let mut located: Vec<(usize, String)> = checker
         .problems
         .into_iter()
+        .take(MAX_ERRORS)
         .map(|problem| {
             let anchor = match &problem.place {
                 Place::Select(field) => Anchor::Select(field),
@@ -123,11 +130,14 @@ pub fn check(expression: &IdedExpr, source: &str, root: &Decl, old_self_optional
                 Place::Call(name) => Anchor::Call(name),
                 Place::Ident(name) => Anchor::Ident(name),
             };
-            let offset = source::find(source, anchor, problem.ordinal).unwrap_or(0);
+            let offset = positions.find(anchor, problem.ordinal).unwrap_or(0);
             (offset, source::display(source, offset, &problem.message))
         })
         .collect();
     located.sort_by_key(|(offset, _)| *offset);
+    if reported > MAX_ERRORS {
+        located.push((usize::MAX, format!("{} more errors were truncated", reported - MAX_ERRORS)));
+    }
     let known = |kind: Kind| (node.ty != Type::Dyn).then_some(node.ty.kind() == kind);
     Checked {
         cost: node.cost,
@@ -1052,6 +1062,21 @@ mod tests {
         let checked = compiled.check(&rule.source, &decl);
         assert_eq!(checked.errors, Vec::<String>::new(), "{}", rule.source.rule);
         checked.cost.max
+    }
+
+    /// As cel-go: the first 100 errors, then how many more there were.
+    #[test]
+    fn errors_past_a_hundred_are_counted_not_shown() {
+        let names: Vec<String> = (0..150).map(|i| format!("a{i}")).collect();
+        let rule = format!("[{}].size() > 0", names.join(", "));
+        let schema = Schema::new(&serde_json::json!({"type": "object", "x-kubernetes-validations": [{"rule": rule}]}));
+        let ([rule], Some(decl)) = (schema.rules.as_slice(), &schema.rule_type) else { panic!("one typed rule") };
+        let errors = rule.compiled.as_ref().expect("the rule parses").check(&rule.source, decl).errors;
+        assert_eq!(errors.len(), 101);
+        assert!(errors[0].starts_with("ERROR: <input>:1:2: undeclared reference to 'a0'"), "{}", errors[0]);
+        assert!(errors[99].starts_with("ERROR: <input>:1:"), "{}", errors[99]);
+        assert!(errors[99].contains("undeclared reference to 'a99'"), "{}", errors[99]);
+        assert_eq!(errors[100], "50 more errors were truncated");
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //! selection at its `.`, an identifier at its first character, and what a macro builds, such as
 //! the presence test of `has(self.x)`, at the macro's `(`; a literal at its first character.
 
+use std::collections::HashMap;
+
 /// What to find: the `.` of a selection of `field`, or the identifier `name`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Anchor<'a> {
@@ -151,36 +153,77 @@ fn string_end(chars: &[(usize, char)], i: usize) -> Option<usize> {
     }
 }
 
+/// Every anchor's occurrences in one source, in order, found in one pass over its tokens (a
+/// rule with thousands of errors is placed in linear time).
+pub struct Positions {
+    found: HashMap<Key, Vec<usize>>,
+}
+
+/// An [`Anchor`] that owns its name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Select(String),
+    Ident(String),
+    Has,
+    Text,
+    Operator(String),
+    Call(String),
+}
+
+impl Positions {
+    /// The anchors of `source`.
+    pub fn of(source: &str) -> Positions {
+        let tokens = tokens(source);
+        let token = |k: usize| tokens.get(k).map(|&(_, t)| t);
+        let mut found: HashMap<Key, Vec<usize>> = HashMap::new();
+        for (k, &(offset, t)) in tokens.iter().enumerate() {
+            let after_dot = k >= 1 && token(k - 1) == Some(Token::Dot);
+            let key = match t {
+                Token::Dot => match (token(k + 1), token(k + 2)) {
+                    (Some(Token::Ident(field)), next) if next != Some(Token::Open) => Some(Key::Select(field.into())),
+                    _ => None,
+                },
+                Token::Text => Some(Key::Text),
+                Token::Operator(op) => Some(Key::Operator(op.into())),
+                Token::Open => match token(k.wrapping_sub(1)) {
+                    Some(Token::Ident("has")) if !(k >= 2 && token(k - 2) == Some(Token::Dot)) => Some(Key::Has),
+                    Some(Token::Ident(name)) if k >= 1 => Some(Key::Call(name.into())),
+                    _ => None,
+                },
+                Token::Ident(name) => {
+                    let declares = k >= 3
+                        && token(k - 1) == Some(Token::Open)
+                        && matches!(token(k - 2), Some(Token::Ident(m)) if MACROS.contains(&m))
+                        && token(k - 3) == Some(Token::Dot)
+                        && token(k + 1) == Some(Token::Comma);
+                    (!after_dot && token(k + 1) != Some(Token::Open) && !declares).then(|| Key::Ident(name.into()))
+                }
+                _ => None,
+            };
+            if let Some(key) = key {
+                found.entry(key).or_default().push(offset);
+            }
+        }
+        Positions { found }
+    }
+
+    /// The character offset of the `ordinal`-th (from 0) `anchor`.
+    pub fn find(&self, anchor: Anchor, ordinal: usize) -> Option<usize> {
+        let key = match anchor {
+            Anchor::Select(field) => Key::Select(field.into()),
+            Anchor::Ident(name) => Key::Ident(name.into()),
+            Anchor::Has => Key::Has,
+            Anchor::Text => Key::Text,
+            Anchor::Operator(op) => Key::Operator(op.into()),
+            Anchor::Call(name) => Key::Call(name.into()),
+        };
+        self.found.get(&key)?.get(ordinal).copied()
+    }
+}
+
 /// The character offset of the `ordinal`-th (from 0) `anchor` in `source`.
 pub fn find(source: &str, anchor: Anchor, ordinal: usize) -> Option<usize> {
-    let tokens = tokens(source);
-    let token = |k: usize| tokens.get(k).map(|&(_, t)| t);
-    let matches = tokens.iter().enumerate().filter(|&(k, &(_, t))| match anchor {
-        Anchor::Select(field) => {
-            t == Token::Dot && token(k + 1) == Some(Token::Ident(field)) && token(k + 2) != Some(Token::Open)
-        }
-        Anchor::Text => t == Token::Text,
-        Anchor::Operator(op) => matches!(t, Token::Operator(o) if o == op),
-        Anchor::Call(name) => t == Token::Open && k >= 1 && token(k - 1) == Some(Token::Ident(name)),
-        Anchor::Has => {
-            t == Token::Open
-                && k >= 1
-                && token(k - 1) == Some(Token::Ident("has"))
-                && (k < 2 || token(k - 2) != Some(Token::Dot))
-        }
-        Anchor::Ident(name) => {
-            let declares = k >= 3
-                && token(k - 1) == Some(Token::Open)
-                && matches!(token(k - 2), Some(Token::Ident(m)) if MACROS.contains(&m))
-                && token(k - 3) == Some(Token::Dot)
-                && token(k + 1) == Some(Token::Comma);
-            t == Token::Ident(name)
-                && (k == 0 || token(k - 1) != Some(Token::Dot))
-                && token(k + 1) != Some(Token::Open)
-                && !declares
-        }
-    });
-    matches.map(|(_, &(offset, _))| offset).nth(ordinal)
+    Positions::of(source).find(anchor, ordinal)
 }
 
 /// One error as cel-go displays it, at character `offset` of `source` (1-based line and column,
