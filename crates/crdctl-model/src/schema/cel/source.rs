@@ -221,11 +221,6 @@ impl Positions {
     }
 }
 
-/// The character offset of the `ordinal`-th (from 0) `anchor` in `source`.
-pub fn find(source: &str, anchor: Anchor, ordinal: usize) -> Option<usize> {
-    Positions::of(source).find(anchor, ordinal)
-}
-
 /// One error as cel-go displays it, at character `offset` of `source` (1-based line and column,
 /// then the line and a caret under the column).
 pub fn display(source: &str, offset: usize, message: &str) -> String {
@@ -255,6 +250,10 @@ pub fn at_line(source: &str, line: usize, column: usize, message: &str) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn find(source: &str, anchor: Anchor, ordinal: usize) -> Option<usize> {
+        Positions::of(source).find(anchor, ordinal)
+    }
 
     #[test]
     fn selections_and_identifiers_are_found_by_their_place_among_their_namesakes() {
