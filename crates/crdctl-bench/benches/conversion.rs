@@ -4,9 +4,11 @@
 //!
 //! - framework/s: a lean client posts one pre-serialised review to the framework's server and
 //!   reads the answer, so the rate is the server's (parse, convert, serialise, TLS).
-//! - client/s: the API server's side, `WebhookClient::convert`, at the same concurrency:
-//!   serialise the review, post it, parse the answer and run every check the API server runs
-//!   (review kind and uid, count, apiVersion, kind, name, namespace, uid, metadata restore).
+//! - client/s: the API server's side, `WebhookClient::convert_json` as a list read calls it, at
+//!   the same concurrency: serialise the review, post it, read the answer and run every check
+//!   the API server runs (review kind and uid, count, apiVersion, kind, name, namespace, uid,
+//!   metadata restore), ending with each converted object's JSON text, which the server prunes
+//!   as text and writes into the list.
 //!   The webhook runs on one core (its own thread and runtime, as it is its own process beside
 //!   the API server) and the clients on the other, so client/s falls below framework/s only
 //!   where the client's work per review exceeds the webhook's.
@@ -217,7 +219,7 @@ async fn through_client(client: &WebhookClient, objects: &[Value], connections: 
                 let owned = objects.clone();
                 harness += copy.elapsed();
                 let t = Instant::now();
-                let converted = client.convert(owned, "example.com/v1", Shape::List).await.unwrap();
+                let converted = client.convert_json(owned, "example.com/v1", Shape::List).await.unwrap();
                 latencies.push(t.elapsed());
                 let drop_started = Instant::now();
                 drop(std::hint::black_box(converted));

@@ -2,41 +2,116 @@
 //!
 //! The API server keeps every field of a converted object except `metadata`, of which it keeps
 //! only labels and annotations: the rest is put back from the original (`restoreObjectMeta`).
-//! So the client reads a converted object's `metadata` for what the checks look at — name,
-//! namespace and uid — and for labels and annotations, and skips the rest of it unparsed. On a
-//! list through a webhook this is most of the metadata of every object (resourceVersion,
-//! timestamps, managedFields). What it does read borrows from the answer's bytes: labels and
-//! annotations the webhook left as they were are kept from the original, so the common case
-//! allocates nothing for metadata at all.
+//! So the client keeps every other field as the JSON text the webhook wrote, borrowed from the
+//! answer and never parsed into values, and reads a converted object's `metadata` for what the
+//! checks look at — name, namespace and uid — and for labels and annotations, skipping the rest
+//! of it unparsed. On a list through a webhook this is most of the metadata of every object
+//! (resourceVersion, timestamps, managedFields). Labels and annotations the webhook left as they
+//! were are kept from the original, so the common case allocates nothing for metadata at all,
+//! and the converted object is written out as text ([`crate::ObjectJson`]) with the original's
+//! metadata spliced in.
 
 use std::borrow::Cow;
 use std::fmt;
 
+use crdctl_model::json::{Fields, Key};
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// A JSON value read as `T` when it is an object; any other value is kept as it is, for the
-/// error that names its type.
+/// A JSON value read as `T` when it is an object; of any other value only its type is kept, for
+/// the error that names it.
 #[derive(Debug)]
 pub enum ObjectOr<T> {
     /// The value was an object.
     Object(T),
     /// The value was not an object.
-    Other(Value),
+    Other(JsonType),
+}
+
+/// The type of a JSON value, as Go's decoders and `fmt` name it in the API server's errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonType {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool,
+    /// A number without fraction or exponent.
+    Int,
+    /// Any other number.
+    Float,
+    /// A string.
+    String,
+    /// An array.
+    Array,
+    /// An object.
+    Object,
+}
+
+impl JsonType {
+    /// The type of `value`.
+    pub fn of(value: &Value) -> JsonType {
+        match value {
+            Value::Null => JsonType::Null,
+            Value::Bool(_) => JsonType::Bool,
+            Value::Number(n) if n.is_f64() => JsonType::Float,
+            Value::Number(_) => JsonType::Int,
+            Value::String(_) => JsonType::String,
+            Value::Array(_) => JsonType::Array,
+            Value::Object(_) => JsonType::Object,
+        }
+    }
+
+    /// Go's `%T` of the decoded value (`int64`, `[]interface {}`), as `fmt` prints it in
+    /// apimachinery's messages. Not [`JsonType::json_name`]: Go words the two differently.
+    pub fn go_type(self) -> &'static str {
+        match self {
+            JsonType::Null => "<nil>",
+            JsonType::Bool => "bool",
+            JsonType::Float => "float64",
+            JsonType::Int => "int64",
+            JsonType::String => "string",
+            JsonType::Array => "[]interface {}",
+            JsonType::Object => "map[string]interface {}",
+        }
+    }
+
+    /// The JSON kind (`number`, `array`) as `encoding/json` names it in decoding errors
+    /// (`json: cannot unmarshal number into Go value of type string`).
+    pub fn json_name(self) -> &'static str {
+        match self {
+            JsonType::Null => "null",
+            JsonType::Bool => "bool",
+            JsonType::Int | JsonType::Float => "number",
+            JsonType::String => "string",
+            JsonType::Array => "array",
+            JsonType::Object => "object",
+        }
+    }
 }
 
 /// One entry of `convertedObjects`, borrowing from the answer.
 pub type Converted<'a> = ObjectOr<ConvertedObject<'a>>;
 
-/// A converted object: its fields as the webhook wrote them, with `null` holding the place of
-/// `metadata`, which is read apart.
+/// A converted object: its fields as the webhook wrote them, and its `metadata`, read apart.
 #[derive(Debug)]
 pub struct ConvertedObject<'a> {
-    /// Every field; `metadata`, when present, is a placeholder.
-    pub fields: Map<String, Value>,
+    /// Every field but `metadata`, in the webhook's order, as JSON text.
+    pub fields: Fields<'a>,
+    /// How many of `fields` came before `metadata`.
+    pub metadata_at: usize,
     /// The webhook's metadata, when it sent one.
     pub metadata: Option<ObjectOr<ConvertedMetadata<'a>>>,
+}
+
+impl<'a> ConvertedObject<'a> {
+    /// The field `key` as a string, or `""` when it is absent or not a string.
+    pub fn text(&self, key: &str) -> Cow<'a, str> {
+        match self.fields.get(key).map(|raw| serde_json::from_str::<Text<'a>>(raw.get())) {
+            Some(Ok(Text::Str(text))) => text,
+            _ => Cow::Borrowed(""),
+        }
+    }
 }
 
 /// What the API server looks at in a converted object's metadata.
@@ -54,13 +129,13 @@ pub struct ConvertedMetadata<'a> {
 /// The entries of a labels or annotations map, in the webhook's order.
 pub type Entries<'a> = Vec<(Cow<'a, str>, Text<'a>)>;
 
-/// A JSON string, borrowed when it has no escapes, or any other value.
+/// A JSON string, borrowed when it has no escapes, or the type of any other value.
 #[derive(Debug)]
 pub enum Text<'a> {
     /// A string.
     Str(Cow<'a, str>),
     /// Anything else.
-    Other(Value),
+    Other(JsonType),
 }
 
 impl ConvertedMetadata<'_> {
@@ -87,17 +162,17 @@ pub trait FromMap<'de>: Sized {
 
 impl<'de> FromMap<'de> for ConvertedObject<'de> {
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let (mut fields, mut metadata) = (Map::new(), None);
-        while let Some(key) = map.next_key::<String>()? {
+        let (mut fields, mut metadata_at, mut metadata) = (Fields::default(), None, None);
+        while let Some(Key(key)) = map.next_key()? {
             if key == "metadata" {
                 metadata = Some(map.next_value()?);
-                fields.insert(key, Value::Null);
+                metadata_at.get_or_insert(fields.len());
             } else {
-                let value = map.next_value()?;
-                fields.insert(key, value);
+                fields.insert(key, map.next_value()?);
             }
         }
-        Ok(ConvertedObject { fields, metadata })
+        let metadata_at = metadata_at.unwrap_or(fields.len());
+        Ok(ConvertedObject { fields, metadata_at, metadata })
     }
 }
 
@@ -146,25 +221,25 @@ impl<'de, T: FromMap<'de>> Deserialize<'de> for ObjectOr<T> {
                 T::from_map(map).map(ObjectOr::Object)
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ObjectOr<T>, A::Error> {
-                Value::deserialize(SeqAccessDeserializer::new(seq)).map(ObjectOr::Other)
+                IgnoredAny::deserialize(SeqAccessDeserializer::new(seq)).map(|_| ObjectOr::Other(JsonType::Array))
             }
             fn visit_unit<E>(self) -> Result<ObjectOr<T>, E> {
-                Ok(ObjectOr::Other(Value::Null))
+                Ok(ObjectOr::Other(JsonType::Null))
             }
-            fn visit_bool<E>(self, value: bool) -> Result<ObjectOr<T>, E> {
-                Ok(ObjectOr::Other(Value::Bool(value)))
+            fn visit_bool<E>(self, _: bool) -> Result<ObjectOr<T>, E> {
+                Ok(ObjectOr::Other(JsonType::Bool))
             }
-            fn visit_i64<E>(self, value: i64) -> Result<ObjectOr<T>, E> {
-                Ok(ObjectOr::Other(value.into()))
+            fn visit_i64<E>(self, _: i64) -> Result<ObjectOr<T>, E> {
+                Ok(ObjectOr::Other(JsonType::Int))
             }
-            fn visit_u64<E>(self, value: u64) -> Result<ObjectOr<T>, E> {
-                Ok(ObjectOr::Other(value.into()))
+            fn visit_u64<E>(self, _: u64) -> Result<ObjectOr<T>, E> {
+                Ok(ObjectOr::Other(JsonType::Int))
             }
-            fn visit_f64<E>(self, value: f64) -> Result<ObjectOr<T>, E> {
-                Ok(ObjectOr::Other(value.into()))
+            fn visit_f64<E>(self, _: f64) -> Result<ObjectOr<T>, E> {
+                Ok(ObjectOr::Other(JsonType::Float))
             }
-            fn visit_str<E>(self, value: &str) -> Result<ObjectOr<T>, E> {
-                Ok(ObjectOr::Other(value.into()))
+            fn visit_str<E>(self, _: &str) -> Result<ObjectOr<T>, E> {
+                Ok(ObjectOr::Other(JsonType::String))
             }
         }
         deserializer.deserialize_any(ObjectOrVisitor(std::marker::PhantomData))
@@ -189,25 +264,25 @@ impl<'de> Deserialize<'de> for Text<'de> {
                 Ok(Text::Str(Cow::Owned(value)))
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Text<'de>, A::Error> {
-                Value::deserialize(MapAccessDeserializer::new(map)).map(Text::Other)
+                IgnoredAny::deserialize(MapAccessDeserializer::new(map)).map(|_| Text::Other(JsonType::Object))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Text<'de>, A::Error> {
-                Value::deserialize(SeqAccessDeserializer::new(seq)).map(Text::Other)
+                IgnoredAny::deserialize(SeqAccessDeserializer::new(seq)).map(|_| Text::Other(JsonType::Array))
             }
             fn visit_unit<E>(self) -> Result<Text<'de>, E> {
-                Ok(Text::Other(Value::Null))
+                Ok(Text::Other(JsonType::Null))
             }
-            fn visit_bool<E>(self, value: bool) -> Result<Text<'de>, E> {
-                Ok(Text::Other(Value::Bool(value)))
+            fn visit_bool<E>(self, _: bool) -> Result<Text<'de>, E> {
+                Ok(Text::Other(JsonType::Bool))
             }
-            fn visit_i64<E>(self, value: i64) -> Result<Text<'de>, E> {
-                Ok(Text::Other(value.into()))
+            fn visit_i64<E>(self, _: i64) -> Result<Text<'de>, E> {
+                Ok(Text::Other(JsonType::Int))
             }
-            fn visit_u64<E>(self, value: u64) -> Result<Text<'de>, E> {
-                Ok(Text::Other(value.into()))
+            fn visit_u64<E>(self, _: u64) -> Result<Text<'de>, E> {
+                Ok(Text::Other(JsonType::Int))
             }
-            fn visit_f64<E>(self, value: f64) -> Result<Text<'de>, E> {
-                Ok(Text::Other(value.into()))
+            fn visit_f64<E>(self, _: f64) -> Result<Text<'de>, E> {
+                Ok(Text::Other(JsonType::Float))
             }
         }
         deserializer.deserialize_any(TextVisitor)
@@ -229,14 +304,16 @@ mod tests {
         let ObjectOr::Object(object) = serde_json::from_slice::<Converted>(&bytes).unwrap() else {
             panic!("an object")
         };
-        assert_eq!(object.fields, *json!({"apiVersion": "v1", "metadata": null, "spec": {}}).as_object().unwrap());
+        let fields: Vec<(&str, &str)> = object.fields.iter().map(|(key, value)| (key, value.get())).collect();
+        assert_eq!(fields, [("apiVersion", r#""v1""#), ("spec", "{}")]);
+        assert_eq!(object.metadata_at, 1);
         let Some(ObjectOr::Object(metadata)) = object.metadata else { panic!("metadata") };
         assert_eq!(
             (metadata.identity("name"), metadata.identity("uid"), metadata.identity("namespace")),
             ("a", "", "")
         );
         let Some(ObjectOr::Object(labels)) = metadata.labels else { panic!("labels") };
-        assert!(matches!(&labels[..], [(x, Text::Str(one)), (y, Text::Other(Value::Null))]
+        assert!(matches!(&labels[..], [(x, Text::Str(one)), (y, Text::Other(JsonType::Null))]
             if x == "x" && one == "1" && y == "y"));
         assert!(matches!((&labels[0].0, &labels[0].1), (Cow::Borrowed(_), Text::Str(Cow::Borrowed(_)))));
         assert!(metadata.annotations.is_none());
@@ -247,14 +324,14 @@ mod tests {
         for value in [json!(null), json!(true), json!(-1), json!(1), json!(1.5), json!("s"), json!([1, {"a": 2}])] {
             let bytes = serde_json::to_vec(&value).unwrap();
             let read: Converted = serde_json::from_slice(&bytes).unwrap();
-            assert!(matches!(read, ObjectOr::Other(ref kept) if *kept == value), "{value}");
+            assert!(matches!(read, ObjectOr::Other(kept) if kept == JsonType::of(&value)), "{value}");
         }
         let read: Converted =
             serde_json::from_slice(br#"{"metadata": {"labels": [1], "name": {"a": "\u0062"}}}"#).unwrap();
         let ObjectOr::Object(ConvertedObject { metadata: Some(ObjectOr::Object(metadata)), .. }) = read else {
             panic!("metadata")
         };
-        assert!(matches!(metadata.labels, Some(ObjectOr::Other(ref v)) if *v == json!([1])));
+        assert!(matches!(metadata.labels, Some(ObjectOr::Other(JsonType::Array))));
         assert_eq!(metadata.identity("name"), "");
     }
 

@@ -3,7 +3,7 @@
 use crdctl_model::crd::CustomResourceDefinition;
 use serde_json::Value;
 
-use crate::response::{ConversionError, Shape};
+use crate::response::{ConversionError, ObjectJson, Shape};
 use crate::webhook::{ServiceResolver, WebhookClient};
 
 /// Converts custom resources between a CRD's versions.
@@ -51,6 +51,22 @@ impl Converter {
         match self {
             Converter::None => Ok(crate::none::convert(objects, desired_api_version)),
             Converter::Webhook(client) => client.convert(objects, desired_api_version, shape).await,
+        }
+    }
+
+    /// [`Converter::convert`], with the objects as JSON text, which a webhook's answer already
+    /// is: a list read writes them out without parsing them.
+    pub async fn convert_json(
+        &self,
+        objects: Vec<Value>,
+        desired_api_version: &str,
+        shape: Shape,
+    ) -> Result<Vec<ObjectJson>, ConversionError> {
+        match self {
+            Converter::None => {
+                Ok(crate::none::convert(objects, desired_api_version).iter().map(ObjectJson::of).collect())
+            }
+            Converter::Webhook(client) => client.convert_json(objects, desired_api_version, shape).await,
         }
     }
 }

@@ -28,5 +28,5 @@ pub mod webhook;
 
 #[cfg(feature = "client")]
 pub use converter::Converter;
-pub use response::{ConversionError, Shape};
+pub use response::{ConversionError, ObjectJson, Shape};
 pub use review::{ConversionReview, ReviewVersion};

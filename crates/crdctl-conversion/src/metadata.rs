@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::converted::{ConvertedMetadata, ObjectOr, Text};
+use crate::converted::{ConvertedMetadata, JsonType, ObjectOr, Text};
 use crate::response::go_type;
 use crdctl_model::validation::{TOTAL_ANNOTATION_BYTES, go_quote, label_value_errors, qualified_name_errors};
 
@@ -22,7 +22,7 @@ pub(crate) fn restore(
         None => return Err("missing metadata in converted object".into()),
         Some(ObjectOr::Object(metadata)) => metadata,
         Some(ObjectOr::Other(other)) => {
-            return Err(format!("invalid metadata of type {} in converted object", go_type(&other)));
+            return Err(format!("invalid metadata of type {} in converted object", other.go_type()));
         }
     };
     let mut restored = match original {
@@ -33,13 +33,13 @@ pub(crate) fn restore(
     let empty = Map::new();
     for (field, response) in [("labels", converted.labels), ("annotations", converted.annotations)] {
         let response = match response {
-            None | Some(ObjectOr::Other(Value::Null)) => {
+            None | Some(ObjectOr::Other(JsonType::Null)) => {
                 restored.remove(field);
                 continue;
             }
             Some(ObjectOr::Object(entries)) => entries,
             Some(ObjectOr::Other(other)) => {
-                return Err(format!("invalid metadata.{field} of type {} in converted object", go_type(&other)));
+                return Err(format!("invalid metadata.{field} of type {} in converted object", other.go_type()));
             }
         };
         let previous = match restored.get(field) {
@@ -56,7 +56,7 @@ pub(crate) fn restore(
                 Text::Other(other) => {
                     return Err(format!(
                         "metadata.{field}[{key}] must be a string, but is {} in converted object",
-                        go_type(other)
+                        other.go_type()
                     ));
                 }
             };
@@ -67,11 +67,12 @@ pub(crate) fn restore(
         if !changed && !has_repeated_keys(&response) {
             continue;
         }
+        // Every value is a string: any other was refused above.
         let response: Map<String, Value> = response
             .into_iter()
-            .map(|(key, value)| match value {
-                Text::Str(text) => (key.into_owned(), Value::String(text.into_owned())),
-                Text::Other(other) => (key.into_owned(), other),
+            .filter_map(|(key, value)| match value {
+                Text::Str(text) => Some((key.into_owned(), Value::String(text.into_owned()))),
+                Text::Other(_) => None,
             })
             .collect();
         let errors = if field == "labels" { label_errors(&response) } else { annotation_errors(&response) };

@@ -5,10 +5,15 @@
 //! object sent, each in the desired version, with the same kind, name, namespace and uid. The
 //! webhook may change labels and annotations; every other metadata change is discarded by
 //! restoring the original metadata.
+//!
+//! The checked objects come out as JSON text, [`ObjectJson`]: the webhook's fields as it wrote
+//! them around the restored metadata, so a list read through a webhook is never parsed into
+//! values on the way to its reader (see [`crate::converted`]).
 
+use crdctl_model::json::{Fields, write_key};
 use serde_json::Value;
 
-use crate::converted::{Converted, ConvertedObject, ObjectOr};
+use crate::converted::{Converted, ConvertedObject, JsonType, ObjectOr};
 use crate::metadata;
 use crate::review::{ConversionReview, ReviewVersion};
 
@@ -42,6 +47,34 @@ impl ConversionError {
     /// `conversion webhook for <gvk> <rest>`.
     fn webhook(gvk: &str, rest: impl std::fmt::Display) -> ConversionError {
         ConversionError { message: format!("conversion webhook for {gvk} {rest}"), answered: true }
+    }
+}
+
+/// A converted object as JSON text.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ObjectJson(Vec<u8>);
+
+impl ObjectJson {
+    /// The JSON text of `object`.
+    pub fn of(object: &Value) -> ObjectJson {
+        // Writing a `Value` into memory cannot fail: its keys are strings.
+        ObjectJson(serde_json::to_vec(object).unwrap_or_default())
+    }
+
+    /// The text, as bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The object as a value.
+    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_slice(&self.0)
+    }
+}
+
+impl std::fmt::Debug for ObjectJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.0))
     }
 }
 
@@ -82,7 +115,7 @@ pub fn converted_objects(
     sent: &Sent<'_>,
     originals: Vec<Value>,
     review: ConversionReview<Converted<'_>>,
-) -> Result<Vec<Value>, ConversionError> {
+) -> Result<Vec<ObjectJson>, ConversionError> {
     let gvk = sent.gvk;
     if sent.version == ReviewVersion::V1
         && (review.api_version != sent.version.api_version() || review.kind != crate::review::KIND)
@@ -129,7 +162,7 @@ fn check_object(
     idx: usize,
     original: Value,
     converted: Converted<'_>,
-) -> Result<Value, ConversionError> {
+) -> Result<ObjectJson, ConversionError> {
     let gvk = sent.gvk;
     let invalid = |detail: String| match sent.shape {
         Shape::Object => ConversionError::webhook(gvk, format!("returned invalid object at index {idx}: {detail}")),
@@ -137,11 +170,11 @@ fn check_object(
             ConversionError::webhook(gvk, format!("returned invalid converted object at index {idx}: {detail}"))
         }
     };
-    let ConvertedObject { fields: mut converted, metadata: converted_meta } = match converted {
+    let converted = match converted {
         ObjectOr::Object(object) => object,
-        ObjectOr::Other(value) => {
+        ObjectOr::Other(other) => {
             let detail =
-                format!("json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_type(&value));
+                format!("json: cannot unmarshal {} into Go value of type map[string]interface {{}}", other.json_name());
             return Err(match sent.shape {
                 Shape::Object => ConversionError { message: detail, answered: true },
                 Shape::List => {
@@ -150,7 +183,7 @@ fn check_object(
             });
         }
     };
-    let received_api_version = converted.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let received_api_version = converted.text("apiVersion");
     if received_api_version != sent.desired_api_version {
         return Err(invalid(format!(
             "invalid groupVersion (expected {}, received {received_api_version})",
@@ -158,12 +191,13 @@ fn check_object(
         )));
     }
     let original_kind = original.get("kind").and_then(Value::as_str).unwrap_or_default();
-    let received_kind = converted.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let received_kind = converted.text("kind");
     if received_kind != original_kind {
         return Err(invalid(format!("invalid kind (expected {original_kind}, received {received_kind})")));
     }
     let mut original = original;
     let original_meta = original.get_mut("metadata").map(Value::take);
+    let ConvertedObject { fields, metadata_at, metadata: converted_meta } = converted;
     for (key, label) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
         let expected = original_meta.as_ref().and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or_default();
         let actual = match &converted_meta {
@@ -186,38 +220,49 @@ fn check_object(
             ConversionError::webhook(gvk, format!("returned invalid metadata in object at index {idx}: {detail}"))
         }
     })?;
-    // Into the placeholder, keeping the field order the webhook wrote (restore fails without one).
-    if let Some(slot) = converted.get_mut("metadata") {
-        *slot = metadata;
-    }
-    Ok(Value::Object(converted))
+    Ok(write_object(&fields, metadata_at, &metadata))
 }
 
-/// Go's `%T` of a decoded JSON value (`int64`, `[]interface {}`), as `fmt` prints it in
-/// apimachinery's messages. Not [`json_type`]: Go words the two differently.
+/// The converted object's text: its fields as the webhook wrote them, in its order, with the
+/// restored metadata where the webhook put its own (restore fails without one).
+fn write_object(fields: &Fields<'_>, metadata_at: usize, metadata: &Value) -> ObjectJson {
+    let size: usize = fields.iter().map(|(key, value)| key.len() + value.get().len() + 4).sum();
+    let mut out = Vec::with_capacity(size + 512);
+    out.push(b'{');
+    for (at, (name, value)) in fields.iter().enumerate() {
+        if at == metadata_at {
+            write_metadata(&mut out, metadata);
+        }
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        write_key(&mut out, name);
+        out.extend_from_slice(value.get().as_bytes());
+    }
+    if metadata_at >= fields.len() {
+        write_metadata(&mut out, metadata);
+    }
+    out.push(b'}');
+    ObjectJson(out)
+}
+
+fn write_metadata(out: &mut Vec<u8>, metadata: &Value) {
+    if out.len() > 1 {
+        out.push(b',');
+    }
+    write_key(out, "metadata");
+    // Writing a value into memory cannot fail.
+    let _ = serde_json::to_writer(&mut *out, metadata);
+}
+
+/// Go's `%T` of a decoded JSON value ([`JsonType::go_type`]).
 pub fn go_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "<nil>",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float64",
-        Value::Number(_) => "int64",
-        Value::String(_) => "string",
-        Value::Array(_) => "[]interface {}",
-        Value::Object(_) => "map[string]interface {}",
-    }
+    JsonType::of(value).go_type()
 }
 
-/// The JSON kind of a value (`number`, `array`) as `encoding/json` names it in decoding errors
-/// (`json: cannot unmarshal number into Go value of type string`).
+/// The JSON kind of a value as `encoding/json` names it ([`JsonType::json_name`]).
 pub fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
+    JsonType::of(value).json_name()
 }
 
 /// The API server's rendering of an object's kind: `stable.example.com/v1, Kind=CronTab`.
@@ -250,7 +295,8 @@ mod tests {
         let sent = Sent { version, uid: "uid", desired_api_version: "stable.example.com/v2", shape, gvk: GVK };
         let bytes = serde_json::to_vec(&review).unwrap();
         let answer = decode(&bytes, GVK).map_err(|e| e.message)?;
-        converted_objects(&sent, vec![original()], answer).map_err(|e| e.message)
+        let converted = converted_objects(&sent, vec![original()], answer).map_err(|e| e.message)?;
+        Ok(converted.iter().map(|object| object.to_value().unwrap()).collect())
     }
 
     fn response(objects: Vec<Value>) -> ConversionReview {
@@ -404,6 +450,28 @@ mod tests {
         assert_eq!(
             check_with(ReviewVersion::V1, Shape::Object, response(vec![missing])).unwrap_err(),
             format!("conversion webhook for {GVK} returned invalid object: must have the same name: a != ")
+        );
+    }
+
+    #[test]
+    fn converted_objects_keep_the_webhooks_text_and_order_around_the_restored_metadata() {
+        let sent = Sent {
+            version: ReviewVersion::V1,
+            uid: "uid",
+            desired_api_version: "stable.example.com/v2",
+            shape: Shape::List,
+            gvk: GVK,
+        };
+        let answer =
+            br#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": {"uid": "uid",
+            "result": {"status": "Success"}, "convertedObjects": [{"kind": "CronTab", "host": "first", "metadata":
+            {"name": "a", "namespace": "ns", "uid": "u1", "labels": {"x": "1"}, "generation": 99}, "name": 1e3,
+            "apiVersion": "stable.example.com/v2", "host": "last"}]}}"#;
+        let converted = converted_objects(&sent, vec![original()], decode(answer, GVK).unwrap()).unwrap();
+        let text = String::from_utf8(converted[0].as_bytes().to_vec()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"kind":"CronTab","host":"last","metadata":{"name":"a","namespace":"ns","uid":"u1","labels":{"x":"1"},"generation":3},"name":1e3,"apiVersion":"stable.example.com/v2"}"#
         );
     }
 

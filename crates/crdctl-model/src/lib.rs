@@ -28,6 +28,7 @@
 //! ```
 
 pub mod crd;
+pub mod json;
 pub mod load;
 pub mod normalize;
 pub mod schema;

@@ -31,9 +31,18 @@ pub fn add_warnings(response: &mut Response, warnings: &[String]) {
 }
 
 fn json_response(code: StatusCode, body: &Value) -> Response {
-    let mut response = (code, serde_json::to_vec(body).unwrap_or_default()).into_response();
+    bytes_response(code, to_json(body))
+}
+
+fn bytes_response(code: StatusCode, body: Vec<u8>) -> Response {
+    let mut response = (code, body).into_response();
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
+}
+
+fn to_json(body: &Value) -> Vec<u8> {
+    // Writing a value into memory cannot fail.
+    serde_json::to_vec(body).unwrap_or_default()
 }
 
 /// `PartialObjectMetadata` of an object.
@@ -235,35 +244,44 @@ fn endpoint(state: &AppState, path: &Path, resource: &str, method: &Method) -> A
 
 fn render(
     endpoint: &Endpoint,
-    reply: Reply,
+    mut reply: Reply,
     representation: Representation,
     params: &Params,
     mut warnings: Vec<String>,
 ) -> ApiResult<Response> {
-    warnings.extend(reply.warnings);
+    warnings.extend(std::mem::take(&mut reply.warnings));
     let is_status_object = reply.body["kind"] == "Status";
     let body = match representation {
-        Representation::Object => reply.body,
-        _ if is_status_object => reply.body,
+        Representation::Object => reply.to_json(),
+        _ if is_status_object => reply.to_json(),
         Representation::Table => {
-            let (objects, metadata) = match reply.body.get("items").and_then(Value::as_array) {
-                Some(items) => (items.clone(), reply.body["metadata"].clone()),
+            let (objects, metadata) = match list_items(&mut reply)? {
+                Some(items) => (items, reply.body["metadata"].clone()),
                 None => (vec![reply.body.clone()], json!({})),
             };
             let include = params.include_object.as_deref().unwrap_or("Metadata");
-            crate::table::table(&endpoint.columns(), &objects, metadata, include, crate::object::now_seconds())
+            let now = crate::object::now_seconds();
+            to_json(&crate::table::table(&endpoint.columns(), &objects, metadata, include, now))
         }
-        Representation::Metadata => match reply.body.get("items").and_then(Value::as_array) {
+        Representation::Metadata => to_json(&match list_items(&mut reply)? {
             Some(items) => json!({
                 "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
                 "metadata": reply.body["metadata"], "items": items.iter().map(partial_metadata).collect::<Vec<_>>(),
             }),
             None => partial_metadata(&reply.body),
-        },
+        }),
     };
-    let mut response = json_response(reply.code, &body);
+    let mut response = bytes_response(reply.code, body);
     add_warnings(&mut response, &warnings);
     Ok(response)
+}
+
+/// A list reply's items as values; `None` for a single object.
+fn list_items(reply: &mut Reply) -> ApiResult<Option<Vec<Value>>> {
+    if let Some(items) = reply.items.take() {
+        return items.into_values().map(Some);
+    }
+    Ok(reply.body.get("items").and_then(Value::as_array).cloned())
 }
 
 fn discovery(state: &AppState, path: &Path, apis: bool, headers: &HeaderMap) -> ApiResult<Response> {

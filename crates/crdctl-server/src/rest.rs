@@ -19,7 +19,7 @@ use crate::fieldmanager;
 use crate::negotiate::{BodyType, PATCH_TYPES};
 use crate::registry::custom_resource::FieldValidation;
 use crate::registry::scale;
-use crate::registry::{ServedCrd, crd, custom_resource, event, namespace};
+use crate::registry::{Items, ServedCrd, crd, custom_resource, event, namespace};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::table::Column;
 
@@ -119,15 +119,35 @@ impl Params {
 pub struct Reply {
     /// HTTP status.
     pub code: StatusCode,
-    /// The body.
+    /// The body; for a list, without its `items`.
     pub body: Value,
+    /// A list's `items`, kept apart so that text a webhook answered is written out as it is.
+    pub items: Option<Items>,
     /// `Warning` header texts.
     pub warnings: Vec<String>,
 }
 
 impl Reply {
     fn ok(body: Value) -> Reply {
-        Reply { code: StatusCode::OK, body, warnings: Vec::new() }
+        Reply::with_warnings(StatusCode::OK, body, Vec::new())
+    }
+
+    fn with_warnings(code: StatusCode, body: Value, warnings: Vec<String>) -> Reply {
+        Reply { code, body, items: None, warnings }
+    }
+
+    /// The body as JSON, with the list's items.
+    pub fn to_json(&self) -> Vec<u8> {
+        // Writing a value into memory cannot fail.
+        let mut out = serde_json::to_vec(&self.body).unwrap_or_default();
+        if let Some(items) = &self.items
+            && out.pop() == Some(b'}')
+        {
+            out.extend_from_slice(if out.len() > 1 { b",\"items\":" } else { b"\"items\":" });
+            items.write_array(&mut out);
+            out.push(b'}');
+        }
+        out
     }
 }
 
@@ -251,10 +271,17 @@ impl Endpoint {
     /// Stored objects as the client sees them: converted to the request version for custom
     /// resources.
     pub async fn present(&self, objects: Vec<Value>, shape: Shape) -> ApiResult<Vec<Value>> {
+        self.present_items(objects, shape).await?.into_values()
+    }
+
+    /// [`Endpoint::present`], keeping what a webhook converted as text.
+    pub async fn present_items(&self, objects: Vec<Value>, shape: Shape) -> ApiResult<Items> {
         match &self.kind {
-            Kind::Custom(served) => served.read_as(objects, &self.version, shape).await,
-            Kind::Crd | Kind::Namespace => Ok(objects),
-            Kind::Event(shape) => Ok(objects.into_iter().map(|object| event::present(object, *shape)).collect()),
+            Kind::Custom(served) => served.read_items_as(objects, &self.version, shape).await,
+            Kind::Crd | Kind::Namespace => Ok(Items::Values(objects)),
+            Kind::Event(shape) => {
+                Ok(Items::Values(objects.into_iter().map(|object| event::present(object, *shape)).collect()))
+            }
         }
     }
 
@@ -432,7 +459,7 @@ fn decode_continue(token: &str) -> ApiResult<ContinueToken> {
 /// GET a list.
 pub async fn list(state: &AppState, endpoint: &Endpoint, params: &Params) -> ApiResult<Reply> {
     let read = read_list(state, endpoint, params).await?;
-    let items = endpoint.present(read.objects, Shape::List).await?;
+    let items = endpoint.present_items(read.objects, Shape::List).await?;
     let mut metadata = json!({"resourceVersion": read.revision.to_string()});
     if let Some(token) = read.continue_token {
         metadata["continue"] = Value::String(token);
@@ -440,12 +467,8 @@ pub async fn list(state: &AppState, endpoint: &Endpoint, params: &Params) -> Api
     if let Some(remaining) = read.remaining {
         metadata["remainingItemCount"] = remaining.into();
     }
-    Ok(Reply::ok(json!({
-        "apiVersion": endpoint.api_version(),
-        "kind": endpoint.list_kind,
-        "metadata": metadata,
-        "items": items,
-    })))
+    let body = json!({"apiVersion": endpoint.api_version(), "kind": endpoint.list_kind, "metadata": metadata});
+    Ok(Reply { items: Some(items), ..Reply::ok(body) })
 }
 
 /// Who owns the fields of a created object.
@@ -509,7 +532,7 @@ pub async fn create(
     };
     if params.dry_run.is_some() {
         let body = endpoint.present_one(stored).await?;
-        return Ok(Reply { code: StatusCode::CREATED, body, warnings });
+        return Ok(Reply::with_warnings(StatusCode::CREATED, body, warnings));
     }
     let key = endpoint.key(&name);
     let written = match state.store.create(&key, encode(&stored)?).await {
@@ -523,7 +546,7 @@ pub async fn create(
         state.registry.wait_for(entry.mod_revision).await;
     }
     let body = endpoint.present_written(stored, &entry).await?;
-    Ok(Reply { code: StatusCode::CREATED, body, warnings })
+    Ok(Reply::with_warnings(StatusCode::CREATED, body, warnings))
 }
 
 /// Drops `managedFields` from an object the store found too large, so the write can be tried
@@ -664,7 +687,7 @@ pub async fn update(
         }
         let (stored, warnings) = admit_update(state, endpoint, new, &old, status, params).await?;
         if params.dry_run.is_some() {
-            return Ok(Reply { code: StatusCode::OK, body: endpoint.present_one(stored).await?, warnings });
+            return Ok(Reply::with_warnings(StatusCode::OK, endpoint.present_one(stored).await?, warnings));
         }
         let deleting = stored.pointer("/metadata/deletionTimestamp").is_some()
             && crate::object::finalizers(&stored).is_empty()
@@ -677,7 +700,7 @@ pub async fn update(
             // the resourceVersion. Bytes in an older storage version differ, so a no-op update
             // is how storage migration rewrites an object.
             if value == current.value {
-                return Ok(Reply { code: StatusCode::OK, body: endpoint.present_entry(&current).await?, warnings });
+                return Ok(Reply::with_warnings(StatusCode::OK, endpoint.present_entry(&current).await?, warnings));
             }
             let mut stored = stored;
             let applying = matches!(change, Change::Patch(BodyType::ApplyPatch, _));
@@ -695,7 +718,7 @@ pub async fn update(
                 if matches!(endpoint.kind, Kind::Crd) {
                     state.registry.wait_for(entry.mod_revision).await;
                 }
-                return Ok(Reply { code: StatusCode::OK, body: endpoint.present_entry(&entry).await?, warnings });
+                return Ok(Reply::with_warnings(StatusCode::OK, endpoint.present_entry(&entry).await?, warnings));
             }
             Err(StoreError::Conflict { .. }) if precondition.is_none() => continue,
             Err(err) => return Err(ApiError::from_store(err, endpoint.subject(name))),

@@ -29,6 +29,13 @@ fn object(version: &str, name: &str, fields: serde_json::Value) -> DynamicObject
 /// A server with the seed's webhook CronTab CRD file (v1beta1 `hostPort`, v1 `host` and `port`),
 /// converted by the example webhook on the framework with a certificate for its Service name.
 async fn served_through_the_example_webhook() -> (TestServer, crdctl_conversion::framework::Server, tempfile::TempDir) {
+    served_through_a_webhook(convert::convert_crontab).await
+}
+
+/// The same, converted by `convert`.
+async fn served_through_a_webhook(
+    convert: impl crdctl_conversion::framework::Convert,
+) -> (TestServer, crdctl_conversion::framework::Server, tempfile::TempDir) {
     let names = vec!["example-conversion-webhook-server.default.svc".to_string()];
     let bundle = crdctl_conversion::certs::generate(&names).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -39,7 +46,7 @@ async fn served_through_the_example_webhook() -> (TestServer, crdctl_conversion:
         dir.path().join("tls.crt"),
         dir.path().join("tls.key"),
     );
-    let webhook = crdctl_conversion::framework::start(options, convert::convert_crontab).await.unwrap();
+    let webhook = crdctl_conversion::framework::start(options, convert).await.unwrap();
     let crd = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/crontab/4-webhook.yaml"))
         .unwrap()
         .replace("caBundle: \"Cg==\"", &format!("caBundle: \"{}\"", bundle.ca_bundle()));
@@ -72,6 +79,38 @@ async fn a_crd_file_converted_through_a_webhook_service() {
         requests.iter().filter(|r| r.resource.as_deref() == Some("crontabs")).map(|r| r.version.as_str()).collect();
     assert_eq!(crontab_versions, ["v1beta1", "v1"]);
     assert_eq!((requests[0].method.as_str(), requests[0].name.as_deref()), ("POST", None));
+}
+
+/// What a webhook adds beyond the version's schema is pruned, as upstream prunes converted
+/// objects: in a list, which stays the webhook's text on its way out, and in a single read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fields_a_webhook_adds_beyond_the_schema_are_pruned_from_lists_and_reads() {
+    let (server, _webhook, _dir) = served_through_a_webhook(|object, desired: &str| {
+        let mut object = convert::convert_crontab(object, desired)?;
+        object["junk"] = json!({"added": "by the webhook"});
+        Ok(object)
+    })
+    .await;
+    let client = server.client();
+    for (name, host_port) in [("a", "a.example.com:1"), ("b", "b.example.com:2")] {
+        crontabs(&client, "v1beta1")
+            .create(&PostParams::default(), &object("v1beta1", name, json!({"hostPort": host_port})))
+            .await
+            .unwrap();
+    }
+    let listed = crontabs(&client, "v1beta1").list(&Default::default()).await.unwrap();
+    let read: Vec<(String, serde_json::Value)> =
+        listed.items.iter().map(|item| (item.metadata.name.clone().unwrap(), item.data.clone())).collect();
+    assert_eq!(
+        read,
+        [("a".into(), json!({"hostPort": "a.example.com:1"})), ("b".into(), json!({"hostPort": "b.example.com:2"}))]
+    );
+    assert!(listed.items.iter().all(|item| item.metadata.uid.is_some() && item.metadata.resource_version.is_some()));
+    let one = crontabs(&client, "v1beta1").get("b").await.unwrap();
+    assert_eq!(one.data, json!({"hostPort": "b.example.com:2"}));
+    // At the storage version no webhook is called: stored as the webhook answered, pruned.
+    let stored = crontabs(&client, "v1").get("b").await.unwrap();
+    assert_eq!(stored.data, json!({"host": "b.example.com", "port": "2"}));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

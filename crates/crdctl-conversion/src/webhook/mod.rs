@@ -18,7 +18,7 @@ use base64::Engine;
 use crdctl_model::crd::{ServiceReference, WebhookClientConfig};
 use serde_json::Value;
 
-use crate::response::{self, ConversionError, Sent, Shape};
+use crate::response::{self, ConversionError, ObjectJson, Sent, Shape};
 use crate::review::ReviewVersion;
 
 /// The API server's webhook timeout.
@@ -127,18 +127,44 @@ impl WebhookClient {
         desired_api_version: &str,
         shape: Shape,
     ) -> Result<Vec<Value>, ConversionError> {
-        let pending: Vec<usize> =
-            (0..objects.len()).filter(|&idx| needs_conversion(&objects[idx], desired_api_version)).collect();
-        if pending.is_empty() {
+        let Some(first) = objects.iter().find(|object| needs_conversion(object, desired_api_version)) else {
             return Ok(objects);
+        };
+        let gvk = response::gvk_of(first);
+        let converted = self.convert_json(objects, desired_api_version, shape).await?;
+        converted
+            .iter()
+            .map(|object| {
+                object.to_value().map_err(|err| {
+                    ConversionError::failed(&gvk, format!("couldn't get version/kind; json parse error: {err}"))
+                })
+            })
+            .collect()
+    }
+
+    /// [`WebhookClient::convert`], with the objects as JSON text: the webhook's fields as it
+    /// wrote them, never parsed, around the original metadata. A list read sends this on.
+    pub async fn convert_json(
+        &self,
+        objects: Vec<Value>,
+        desired_api_version: &str,
+        shape: Shape,
+    ) -> Result<Vec<ObjectJson>, ConversionError> {
+        let (mut kept, mut to_send) = (Vec::with_capacity(objects.len()), Vec::new());
+        for object in objects {
+            if needs_conversion(&object, desired_api_version) {
+                to_send.push(object);
+                kept.push(None);
+            } else {
+                kept.push(Some(ObjectJson::of(&object)));
+            }
         }
-        let mut objects = objects;
-        let to_send: Vec<Value> = pending.iter().map(|&idx| std::mem::take(&mut objects[idx])).collect();
-        let converted = self.send(to_send, desired_api_version, shape).await?;
-        for (idx, object) in pending.into_iter().zip(converted) {
-            objects[idx] = object;
-        }
-        Ok(objects)
+        let mut converted =
+            if to_send.is_empty() { Vec::new() } else { self.send(to_send, desired_api_version, shape).await? }
+                .into_iter();
+        // `send` checked that one object came back for each sent.
+        let all = kept.into_iter().map(|kept| kept.or_else(|| converted.next())).collect::<Option<Vec<_>>>();
+        all.ok_or_else(|| ConversionError::setup("conversion lost an object"))
     }
 
     async fn send(
@@ -146,7 +172,7 @@ impl WebhookClient {
         objects: Vec<Value>,
         desired_api_version: &str,
         shape: Shape,
-    ) -> Result<Vec<Value>, ConversionError> {
+    ) -> Result<Vec<ObjectJson>, ConversionError> {
         let gvk = objects.first().map(response::gvk_of).unwrap_or_default();
         let uid = uuid::Uuid::new_v4().to_string();
         let review = RequestBody {

@@ -3,9 +3,11 @@
 //! root and of embedded resources. Upstream: apiextensions' `pkg/apiserver/schema/pruning`.
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use super::Schema;
 use super::path::Loc;
+use super::{Additional, Schema};
+use crate::json::{Fields, write_key};
 
 /// Fields every resource root (and every embedded resource) keeps whatever the schema says.
 const RESOURCE_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
@@ -49,6 +51,60 @@ fn prune_node(value: &mut Value, schema: &Schema, loc: &Loc, resource_root: bool
     }
 }
 
+/// [`prune`] on JSON text, without building values: every value the schema keeps whole is
+/// copied as it was written, and only objects and arrays the schema looks into are read. A key
+/// written twice is read as a decoder reads it (see [`Fields`]).
+pub fn prune_json(json: &[u8], schema: &Schema) -> Result<Vec<u8>, serde_json::Error> {
+    let text: &RawValue = serde_json::from_slice(json)?;
+    let mut out = Vec::with_capacity(json.len());
+    prune_text(text, schema, true, &mut out)?;
+    Ok(out)
+}
+
+fn prune_text(text: &RawValue, schema: &Schema, resource_root: bool, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    let resource_root = resource_root || schema.embedded_resource;
+    let keeps_any_field = schema.preserve_unknown_fields;
+    let looks_inside =
+        !schema.properties.is_empty() || matches!(schema.additional_properties, Some(Additional::Schema(_)));
+    match (text.get().as_bytes().first(), &schema.items) {
+        // An object the schema says nothing about keeps all of its fields, or none.
+        (Some(b'{'), _) if looks_inside || !keeps_any_field => {
+            out.push(b'{');
+            let start = out.len();
+            for (name, value) in Fields::parse(text.get())?.iter() {
+                let child = match schema.property(name) {
+                    _ if resource_root && RESOURCE_FIELDS.contains(&name) => None,
+                    Some(child) => Some(child),
+                    None if keeps_any_field => None,
+                    None => continue,
+                };
+                if out.len() > start {
+                    out.push(b',');
+                }
+                write_key(out, name);
+                match child {
+                    Some(child) => prune_text(value, child, false, out)?,
+                    None => out.extend_from_slice(value.get().as_bytes()),
+                }
+            }
+            out.push(b'}');
+        }
+        (Some(b'['), Some(item_schema)) => {
+            let items: Vec<&RawValue> = serde_json::from_str(text.get())?;
+            out.push(b'[');
+            for (idx, item) in items.into_iter().enumerate() {
+                if idx > 0 {
+                    out.push(b',');
+                }
+                prune_text(item, item_schema, false, out)?;
+            }
+            out.push(b']');
+        }
+        _ => out.extend_from_slice(text.get().as_bytes()),
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -77,5 +133,41 @@ mod tests {
         assert_eq!(object["spec"]["free"], json!({"any": 1}));
         assert_eq!(object["spec"]["template"], json!({"apiVersion": "v1", "kind": "Pod", "metadata": {}}));
         assert_eq!(object["metadata"], json!({"name": "a"}));
+    }
+
+    #[test]
+    fn pruning_text_keeps_what_pruning_values_keeps() {
+        let schema = Schema::new(&json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "name": {"type": "string"},
+                "items": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                "any": {"type": "array"},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                         "properties": {"strict": {"type": "object", "properties": {"a": {"type": "integer"}}}}},
+                "labels": {"type": "object", "additionalProperties": {"type": "object", "properties": {"v": {"type": "string"}}}},
+                "template": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {"spec": {"type": "object"}}}
+            }},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+        }}));
+        let documents = [
+            r#"{"apiVersion": "v1", "kind": "K", "metadata": {"name": "a", "x": [1]}, "extra": {"deep": [1, {"a": 2}]}}"#,
+            r#" { "spec" : { "name" : "n\"q" , "x" : true , "items" : [ {"name": "a", "bad": 1}, 7, [1] ] } } "#,
+            r#"{"spec": {"any": [{"kept": 1}], "free": {"u": 1, "strict": {"a": 1, "b": 2}}, "labels": {"k": {"v": "1", "w": 2}}}}"#,
+            r#"{"spec": {"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"m": 1}, "spec": {"x": 1}, "junk": 1}}}"#,
+            r#"{"spec": "not an object", "status": {"anything": {"goes": [null, 1.5e300]}}}"#,
+            r#"{"spec": {"name": {"an": "object"}, "items": {"not": "a list"}}, "extra": 1, "spec": {"name": "last"}}"#,
+            r#"{"\u0073pec": {"n\u0061me": "escaped keys"}}"#,
+            r#"[{"spec": {"x": 1}}]"#,
+            r#""text""#,
+        ];
+        for document in documents {
+            let mut value: Value = serde_json::from_str(document).unwrap();
+            prune(&mut value, &schema);
+            let pruned = prune_json(document.as_bytes(), &schema).unwrap();
+            assert_eq!(serde_json::from_slice::<Value>(&pruned).unwrap(), value, "{document}");
+            let keys = |v: &Value| v.as_object().map(|m| m.keys().cloned().collect::<Vec<_>>());
+            assert_eq!(keys(&serde_json::from_slice(&pruned).unwrap()), keys(&value), "order kept: {document}");
+        }
+        assert!(prune_json(b"{\"spec\": ", &schema).is_err());
     }
 }

@@ -155,7 +155,13 @@ impl ServedCrd {
     /// Reads stored objects as `version`: each is pruned and defaulted with the schema of the
     /// version it was stored in, converted (the webhook only sees objects in other versions),
     /// then pruned with the requested version's schema.
-    pub async fn read_as(&self, mut objects: Vec<Value>, version: &str, shape: Shape) -> Result<Vec<Value>, ApiError> {
+    pub async fn read_as(&self, objects: Vec<Value>, version: &str, shape: Shape) -> Result<Vec<Value>, ApiError> {
+        self.read_items_as(objects, version, shape).await?.into_values()
+    }
+
+    /// [`ServedCrd::read_as`], keeping what a webhook converted as the text it answered: pruned
+    /// as text, a list goes from the webhook to the reader without being parsed.
+    pub async fn read_items_as(&self, mut objects: Vec<Value>, version: &str, shape: Shape) -> Result<Items, ApiError> {
         for object in &mut objects {
             let stored_in = object["apiVersion"].as_str().and_then(|a| a.rsplit_once('/')).map(|(_, v)| v.to_string());
             let Some(stored_in) = stored_in.filter(|v| self.version_json(v).is_some()) else {
@@ -169,13 +175,31 @@ impl ServedCrd {
                 crdctl_model::schema::default(object, schema);
             }
         }
+        let desired = self.api_version(version);
+        if let Ok(converter @ Converter::Webhook(_)) = &self.converter
+            && objects.iter().any(|object| object["apiVersion"] != desired.as_str())
+        {
+            let converted = converter
+                .convert_json(objects, &desired, shape)
+                .await
+                .map_err(|err| ApiError::internal(err.message))?;
+            let pruned = converted
+                .iter()
+                .map(|object| match self.schema(version) {
+                    Some(schema) => crdctl_model::schema::prune_json(object.as_bytes(), schema)
+                        .map_err(|err| ApiError::internal(format!("converted object: {err}"))),
+                    None => Ok(object.as_bytes().to_vec()),
+                })
+                .collect::<Result<_, _>>()?;
+            return Ok(Items::Json(pruned));
+        }
         let mut converted = self.convert(objects, version, shape).await?;
         if let Some(schema) = self.schema(version) {
             for object in &mut converted {
                 crdctl_model::schema::prune(object, schema);
             }
         }
-        Ok(converted)
+        Ok(Items::Values(converted))
     }
 
     /// Converts an object written at its version to the storage version and prunes it there.
@@ -200,6 +224,55 @@ impl ServedCrd {
         }
         let converter = self.converter.as_ref().map_err(|err| ApiError::internal(err.message.clone()))?;
         converter.convert(objects, &desired, shape).await.map_err(|err| ApiError::internal(err.message))
+    }
+}
+
+/// Objects read for a client: values, or the JSON text of each, as a webhook's answer is kept.
+#[derive(Debug)]
+pub enum Items {
+    /// Objects as values.
+    Values(Vec<Value>),
+    /// Each object's JSON text.
+    Json(Vec<Vec<u8>>),
+}
+
+impl Items {
+    /// The objects as values, parsing text.
+    pub fn into_values(self) -> Result<Vec<Value>, ApiError> {
+        match self {
+            Items::Values(values) => Ok(values),
+            Items::Json(texts) => texts
+                .iter()
+                .map(|text| {
+                    serde_json::from_slice(text).map_err(|err| ApiError::internal(format!("converted object: {err}")))
+                })
+                .collect(),
+        }
+    }
+
+    /// Writes the objects as a JSON array.
+    pub fn write_array(&self, out: &mut Vec<u8>) {
+        out.push(b'[');
+        match self {
+            Items::Values(values) => {
+                for (idx, value) in values.iter().enumerate() {
+                    if idx > 0 {
+                        out.push(b',');
+                    }
+                    // Writing a value into memory cannot fail.
+                    let _ = serde_json::to_writer(&mut *out, value);
+                }
+            }
+            Items::Json(texts) => {
+                for (idx, text) in texts.iter().enumerate() {
+                    if idx > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(text);
+                }
+            }
+        }
+        out.push(b']');
     }
 }
 
