@@ -16,7 +16,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         let Ok(review) = decode(data, gvk) else { return };
         let sent = Sent { version, uid: "uid-1", desired_api_version: "example.com/v1", shape, gvk };
         // What passes the checks is written out as JSON text: it must be a well-formed object.
-        if let Ok(converted) = converted_objects(&sent, objects.to_vec(), review) {
+        if let Ok(converted) = converted_objects(&sent, objects.iter().cloned().map(Into::into).collect(), review) {
             for object in converted {
                 let text = serde_json::from_slice::<&serde_json::value::RawValue>(object.as_bytes());
                 assert!(text.is_ok_and(|text| text.get().starts_with('{')), "{object:?}");

@@ -7,6 +7,16 @@ use crate::converted::{ConvertedMetadata, JsonType, ObjectOr, Text};
 use crate::response::go_type;
 use crdctl_model::validation::{TOTAL_ANNOTATION_BYTES, go_quote, label_value_errors, qualified_name_errors};
 
+/// Metadata put back after conversion.
+#[derive(Debug)]
+pub(crate) struct Restored {
+    /// The metadata to store.
+    pub metadata: Value,
+    /// Whether it is the original's unchanged: the webhook sent back its labels and annotations
+    /// as they were, so the text the request wrote it as is the answer's too.
+    pub as_sent: bool,
+}
+
 /// `restoreObjectMeta`: the original metadata with the converted object's labels and annotations.
 /// Returns the metadata to store, or the API server's error text.
 ///
@@ -17,7 +27,7 @@ use crdctl_model::validation::{TOTAL_ANNOTATION_BYTES, go_quote, label_value_err
 pub(crate) fn restore(
     original: Option<Value>,
     converted: Option<ObjectOr<ConvertedMetadata<'_>>>,
-) -> Result<Value, String> {
+) -> Result<Restored, String> {
     let converted = match converted {
         None => return Err("missing metadata in converted object".into()),
         Some(ObjectOr::Object(metadata)) => metadata,
@@ -31,10 +41,11 @@ pub(crate) fn restore(
         Some(other) => return Err(format!("invalid metadata of type {} in input object", go_type(&other))),
     };
     let empty = Map::new();
+    let mut as_sent = true;
     for (field, response) in [("labels", converted.labels), ("annotations", converted.annotations)] {
         let response = match response {
             None | Some(ObjectOr::Other(JsonType::Null)) => {
-                restored.remove(field);
+                as_sent &= restored.remove(field).is_none();
                 continue;
             }
             Some(ObjectOr::Object(entries)) => entries,
@@ -42,7 +53,7 @@ pub(crate) fn restore(
                 return Err(format!("invalid metadata.{field} of type {} in converted object", other.go_type()));
             }
         };
-        let previous = match restored.get(field) {
+        let previous = match crate::response::field(&restored, field) {
             None | Some(Value::Null) => &empty,
             Some(Value::Object(map)) => map,
             Some(other) => {
@@ -60,7 +71,7 @@ pub(crate) fn restore(
                     ));
                 }
             };
-            changed |= previous.get(key.as_ref()).and_then(Value::as_str) != Some(text.as_ref());
+            changed |= crate::response::field(previous, key).and_then(Value::as_str) != Some(text.as_ref());
         }
         // Unchanged, the original's map already holds what the webhook sent; a key sent twice
         // (the last one counts, as in any JSON decoder) makes the two differ after all.
@@ -80,8 +91,9 @@ pub(crate) fn restore(
             return Err(aggregate(errors));
         }
         restored.insert(field.into(), Value::Object(response));
+        as_sent = false;
     }
-    Ok(Value::Object(restored))
+    Ok(Restored { metadata: Value::Object(restored), as_sent })
 }
 
 fn has_repeated_keys(entries: &[(std::borrow::Cow<'_, str>, Text<'_>)]) -> bool {
@@ -144,7 +156,7 @@ mod tests {
     #[track_caller]
     fn restore_from(original: Option<Value>, converted: Value) -> Result<Value, String> {
         let bytes = serde_json::to_vec(&converted).unwrap();
-        restore(original, Some(serde_json::from_slice(&bytes).unwrap()))
+        restore(original, Some(serde_json::from_slice(&bytes).unwrap())).map(|restored| restored.metadata)
     }
 
     #[track_caller]
@@ -209,10 +221,25 @@ mod tests {
         // As many entries as the original's, each equal to one of its labels: still a change.
         let twice = br#"{"labels": {"a": "1", "a": "1"}}"#;
         let restored = restore(Some(json!({"labels": {"a": "1", "b": "2"}})), serde_json::from_slice(twice).unwrap());
-        assert_eq!(restored.unwrap(), json!({"labels": {"a": "1"}}));
+        assert_eq!(restored.unwrap().metadata, json!({"labels": {"a": "1"}}));
         let changed = br#"{"labels": {"a": "1", "a": "2"}}"#;
-        let restored = restore(Some(json!({"labels": {"a": "2"}})), serde_json::from_slice(changed).unwrap());
-        assert_eq!(restored.unwrap(), json!({"labels": {"a": "2"}}));
+        let restored = restore(Some(json!({"labels": {"a": "2"}})), serde_json::from_slice(changed).unwrap()).unwrap();
+        assert_eq!(restored.metadata, json!({"labels": {"a": "2"}}));
+        assert!(!restored.as_sent, "the webhook sent the label twice: the original's text no longer says it");
+    }
+
+    #[test]
+    fn metadata_is_as_sent_only_when_labels_and_annotations_came_back_as_they_were() {
+        let original = json!({"name": "a", "labels": {"x": "1"}, "annotations": {"n": "v"}, "generation": 2});
+        let as_sent = |converted: &[u8]| {
+            restore(Some(original.clone()), serde_json::from_slice(converted).unwrap()).unwrap().as_sent
+        };
+        assert!(as_sent(br#"{"name": "a", "generation": 9, "labels": {"x": "1"}, "annotations": {"n": "v"}}"#));
+        assert!(!as_sent(br#"{"labels": {"x": "2"}, "annotations": {"n": "v"}}"#));
+        assert!(!as_sent(br#"{"labels": {"x": "1"}}"#), "annotations dropped");
+        assert!(!as_sent(br#"{"labels": {"x": "1"}, "annotations": {"n": "v", "m": "w"}}"#));
+        let bare = json!({"name": "a"});
+        assert!(restore(Some(bare), serde_json::from_slice(br#"{"labels": null}"#).unwrap()).unwrap().as_sent);
     }
 
     #[test]

@@ -102,6 +102,22 @@ pub struct Sent<'a> {
     pub gvk: &'a str,
 }
 
+/// An object sent to the webhook.
+#[derive(Debug)]
+pub struct Original<'a> {
+    /// The object.
+    pub object: Value,
+    /// Its `metadata` as the request wrote it, which the answer reuses when the metadata comes
+    /// back unchanged; `None` writes it anew.
+    pub metadata_text: Option<&'a [u8]>,
+}
+
+impl From<Value> for Original<'_> {
+    fn from(object: Value) -> Self {
+        Original { object, metadata_text: None }
+    }
+}
+
 /// Decodes a response body; any content type is accepted, as the API server does.
 pub fn decode<'a>(body: &'a [u8], gvk: &str) -> Result<ConversionReview<Converted<'a>>, ConversionError> {
     serde_json::from_slice(body)
@@ -113,7 +129,7 @@ pub fn decode<'a>(body: &'a [u8], gvk: &str) -> Result<ConversionReview<Converte
 /// originals are consumed: their metadata moves into the converted objects.
 pub fn converted_objects(
     sent: &Sent<'_>,
-    originals: Vec<Value>,
+    originals: Vec<Original<'_>>,
     review: ConversionReview<Converted<'_>>,
 ) -> Result<Vec<ObjectJson>, ConversionError> {
     let gvk = sent.gvk;
@@ -160,9 +176,10 @@ pub fn converted_objects(
 fn check_object(
     sent: &Sent<'_>,
     idx: usize,
-    original: Value,
+    original: Original<'_>,
     converted: Converted<'_>,
 ) -> Result<ObjectJson, ConversionError> {
+    let Original { object: mut original, metadata_text } = original;
     let gvk = sent.gvk;
     let invalid = |detail: String| match sent.shape {
         Shape::Object => ConversionError::webhook(gvk, format!("returned invalid object at index {idx}: {detail}")),
@@ -190,16 +207,17 @@ fn check_object(
             sent.desired_api_version
         )));
     }
-    let original_kind = original.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let original_kind = original.as_object().and_then(|o| field(o, "kind")).and_then(Value::as_str).unwrap_or_default();
     let received_kind = converted.text("kind");
     if received_kind != original_kind {
         return Err(invalid(format!("invalid kind (expected {original_kind}, received {received_kind})")));
     }
-    let mut original = original;
-    let original_meta = original.get_mut("metadata").map(Value::take);
+    let original_meta = original.as_object_mut().and_then(|o| o.iter_mut().find(|(name, _)| *name == "metadata"));
+    let original_meta = original_meta.map(|(_, metadata)| metadata.take());
     let ConvertedObject { fields, metadata_at, metadata: converted_meta } = converted;
     for (key, label) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
-        let expected = original_meta.as_ref().and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or_default();
+        let expected = original_meta.as_ref().and_then(Value::as_object).and_then(|m| field(m, key));
+        let expected = expected.and_then(Value::as_str).unwrap_or_default();
         let actual = match &converted_meta {
             Some(ObjectOr::Object(metadata)) => metadata.identity(key),
             _ => "",
@@ -214,24 +232,42 @@ fn check_object(
             });
         }
     }
-    let metadata = metadata::restore(original_meta, converted_meta).map_err(|detail| match sent.shape {
+    let restored = metadata::restore(original_meta, converted_meta).map_err(|detail| match sent.shape {
         Shape::Object => ConversionError::webhook(gvk, format!("returned invalid metadata: {detail}")),
         Shape::List => {
             ConversionError::webhook(gvk, format!("returned invalid metadata in object at index {idx}: {detail}"))
         }
     })?;
-    Ok(write_object(&fields, metadata_at, &metadata))
+    let metadata = match metadata_text {
+        Some(text) if restored.as_sent => Metadata::Text(text),
+        _ => Metadata::Value(&restored.metadata),
+    };
+    Ok(write_object(&fields, metadata_at, metadata))
+}
+
+/// The metadata to write into a converted object.
+enum Metadata<'a> {
+    /// As the request wrote it.
+    Text(&'a [u8]),
+    /// Restored, to be written anew.
+    Value(&'a Value),
+}
+
+/// `map[key]`. The top level of an object and its metadata have a handful of fields: comparing
+/// them is cheaper than hashing the key.
+pub(crate) fn field<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if map.len() <= 16 { map.iter().find(|(name, _)| *name == key).map(|(_, value)| value) } else { map.get(key) }
 }
 
 /// The converted object's text: its fields as the webhook wrote them, in its order, with the
 /// restored metadata where the webhook put its own (restore fails without one).
-fn write_object(fields: &Fields<'_>, metadata_at: usize, metadata: &Value) -> ObjectJson {
+fn write_object(fields: &Fields<'_>, metadata_at: usize, metadata: Metadata<'_>) -> ObjectJson {
     let size: usize = fields.iter().map(|(key, value)| key.len() + value.get().len() + 4).sum();
     let mut out = Vec::with_capacity(size + 512);
     out.push(b'{');
     for (at, (name, value)) in fields.iter().enumerate() {
         if at == metadata_at {
-            write_metadata(&mut out, metadata);
+            write_metadata(&mut out, &metadata);
         }
         if out.len() > 1 {
             out.push(b',');
@@ -240,19 +276,24 @@ fn write_object(fields: &Fields<'_>, metadata_at: usize, metadata: &Value) -> Ob
         out.extend_from_slice(value.get().as_bytes());
     }
     if metadata_at >= fields.len() {
-        write_metadata(&mut out, metadata);
+        write_metadata(&mut out, &metadata);
     }
     out.push(b'}');
     ObjectJson(out)
 }
 
-fn write_metadata(out: &mut Vec<u8>, metadata: &Value) {
+fn write_metadata(out: &mut Vec<u8>, metadata: &Metadata<'_>) {
     if out.len() > 1 {
         out.push(b',');
     }
     write_key(out, "metadata");
-    // Writing a value into memory cannot fail.
-    let _ = serde_json::to_writer(&mut *out, metadata);
+    match metadata {
+        Metadata::Text(text) => out.extend_from_slice(text),
+        // Writing a value into memory cannot fail.
+        Metadata::Value(value) => {
+            let _ = serde_json::to_writer(&mut *out, value);
+        }
+    }
 }
 
 /// Go's `%T` of a decoded JSON value ([`JsonType::go_type`]).
@@ -295,7 +336,7 @@ mod tests {
         let sent = Sent { version, uid: "uid", desired_api_version: "stable.example.com/v2", shape, gvk: GVK };
         let bytes = serde_json::to_vec(&review).unwrap();
         let answer = decode(&bytes, GVK).map_err(|e| e.message)?;
-        let converted = converted_objects(&sent, vec![original()], answer).map_err(|e| e.message)?;
+        let converted = converted_objects(&sent, vec![original().into()], answer).map_err(|e| e.message)?;
         Ok(converted.iter().map(|object| object.to_value().unwrap()).collect())
     }
 
@@ -467,11 +508,40 @@ mod tests {
             "result": {"status": "Success"}, "convertedObjects": [{"kind": "CronTab", "host": "first", "metadata":
             {"name": "a", "namespace": "ns", "uid": "u1", "labels": {"x": "1"}, "generation": 99}, "name": 1e3,
             "apiVersion": "stable.example.com/v2", "host": "last"}]}}"#;
-        let converted = converted_objects(&sent, vec![original()], decode(answer, GVK).unwrap()).unwrap();
+        let converted = converted_objects(&sent, vec![original().into()], decode(answer, GVK).unwrap()).unwrap();
         let text = String::from_utf8(converted[0].as_bytes().to_vec()).unwrap();
         assert_eq!(
             text,
             r#"{"kind":"CronTab","host":"last","metadata":{"name":"a","namespace":"ns","uid":"u1","labels":{"x":"1"},"generation":3},"name":1e3,"apiVersion":"stable.example.com/v2"}"#
+        );
+    }
+
+    #[test]
+    fn unchanged_metadata_is_the_text_the_request_wrote() {
+        let sent = Sent {
+            version: ReviewVersion::V1,
+            uid: "uid",
+            desired_api_version: "stable.example.com/v2",
+            shape: Shape::Object,
+            gvk: GVK,
+        };
+        let original = original();
+        let text = serde_json::to_vec_pretty(&original["metadata"]).unwrap();
+        let metadata_of = |converted: Value| {
+            let bytes = serde_json::to_vec(&response(vec![converted])).unwrap();
+            let sent_as = Original { object: original.clone(), metadata_text: Some(&text) };
+            let written = converted_objects(&sent, vec![sent_as], decode(&bytes, GVK).unwrap()).unwrap();
+            let object: serde_json::Map<String, Value> = serde_json::from_slice(written[0].as_bytes()).unwrap();
+            let raw = String::from_utf8(written[0].as_bytes().to_vec()).unwrap();
+            (object["metadata"].clone(), raw.contains(std::str::from_utf8(&text).unwrap()))
+        };
+        assert_eq!(metadata_of(converted()), (original["metadata"].clone(), true));
+        let mut relabelled = converted();
+        relabelled["metadata"]["labels"] = json!({"x": "2"});
+        let (metadata, copied) = metadata_of(relabelled);
+        assert_eq!(
+            (metadata["labels"].clone(), metadata["generation"].clone(), copied),
+            (json!({"x": "2"}), json!(3), false)
         );
     }
 

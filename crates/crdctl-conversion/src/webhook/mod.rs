@@ -11,14 +11,16 @@
 //!   [`crate::response`], and every failure reads like the API server's.
 
 use std::net::SocketAddr;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
 use crdctl_model::crd::{ServiceReference, WebhookClientConfig};
+use crdctl_model::json::write_key;
 use serde_json::Value;
 
-use crate::response::{self, ConversionError, ObjectJson, Sent, Shape};
+use crate::response::{self, ConversionError, ObjectJson, Original, Sent, Shape};
 use crate::review::ReviewVersion;
 
 /// The API server's webhook timeout.
@@ -175,12 +177,8 @@ impl WebhookClient {
     ) -> Result<Vec<ObjectJson>, ConversionError> {
         let gvk = objects.first().map(response::gvk_of).unwrap_or_default();
         let uid = uuid::Uuid::new_v4().to_string();
-        let review = RequestBody {
-            api_version: self.version.api_version(),
-            kind: crate::review::KIND,
-            request: RequestFields { uid: &uid, desired_api_version, objects: &objects },
-        };
-        let body = serde_json::to_vec(&review).map_err(|err| ConversionError::unanswered(&gvk, err))?;
+        let (body, metadata_spans) = request_body(self.version, &uid, desired_api_version, &objects);
+        let body = bytes::Bytes::from(body);
         let endpoint = self.endpoint();
         let post_error =
             |err: reqwest::Error| ConversionError::unanswered(&gvk, format!("Post {endpoint:?}: {}", describe(&err)));
@@ -190,7 +188,7 @@ impl WebhookClient {
             .timeout(self.timeout)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "application/json, */*")
-            .body(body)
+            .body(body.clone())
             .send()
             .await
             .map_err(post_error)?;
@@ -204,25 +202,73 @@ impl WebhookClient {
         tracing::debug!(uid, n_objects = objects.len(), desired_api_version, "conversion webhook answered");
         let review = response::decode(&bytes, &gvk)?;
         let sent = Sent { version: self.version, uid: &uid, desired_api_version, shape, gvk: &gvk };
-        response::converted_objects(&sent, objects, review)
+        let originals = objects
+            .into_iter()
+            .zip(metadata_spans)
+            .map(|(object, span)| Original { object, metadata_text: span.and_then(|span| body.get(span)) })
+            .collect();
+        response::converted_objects(&sent, originals, review)
     }
 }
 
-/// A ConversionReview request serialised from borrowed fields, so nothing is copied to send it.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RequestBody<'a> {
-    api_version: &'a str,
-    kind: &'a str,
-    request: RequestFields<'a>,
+/// A ConversionReview request for `objects`, and where in it each object's `metadata` is
+/// written: an answer whose metadata comes back unchanged reuses that text.
+fn request_body(
+    version: ReviewVersion,
+    uid: &str,
+    desired_api_version: &str,
+    objects: &[Value],
+) -> (Vec<u8>, Vec<Option<Range<usize>>>) {
+    let mut out = Vec::with_capacity(4096);
+    out.push(b'{');
+    for (key, value) in [("apiVersion", version.api_version()), ("kind", crate::review::KIND)] {
+        write_key(&mut out, key);
+        write_json(&mut out, value);
+        out.push(b',');
+    }
+    write_key(&mut out, "request");
+    out.push(b'{');
+    write_key(&mut out, "uid");
+    write_json(&mut out, uid);
+    out.push(b',');
+    write_key(&mut out, "desiredAPIVersion");
+    write_json(&mut out, desired_api_version);
+    out.push(b',');
+    write_key(&mut out, "objects");
+    out.push(b'[');
+    let mut spans = Vec::with_capacity(objects.len());
+    for (idx, object) in objects.iter().enumerate() {
+        if idx > 0 {
+            out.push(b',');
+        }
+        let Some(fields) = object.as_object() else {
+            write_json(&mut out, object);
+            spans.push(None);
+            continue;
+        };
+        let mut span = None;
+        out.push(b'{');
+        for (at, (key, value)) in fields.iter().enumerate() {
+            if at > 0 {
+                out.push(b',');
+            }
+            write_key(&mut out, key);
+            let start = out.len();
+            write_json(&mut out, value);
+            if key == "metadata" {
+                span = Some(start..out.len());
+            }
+        }
+        out.push(b'}');
+        spans.push(span);
+    }
+    out.extend_from_slice(b"]}}");
+    (out, spans)
 }
 
-#[derive(serde::Serialize)]
-struct RequestFields<'a> {
-    uid: &'a str,
-    #[serde(rename = "desiredAPIVersion")]
-    desired_api_version: &'a str,
-    objects: &'a [Value],
+/// Writes `value` as JSON into memory, which cannot fail for strings and values.
+fn write_json(out: &mut Vec<u8>, value: &(impl serde::Serialize + ?Sized)) {
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 /// Whether an object must go to the webhook: it is in another version, and it is not an
@@ -334,6 +380,21 @@ mod tests {
             !needs_conversion(&json!({"apiVersion": "foo/v2", "kind": "K"}), "foo/v1"),
             "empty objects need no webhook"
         );
+    }
+
+    #[test]
+    fn the_request_is_a_review_and_knows_where_each_metadata_is() {
+        let objects = vec![
+            json!({"apiVersion": "foo/v2", "kind": "K", "metadata": {"name": "a", "labels": {"x": "1"}}, "spec": {"s": "\u{1}"}}),
+            json!({"apiVersion": "foo/v2", "kind": "K"}),
+            json!("not an object"),
+        ];
+        let (body, spans) = request_body(ReviewVersion::V1beta1, "u\"id", "foo/v1", &objects);
+        let expected = crate::ConversionReview::request(ReviewVersion::V1beta1, "u\"id", "foo/v1", objects.clone());
+        assert_eq!(serde_json::from_slice::<crate::ConversionReview>(&body).unwrap(), expected);
+        let metadata: Vec<Option<Value>> =
+            spans.into_iter().map(|span| span.map(|span| serde_json::from_slice(&body[span]).unwrap())).collect();
+        assert_eq!(metadata, [Some(objects[0]["metadata"].clone()), None, None]);
     }
 
     #[test]
