@@ -2,10 +2,10 @@
 //!
 //! The API server keeps every field of a converted object except `metadata`, of which it keeps
 //! only labels and annotations: the rest is put back from the original (`restoreObjectMeta`).
-//! So the client keeps every other field as the JSON text the webhook wrote, borrowed from the
-//! answer and never parsed into values, and reads a converted object's `metadata` for what the
-//! checks look at — name, namespace and uid — and for labels and annotations, skipping the rest
-//! of it unparsed. On a list through a webhook this is most of the metadata of every object
+//! So the client keeps every field as the JSON text the webhook wrote, borrowed from the answer
+//! and never parsed into values. Metadata that is byte for byte what was sent needs no reading
+//! at all; other metadata is read for what the checks look at — name, namespace and uid — and
+//! for labels and annotations, skipping the rest of it unparsed. On a list through a webhook this is most of the metadata of every object
 //! (resourceVersion, timestamps, managedFields). Labels and annotations the webhook left as they
 //! were are kept from the original, so the common case allocates nothing for metadata at all,
 //! and the converted object is written out as text ([`crate::ObjectJson`]) with the original's
@@ -18,6 +18,7 @@ use crdctl_model::json::{Fields, Key};
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// A JSON value read as `T` when it is an object; of any other value only its type is kept, for
 /// the error that names it.
@@ -100,8 +101,8 @@ pub struct ConvertedObject<'a> {
     pub fields: Fields<'a>,
     /// How many of `fields` came before `metadata`.
     pub metadata_at: usize,
-    /// The webhook's metadata, when it sent one.
-    pub metadata: Option<ObjectOr<ConvertedMetadata<'a>>>,
+    /// The webhook's metadata as it wrote it, when it sent one ([`ConvertedMetadata::read`]).
+    pub metadata: Option<&'a RawValue>,
 }
 
 impl<'a> ConvertedObject<'a> {
@@ -138,7 +139,12 @@ pub enum Text<'a> {
     Other(JsonType),
 }
 
-impl ConvertedMetadata<'_> {
+impl<'a> ConvertedMetadata<'a> {
+    /// Reads a converted object's metadata text.
+    pub fn read(text: &'a RawValue) -> Result<ObjectOr<ConvertedMetadata<'a>>, serde_json::Error> {
+        serde_json::from_str(text.get())
+    }
+
     /// The identity field `key` (`name`, `namespace` or `uid`), or `""` when it is absent or
     /// not a string, as `unstructured.GetName` reads it.
     pub fn identity(&self, key: &str) -> &str {
@@ -307,7 +313,9 @@ mod tests {
         let fields: Vec<(&str, &str)> = object.fields.iter().map(|(key, value)| (key, value.get())).collect();
         assert_eq!(fields, [("apiVersion", r#""v1""#), ("spec", "{}")]);
         assert_eq!(object.metadata_at, 1);
-        let Some(ObjectOr::Object(metadata)) = object.metadata else { panic!("metadata") };
+        let ObjectOr::Object(metadata) = ConvertedMetadata::read(object.metadata.unwrap()).unwrap() else {
+            panic!("metadata")
+        };
         assert_eq!(
             (metadata.identity("name"), metadata.identity("uid"), metadata.identity("namespace")),
             ("a", "", "")
@@ -328,9 +336,8 @@ mod tests {
         }
         let read: Converted =
             serde_json::from_slice(br#"{"metadata": {"labels": [1], "name": {"a": "\u0062"}}}"#).unwrap();
-        let ObjectOr::Object(ConvertedObject { metadata: Some(ObjectOr::Object(metadata)), .. }) = read else {
-            panic!("metadata")
-        };
+        let ObjectOr::Object(ConvertedObject { metadata: Some(text), .. }) = read else { panic!("metadata") };
+        let ObjectOr::Object(metadata) = ConvertedMetadata::read(text).unwrap() else { panic!("metadata") };
         assert!(matches!(metadata.labels, Some(ObjectOr::Other(JsonType::Array))));
         assert_eq!(metadata.identity("name"), "");
     }

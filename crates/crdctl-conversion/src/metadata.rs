@@ -96,6 +96,18 @@ pub(crate) fn restore(
     Ok(Restored { metadata: Value::Object(restored), as_sent })
 }
 
+/// Whether `metadata`, given back exactly as it is, passes [`restore`] unchanged: it is an
+/// object whose labels and annotations are each absent or an object of strings (`null` ones are
+/// dropped, and other values refused).
+pub(crate) fn restores_to_itself(metadata: &Value) -> bool {
+    let Some(metadata) = metadata.as_object() else { return false };
+    ["labels", "annotations"].into_iter().all(|field| match crate::response::field(metadata, field) {
+        None => true,
+        Some(Value::Object(entries)) => entries.values().all(Value::is_string),
+        Some(_) => false,
+    })
+}
+
 fn has_repeated_keys(entries: &[(std::borrow::Cow<'_, str>, Text<'_>)]) -> bool {
     if entries.len() < 2 {
         return false;

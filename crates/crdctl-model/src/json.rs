@@ -19,7 +19,7 @@ use serde_json::value::RawValue;
 pub struct Fields<'a> {
     entries: Vec<(Cow<'a, str>, &'a RawValue)>,
     /// Past [`Fields::INDEXED`] keys, where each key is: a hostile object stays linear.
-    index: HashMap<Cow<'a, str>, usize>,
+    index: Option<HashMap<Cow<'a, str>, usize>>,
 }
 
 impl<'a> Fields<'a> {
@@ -32,19 +32,18 @@ impl<'a> Fields<'a> {
 
     /// Adds a field, or replaces the value of the one already under `key`.
     pub fn insert(&mut self, key: Cow<'a, str>, value: &'a RawValue) {
-        let existing = if self.entries.len() < Fields::INDEXED {
-            self.entries.iter().position(|(name, _)| *name == key)
-        } else {
-            if self.index.is_empty() {
-                self.index = self.entries.iter().enumerate().map(|(at, (name, _))| (name.clone(), at)).collect();
-            }
-            self.index.get(&key).copied()
+        if self.index.is_none() && self.entries.len() >= Fields::INDEXED {
+            self.index = Some(self.entries.iter().enumerate().map(|(at, (name, _))| (name.clone(), at)).collect());
+        }
+        let existing = match &self.index {
+            None => self.entries.iter().position(|(name, _)| *name == key),
+            Some(index) => index.get(&key).copied(),
         };
         match existing.and_then(|at| self.entries.get_mut(at)) {
             Some(entry) => entry.1 = value,
             None => {
-                if !self.index.is_empty() {
-                    self.index.insert(key.clone(), self.entries.len());
+                if let Some(index) = &mut self.index {
+                    index.insert(key.clone(), self.entries.len());
                 }
                 self.entries.push((key, value));
             }
