@@ -342,9 +342,14 @@ mod tests {
         json!({"apiVersion": "stable.example.com/v2", "kind": "CronTab", "metadata": {"name": "a", "namespace": "ns", "uid": "u1", "labels": {"x": "1"}, "generation": 3}, "host": "h", "port": "1"})
     }
 
+    /// A review of `original()` in `version` asking for `stable.example.com/v2`.
+    fn sent(version: ReviewVersion, shape: Shape) -> Sent<'static> {
+        Sent { version, uid: "uid", desired_api_version: "stable.example.com/v2", shape, gvk: GVK }
+    }
+
     #[track_caller]
     fn check_with(version: ReviewVersion, shape: Shape, review: ConversionReview) -> Result<Vec<Value>, String> {
-        let sent = Sent { version, uid: "uid", desired_api_version: "stable.example.com/v2", shape, gvk: GVK };
+        let sent = sent(version, shape);
         let bytes = serde_json::to_vec(&review).unwrap();
         let answer = decode(&bytes, GVK).map_err(|e| e.message)?;
         let converted = converted_objects(&sent, vec![original().into()], answer).map_err(|e| e.message)?;
@@ -507,13 +512,7 @@ mod tests {
 
     #[test]
     fn converted_objects_keep_the_webhooks_text_and_order_around_the_restored_metadata() {
-        let sent = Sent {
-            version: ReviewVersion::V1,
-            uid: "uid",
-            desired_api_version: "stable.example.com/v2",
-            shape: Shape::List,
-            gvk: GVK,
-        };
+        let sent = sent(ReviewVersion::V1, Shape::List);
         let answer =
             br#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": {"uid": "uid",
             "result": {"status": "Success"}, "convertedObjects": [{"kind": "CronTab", "host": "first", "metadata":
@@ -529,13 +528,7 @@ mod tests {
 
     #[test]
     fn unchanged_metadata_is_the_text_the_request_wrote() {
-        let sent = Sent {
-            version: ReviewVersion::V1,
-            uid: "uid",
-            desired_api_version: "stable.example.com/v2",
-            shape: Shape::Object,
-            gvk: GVK,
-        };
+        let sent = sent(ReviewVersion::V1, Shape::Object);
         let original = original();
         let text = serde_json::to_vec_pretty(&original["metadata"]).unwrap();
         let metadata_of = |converted: Value| {
@@ -558,13 +551,7 @@ mod tests {
 
     #[test]
     fn metadata_sent_back_as_it_was_sent_ends_as_if_it_had_been_read() {
-        let sent = Sent {
-            version: ReviewVersion::V1,
-            uid: "uid",
-            desired_api_version: "stable.example.com/v2",
-            shape: Shape::List,
-            gvk: GVK,
-        };
+        let sent = sent(ReviewVersion::V1, Shape::List);
         let identity = json!({"name": "a", "namespace": "ns", "uid": "u1"});
         let with = |extra: Value| {
             let mut metadata = identity.clone();
