@@ -55,23 +55,32 @@ fn prune_node(value: &mut Value, schema: &Schema, loc: &Loc, resource_root: bool
 /// copied as it was written, and only objects and arrays the schema looks into are read. A key
 /// written twice is read as a decoder reads it (see [`Fields`]).
 pub fn prune_json(json: &[u8], schema: &Schema) -> Result<Vec<u8>, serde_json::Error> {
-    let text: &RawValue = serde_json::from_slice(json)?;
+    let text = std::str::from_utf8(json).map_err(serde::de::Error::custom)?;
     let mut out = Vec::with_capacity(json.len());
-    prune_text(text, schema, true, &mut out)?;
+    prune_text(text.trim_matches([' ', '\t', '\n', '\r']), schema, Level::Root, &mut out)?;
     Ok(out)
 }
 
-fn prune_text(text: &RawValue, schema: &Schema, resource_root: bool, out: &mut Vec<u8>) -> serde_json::Result<()> {
-    let resource_root = resource_root || schema.embedded_resource;
+/// Where a value's text sits: the whole input, which is the resource root and has not been read
+/// as JSON yet (so it is checked before it is copied unread), or inside an object or array,
+/// which was read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Root,
+    Nested,
+}
+
+fn prune_text(text: &str, schema: &Schema, level: Level, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    let resource_root = level == Level::Root || schema.embedded_resource;
     let keeps_any_field = schema.preserve_unknown_fields;
     let looks_inside =
         !schema.properties.is_empty() || matches!(schema.additional_properties, Some(Additional::Schema(_)));
-    match (text.get().as_bytes().first(), &schema.items) {
+    match (text.as_bytes().first(), &schema.items) {
         // An object the schema says nothing about keeps all of its fields, or none.
         (Some(b'{'), _) if looks_inside || !keeps_any_field => {
             out.push(b'{');
             let start = out.len();
-            for (name, value) in Fields::parse(text.get())?.iter() {
+            for (name, value) in Fields::parse(text)?.iter() {
                 let child = match schema.property(name) {
                     _ if resource_root && RESOURCE_FIELDS.contains(&name) => None,
                     Some(child) => Some(child),
@@ -83,24 +92,29 @@ fn prune_text(text: &RawValue, schema: &Schema, resource_root: bool, out: &mut V
                 }
                 write_key(out, name);
                 match child {
-                    Some(child) => prune_text(value, child, false, out)?,
+                    Some(child) => prune_text(value.get(), child, Level::Nested, out)?,
                     None => out.extend_from_slice(value.get().as_bytes()),
                 }
             }
             out.push(b'}');
         }
         (Some(b'['), Some(item_schema)) => {
-            let items: Vec<&RawValue> = serde_json::from_str(text.get())?;
+            let items: Vec<&RawValue> = serde_json::from_str(text)?;
             out.push(b'[');
             for (idx, item) in items.into_iter().enumerate() {
                 if idx > 0 {
                     out.push(b',');
                 }
-                prune_text(item, item_schema, false, out)?;
+                prune_text(item.get(), item_schema, Level::Nested, out)?;
             }
             out.push(b']');
         }
-        _ => out.extend_from_slice(text.get().as_bytes()),
+        _ => {
+            if level == Level::Root {
+                serde_json::from_str::<&RawValue>(text)?;
+            }
+            out.extend_from_slice(text.as_bytes());
+        }
     }
     Ok(())
 }
@@ -168,6 +182,10 @@ mod tests {
             let keys = |v: &Value| v.as_object().map(|m| m.keys().cloned().collect::<Vec<_>>());
             assert_eq!(keys(&serde_json::from_slice(&pruned).unwrap()), keys(&value), "order kept: {document}");
         }
-        assert!(prune_json(b"{\"spec\": ", &schema).is_err());
+        for broken in [&b"{\"spec\": "[..], b"{} {}", b"[1,", b"tru", b"\xff", b"\"a"] {
+            assert!(prune_json(broken, &schema).is_err(), "{}", String::from_utf8_lossy(broken));
+        }
+        let keeps_all = Schema::new(&json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+        assert!(prune_json(b"{\"a\": tru}", &keeps_all).is_err(), "copied whole, still checked");
     }
 }
