@@ -185,8 +185,7 @@ impl<'de> FromMap<'de> for ConvertedObject<'de> {
 impl<'de> FromMap<'de> for ConvertedMetadata<'de> {
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
         let mut metadata = ConvertedMetadata::default();
-        while let Some(key) = map.next_key::<Text<'de>>()? {
-            let Text::Str(key) = key else { continue };
+        while let Some(Key(key)) = map.next_key()? {
             match key.as_ref() {
                 "name" => metadata.name = Some(map.next_value()?),
                 "namespace" => metadata.namespace = Some(map.next_value()?),
@@ -206,10 +205,8 @@ impl<'de> FromMap<'de> for ConvertedMetadata<'de> {
 impl<'de> FromMap<'de> for Entries<'de> {
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
         let mut entries = Vec::new();
-        while let Some((key, value)) = map.next_entry::<Text<'de>, Text<'de>>()? {
-            if let Text::Str(key) = key {
-                entries.push((key, value));
-            }
+        while let Some((Key(key), value)) = map.next_entry()? {
+            entries.push((key, value));
         }
         Ok(entries)
     }

@@ -183,9 +183,10 @@ impl ServedCrd {
                 .convert_json(objects, &desired, shape)
                 .await
                 .map_err(|err| ApiError::internal(err.message))?;
+            let schema = self.schema(version);
             let pruned = converted
                 .iter()
-                .map(|object| match self.schema(version) {
+                .map(|object| match schema {
                     Some(schema) => crdctl_model::schema::prune_json(object.as_bytes(), schema)
                         .map_err(|err| ApiError::internal(format!("converted object: {err}"))),
                     None => Ok(object.as_bytes().to_vec()),
