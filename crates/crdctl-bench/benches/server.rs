@@ -2,8 +2,10 @@
 //! rate measured in the same run.
 //!
 //! Baselines: raw redb (one durable transaction per write, the floor of any durable write),
-//! measured in slices alternating with the one-client creates, and the store engine with 1 and
-//! 16 writers (16 share commits: group commit). Then the server, in-process on a random loopback
+//! measured in slices alternating with the one-client creates; an HTTP endpoint on the same
+//! stack that does nothing but that raw commit (the ceiling a one-client create can reach once
+//! the HTTP round trip is paid), in the same slices; and the store engine with 1 and 16 writers
+//! (16 share commits: group commit). Then the server, in-process on a random loopback
 //! port, driven over HTTP by a Rust load generator with 1 and 16 concurrent clients: creates/s,
 //! gets/s and the time to list 10,000 objects, for a CRD with the None strategy and one whose
 //! objects pass through the CronTab conversion webhook (HTTPS, the example converter on the
@@ -77,6 +79,32 @@ impl RawRedb {
     fn rate(&self) -> f64 {
         self.written as f64 / self.took.as_secs_f64()
     }
+}
+
+/// The least an HTTP server can do per durable create: an endpoint on the same HTTP stack and
+/// runtime as the server that commits the body to raw redb (one transaction, as [`RawRedb`])
+/// and echoes it. What one client gets from it is the ceiling the HTTP round trip leaves.
+async fn floor_server() -> (String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(redb::Database::create(dir.path().join("floor.redb")).unwrap());
+    let written = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let commit = move |body: bytes::Bytes| {
+        let (db, written) = (Arc::clone(&db), Arc::clone(&written));
+        async move {
+            let n = written.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let txn = db.begin_write().unwrap();
+            txn.open_table(RawRedb::TABLE).unwrap().insert(format!("/k/{n}").as_str(), body.as_ref()).unwrap();
+            txn.commit().unwrap();
+            (axum::http::StatusCode::CREATED, body)
+        }
+    };
+    let app = axum::Router::new().route("/commit", axum::routing::post(commit));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let address = listener.local_addr().unwrap();
+    let server = axum_server::from_tcp(listener).unwrap().acceptor(axum_server::accept::NoDelayAcceptor::new());
+    tokio::spawn(server.serve(app.into_make_service()));
+    (format!("http://{address}"), dir)
 }
 
 /// Creates through the store engine from `writers` concurrent tasks.
@@ -159,6 +187,10 @@ async fn main() {
     let server_peer = Peer::new(2);
     let value = stored_value(&server_peer).await;
     let mut raw = RawRedb::new(value.clone());
+    let (floor_url, _floor_dir) = server_peer.run(floor_server()).await;
+    let floor = Load::new(vec![floor_url]);
+    let floor_body = String::from_utf8(value.clone()).unwrap();
+    let (mut floor_made, mut floor_took) = (0u64, Duration::ZERO);
     let store_1 = store_writes(1, &value).await;
     let store_16 = store_writes(16, &value).await;
 
@@ -171,6 +203,13 @@ async fn main() {
         let (mut made_1, mut took_1) = (0, 0.0);
         for slice in 0..SLICES {
             raw.run(RUN_FOR / SLICES);
+            let started = Instant::now();
+            while started.elapsed() < RUN_FOR / SLICES {
+                let (code, _) = floor.send(reqwest::Method::POST, "/commit", Some(floor_body.clone())).await;
+                assert_eq!(code, 201);
+                floor_made += 1;
+            }
+            floor_took += started.elapsed();
             let (rate, made) = load.creates_for(RUN_FOR / SLICES, version, body, 1, None, &format!("one{slice}")).await;
             made_1 += made;
             took_1 += made as f64 / rate;
@@ -197,13 +236,19 @@ async fn main() {
     }
 
     let raw = raw.rate();
+    let floor = floor_made as f64 / floor_took.as_secs_f64();
     println!("baseline (durable, redb, {} bytes)       writes/s   ÷ raw", value.len());
     println!("  raw redb, 1 writer                    {raw:>10.0}   100%");
+    println!("  HTTP + raw redb commit, 1 client      {floor:>10.0}   {}", ratio(floor, raw));
     println!("  store engine, 1 writer                {store_1:>10.0}   {}", ratio(store_1, raw));
     println!("  store engine, 16 writers              {store_16:>10.0}   {}", ratio(store_16, raw));
     for (label, creates_1, creates_16, gets_1, gets_16, total, listed, listed_converted) in blocks {
         println!("server, conversion {label:<8}             per second   ÷ raw");
-        println!("  creates, 1 client                     {creates_1:>10.0}   {}", ratio(creates_1, raw));
+        println!(
+            "  creates, 1 client                     {creates_1:>10.0}   {}   ({} of HTTP + raw commit)",
+            ratio(creates_1, raw),
+            ratio(creates_1, floor)
+        );
         println!("  creates, 16 clients                   {creates_16:>10.0}   {}", ratio(creates_16, raw));
         println!("  gets, 1 client                        {gets_1:>10.0}");
         println!("  gets, 16 clients                      {gets_16:>10.0}");

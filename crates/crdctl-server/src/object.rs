@@ -45,9 +45,14 @@ pub fn meta_mut(object: &mut Value) -> &mut Map<String, Value> {
     object["metadata"].as_object_mut().expect("metadata was just made an object")
 }
 
+/// A field of `metadata` (`pointer("/metadata/…")` without parsing a pointer).
+pub fn meta_field<'a>(object: &'a Value, field: &str) -> Option<&'a Value> {
+    object.get("metadata")?.get(field)
+}
+
 /// A string field of `metadata`.
 pub fn meta_str<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
-    object.get("metadata")?.get(field)?.as_str()
+    meta_field(object, field)?.as_str()
 }
 
 /// `metadata.name`, or empty.
@@ -67,8 +72,7 @@ pub fn parse_resource_version(text: &str) -> Result<u64, ApiError> {
 
 /// The object's finalizers.
 pub fn finalizers(object: &Value) -> Vec<String> {
-    object
-        .pointer("/metadata/finalizers")
+    meta_field(object, "finalizers")
         .and_then(Value::as_array)
         .map(|f| f.iter().filter_map(Value::as_str).map(str::to_string).collect())
         .unwrap_or_default()

@@ -324,7 +324,7 @@ pub fn decode_entry(entry: &Entry) -> ApiResult<Value> {
 
 /// The bytes to store: the object without its `resourceVersion`, which is the store's revision.
 fn encode(object: &Value) -> ApiResult<Vec<u8>> {
-    let encoded = match object.pointer("/metadata/resourceVersion") {
+    let encoded = match crate::object::meta_field(object, "resourceVersion") {
         None => serde_json::to_vec(object),
         Some(_) => {
             let mut object = object.clone();
@@ -689,7 +689,7 @@ pub async fn update(
         if params.dry_run.is_some() {
             return Ok(Reply::with_warnings(StatusCode::OK, endpoint.present_one(stored).await?, warnings));
         }
-        let deleting = stored.pointer("/metadata/deletionTimestamp").is_some()
+        let deleting = crate::object::meta_field(&stored, "deletionTimestamp").is_some()
             && crate::object::finalizers(&stored).is_empty()
             && !matches!(endpoint.kind, Kind::Crd);
         let result = if deleting {
@@ -744,7 +744,7 @@ async fn server_side_apply(
         };
         return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", &[violation]));
     };
-    if config.pointer("/metadata/managedFields").is_some_and(|m| !m.is_null()) {
+    if crate::object::meta_field(config, "managedFields").is_some_and(|m| !m.is_null()) {
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
     let Some(scope) = endpoint.field_scope(subresource) else {
@@ -898,7 +898,7 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
         check_preconditions(endpoint, name, &object, options)?;
         let result = match &endpoint.kind {
             Kind::Crd => {
-                if object.pointer("/metadata/deletionTimestamp").is_none() {
+                if crate::object::meta_field(&object, "deletionTimestamp").is_none() {
                     crd::mark_terminating(&mut object);
                 }
                 state.store.update(&key, encode(&object)?, current.mod_revision).await.map(Some)
@@ -908,7 +908,7 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
                 state.store.delete(&key, Some(current.mod_revision)).await.map(|e| e.prev)
             }
             Kind::Custom(_) | Kind::Event(_) if !crate::object::finalizers(&object).is_empty() => {
-                if object.pointer("/metadata/deletionTimestamp").is_some() {
+                if crate::object::meta_field(&object, "deletionTimestamp").is_some() {
                     return Ok(Reply::ok(endpoint.present_entry(&current).await?));
                 }
                 crate::object::meta_mut(&mut object)

@@ -76,7 +76,7 @@ impl LabelSelector {
 
     /// Whether an object's labels satisfy every requirement.
     pub fn matches(&self, object: &Value) -> bool {
-        let labels = object.pointer("/metadata/labels").and_then(Value::as_object);
+        let labels = crate::object::meta_field(object, "labels").and_then(Value::as_object);
         let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
         self.0.iter().all(|requirement| match requirement {
             Requirement::Equals(key, value) => label(key) == Some(value.as_str()),

@@ -116,11 +116,11 @@ pub fn table(columns: &[Column], objects: &[Value], list_meta: Value, include_ob
 
 fn cell(column: &Column, object: &Value, now: i64) -> Value {
     if column.format == "name" && column.json_path.is_empty() {
-        return object.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
+        return crate::object::meta_field(object, "name").cloned().unwrap_or(Value::Null);
     }
     if column.json_path.is_empty() {
         // The `Created At` column of the default table: the timestamp itself.
-        return object.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null);
+        return crate::object::meta_field(object, "creationTimestamp").cloned().unwrap_or(Value::Null);
     }
     let Some(value) = crate::jsonpath::first(object, &column.json_path) else { return Value::Null };
     match column.type_.as_str() {

@@ -264,7 +264,7 @@ impl Builder {
             test_server.install(crd).await?;
         }
         for crd in &crds {
-            let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+            let name = crate::object::meta_field(crd, "name").and_then(Value::as_str).unwrap_or_default();
             test_server.wait_established(name).await?;
         }
         Ok(test_server)

@@ -14,7 +14,7 @@ fn non_nullable_null(value: &Value, schema: &Schema) -> bool {
 /// Applies defaults top down, then drops nulls that may be neither null nor defaulted.
 pub fn default(object: &mut Value, schema: &Schema) {
     apply(object, schema);
-    drop_nulls(object, Some(schema));
+    drop_nulls(object, schema);
 }
 
 fn apply(value: &mut Value, schema: &Schema) {
@@ -54,20 +54,24 @@ fn apply(value: &mut Value, schema: &Schema) {
     }
 }
 
-fn drop_nulls(value: &mut Value, schema: Option<&Schema>) {
+fn drop_nulls(value: &mut Value, schema: &Schema) {
+    // Below a node the schema does not describe nothing is dropped, so it is not walked.
     match value {
         Value::Object(fields) => {
             fields.retain(|name, child| {
-                let child_schema = schema.and_then(|s| s.property(name));
-                !child_schema.is_some_and(|s| non_nullable_null(child, s) && s.default.is_none())
+                !schema.property(name).is_some_and(|s| non_nullable_null(child, s) && s.default.is_none())
             });
             for (name, child) in fields.iter_mut() {
-                drop_nulls(child, schema.and_then(|s| s.property(name)));
+                if let Some(child_schema) = schema.property(name) {
+                    drop_nulls(child, child_schema);
+                }
             }
         }
         Value::Array(items) => {
-            for item in items {
-                drop_nulls(item, schema.and_then(|s| s.items.as_deref()));
+            if let Some(item_schema) = schema.items.as_deref() {
+                for item in items {
+                    drop_nulls(item, item_schema);
+                }
             }
         }
         _ => {}
@@ -94,5 +98,11 @@ mod tests {
         let mut set = json!({"replicas": null});
         default(&mut set, &schema);
         assert_eq!(set["replicas"], json!(1));
+        // A null the schema says nothing about stays, however deep.
+        let mut unknown = json!({"free": {"inner": null}, "ports": [{"extra": null}]});
+        default(&mut unknown, &schema);
+        let expected =
+            json!({"free": {"inner": null}, "ports": [{"extra": null, "protocol": "TCP"}], "kept": 2, "replicas": 1});
+        assert_eq!(unknown, expected);
     }
 }

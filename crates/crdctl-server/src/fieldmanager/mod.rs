@@ -25,7 +25,7 @@ use crdctl_model::schema::Schema;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use set::{Element, Set};
+use set::Set;
 use typed::Comparison;
 
 /// `Apply` or `Update`.
@@ -66,7 +66,7 @@ impl Entry {
 }
 
 fn decode(object: &Value) -> Vec<Entry> {
-    let entries = object.pointer("/metadata/managedFields").and_then(Value::as_array);
+    let entries = crate::object::meta_field(object, "managedFields").and_then(Value::as_array);
     let text = |entry: &Value, key: &str| entry.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
     entries
         .into_iter()
@@ -206,18 +206,14 @@ impl Scope<'_> {
             &["f:metadata", "f:deletionTimestamp"],
             &["f:metadata", "f:deletionGracePeriodSeconds"],
         ] {
-            let path: Vec<Element> = stripped.iter().map(|e| e.to_string()).collect();
-            set.remove(&path);
+            set.remove(stripped);
         }
         // `metadata` itself is never owned (an empty one would be), only fields inside it.
-        let mut metadata = Set::default();
-        metadata.insert(&["f:metadata".to_string()]);
-        set = set.difference(&metadata);
-        let status = ["f:status".to_string()];
+        set.unmark("f:metadata");
         match (self.subresource, self.has_status) {
-            ("status", _) => set.only(&status),
+            ("status", _) => set.only(&["f:status"]),
             (_, true) => {
-                set.remove(&status);
+                set.remove(&["f:status"]);
                 set
             }
             _ => set,
@@ -282,7 +278,7 @@ pub fn record_update(
 /// the versions to convert a write to before [`record_update`] or [`apply_finish`].
 pub fn other_manager_versions(object: &Value, api_version: &str) -> Vec<String> {
     // Only the versions: the entries' field sets are decoded once, by the write itself.
-    let entries = object.pointer("/metadata/managedFields").and_then(Value::as_array).into_iter().flatten();
+    let entries = crate::object::meta_field(object, "managedFields").and_then(Value::as_array).into_iter().flatten();
     let mut versions: Vec<String> = entries
         .filter_map(|entry| entry.get("apiVersion").and_then(Value::as_str))
         .filter(|version| *version != api_version)

@@ -25,7 +25,10 @@ impl Set {
     /// Adds a path.
     pub fn insert(&mut self, path: &[Element]) {
         let Some((first, rest)) = path.split_first() else { return };
-        let node = self.0.entry(first.clone()).or_default();
+        if !self.0.contains_key(first) {
+            self.0.insert(first.clone(), Node::default());
+        }
+        let Some(node) = self.0.get_mut(first) else { return };
         if rest.is_empty() {
             node.member = true;
         } else {
@@ -41,12 +44,23 @@ impl Set {
     /// Paths in either set.
     pub fn union(&self, other: &Set) -> Set {
         let mut out = self.clone();
-        for (element, node) in &other.0 {
-            let mine = out.0.entry(element.clone()).or_default();
-            mine.member |= node.member;
-            mine.children = mine.children.union(&node.children);
-        }
+        out.add_all(other);
         out
+    }
+
+    /// Adds every path of `other`, in place.
+    fn add_all(&mut self, other: &Set) {
+        for (element, node) in &other.0 {
+            match self.0.get_mut(element) {
+                Some(mine) => {
+                    mine.member |= node.member;
+                    mine.children.add_all(&node.children);
+                }
+                None => {
+                    self.0.insert(element.clone(), node.clone());
+                }
+            }
+        }
     }
 
     /// Paths in `self` and not in `other`.
@@ -108,8 +122,8 @@ impl Set {
     }
 
     /// Removes everything under `prefix` (the `status` of a main resource, say), in place.
-    pub fn remove(&mut self, prefix: &[Element]) {
-        let Some((first, rest)) = prefix.split_first() else { return };
+    pub fn remove(&mut self, prefix: &[&str]) {
+        let Some((&first, rest)) = prefix.split_first() else { return };
         if rest.is_empty() {
             self.0.remove(first);
         } else if let Some(node) = self.0.get_mut(first) {
@@ -120,33 +134,45 @@ impl Set {
         }
     }
 
+    /// Takes `element` itself out of the set, keeping the paths below it.
+    pub fn unmark(&mut self, element: &str) {
+        if let Some(node) = self.0.get_mut(element) {
+            node.member = false;
+            if node.children.is_empty() {
+                self.0.remove(element);
+            }
+        }
+    }
+
     /// Only what lies under `prefix`.
-    pub fn only(&self, prefix: &[Element]) -> Set {
-        let Some((first, rest)) = prefix.split_first() else { return self.clone() };
+    pub fn only(&self, prefix: &[&str]) -> Set {
+        let Some((&first, rest)) = prefix.split_first() else { return self.clone() };
         let Some(node) = self.0.get(first) else { return Set::default() };
         let inner =
             if rest.is_empty() { node.clone() } else { Node { member: false, children: node.children.only(rest) } };
         if !inner.member && inner.children.is_empty() {
             return Set::default();
         }
-        Set(BTreeMap::from([(first.clone(), inner)]))
+        Set(BTreeMap::from([(first.to_string(), inner)]))
     }
 
-    /// The `FieldsV1` JSON.
+    /// The `FieldsV1` JSON, keys in upstream's order: `.` first, then by bytes, as the
+    /// elements are kept (`.` sorts before every `f:`, `i:`, `k:` and `v:`).
     pub fn to_fields_v1(&self) -> Value {
+        Value::Object(self.fields_v1())
+    }
+
+    fn fields_v1(&self) -> Map<String, Value> {
         let mut out = Map::new();
         for (element, node) in &self.0 {
-            let mut inner = match node.children.to_fields_v1() {
-                Value::Object(fields) => fields,
-                _ => Map::new(),
-            };
-            if node.member && !inner.is_empty() {
+            let mut inner = Map::new();
+            if node.member && !node.children.is_empty() {
                 inner.insert(".".into(), Value::Object(Map::new()));
             }
+            inner.extend(node.children.fields_v1());
             out.insert(element.clone(), Value::Object(inner));
         }
-        // `.` sorts first, as upstream writes it.
-        sort_dot_first(Value::Object(out))
+        out
     }
 
     /// Reads `FieldsV1` JSON; anything else is an empty set.
@@ -161,17 +187,6 @@ impl Set {
             }
         }
         Set(out)
-    }
-}
-
-fn sort_dot_first(value: Value) -> Value {
-    match value {
-        Value::Object(fields) => {
-            let mut entries: Vec<(String, Value)> = fields.into_iter().map(|(k, v)| (k, sort_dot_first(v))).collect();
-            entries.sort_by(|a, b| (a.0 != ".", &a.0).cmp(&(b.0 != ".", &b.0)));
-            Value::Object(entries.into_iter().collect())
-        }
-        other => other,
     }
 }
 
@@ -234,8 +249,8 @@ mod tests {
         assert_eq!(a.intersection(&b).paths(), [path(&["f:spec", "f:b"])]);
         assert_eq!(a.union(&b).paths().len(), 3);
         let mut emptied = a.clone();
-        emptied.remove(&path(&["f:spec"]));
+        emptied.remove(&["f:spec"]);
         assert_eq!(emptied, Set::default());
-        assert_eq!(b.only(&path(&["f:spec", "f:c"])).paths(), [path(&["f:spec", "f:c"])]);
+        assert_eq!(b.only(&["f:spec", "f:c"]).paths(), [path(&["f:spec", "f:c"])]);
     }
 }

@@ -73,7 +73,10 @@ fn field<'a>(schema: Option<&'a Schema>, name: &str, root: bool) -> (Option<&'a 
 }
 
 fn field_element(name: &str) -> Element {
-    format!("f:{name}")
+    let mut element = String::with_capacity(name.len() + 2);
+    element.push_str("f:");
+    element.push_str(name);
+    element
 }
 
 /// A list item's element: `k:{"name":"http"}` (key fields sorted) or `v:"value"`.

@@ -208,7 +208,7 @@ pub fn prepare_update(
         }
     }
     if old.get("spec") != new.get("spec") {
-        let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        let generation = crate::object::meta_field(old, "generation").and_then(Value::as_i64).unwrap_or(1);
         crate::object::meta_mut(new).insert("generation".into(), json!(generation + 1));
     }
     let (old_crd, new_crd) = (load(old)?, load(new)?);

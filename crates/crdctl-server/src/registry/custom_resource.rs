@@ -123,7 +123,7 @@ pub fn prepare_update(new: &mut Value, old: &Value, crd: &ServedCrd, version: &s
             }
         }
     }
-    let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+    let generation = crate::object::meta_field(old, "generation").and_then(Value::as_i64).unwrap_or(1);
     let bumped = if crate::object::spec_changed(old, new, has_status) { generation + 1 } else { generation };
     crate::object::meta_mut(new).insert("generation".into(), json!(bumped));
 }

@@ -39,6 +39,8 @@ pub struct ServedCrd {
     pub converter: Result<Converter, ConversionError>,
     /// Each version's compiled `openAPIV3Schema`, by version name.
     pub schemas: BTreeMap<String, Schema>,
+    /// The versions with the status subresource, asked of every write.
+    with_status: Vec<String>,
 }
 
 impl std::fmt::Debug for ServedCrd {
@@ -91,7 +93,7 @@ impl ServedCrd {
     }
 
     fn version_json(&self, name: &str) -> Option<&Value> {
-        self.crd.value.pointer("/spec/versions")?.as_array()?.iter().find(|v| v["name"] == name)
+        self.crd.value.get("spec")?.get("versions")?.as_array()?.iter().find(|v| v["name"] == name)
     }
 
     /// The version's `openAPIV3Schema`, as written.
@@ -106,7 +108,7 @@ impl ServedCrd {
 
     /// Whether the version has the status subresource.
     pub fn has_status(&self, version: &str) -> bool {
-        self.version_json(version).and_then(|v| v.pointer("/subresources/status")).is_some()
+        self.with_status.iter().any(|name| name == version)
     }
 
     /// Whether the version has the scale subresource.
@@ -131,7 +133,7 @@ impl ServedCrd {
 
     /// Whether the CRD is being deleted.
     pub fn terminating(&self) -> bool {
-        self.object.pointer("/metadata/deletionTimestamp").is_some()
+        crate::object::meta_field(&self.object, "deletionTimestamp").is_some()
     }
 
     /// Whether custom resources are served (names accepted or established).
@@ -194,9 +196,14 @@ impl ServedCrd {
                 .collect::<Result<_, _>>()?;
             return Ok(Items::Json(pruned));
         }
+        // Objects read at the version they were stored in were pruned above with the same schema
+        // (and defaults hold no unknown fields: validation refuses them), so only converted
+        // ones are pruned again.
+        let stored_in_desired: Vec<bool> =
+            objects.iter().map(|object| object["apiVersion"] == desired.as_str()).collect();
         let mut converted = self.convert(objects, version, shape).await?;
         if let Some(schema) = self.schema(version) {
-            for object in &mut converted {
+            for (object, _) in converted.iter_mut().zip(&stored_in_desired).filter(|(_, unchanged)| !**unchanged) {
                 crdctl_model::schema::prune(object, schema);
             }
         }
@@ -339,11 +346,13 @@ impl Registry {
             }
         };
         let converter = Converter::for_crd(&crd.definition, &*self.resolver);
-        let mut served = ServedCrd { crd, object, converter, schemas: BTreeMap::new() };
+        let mut served = ServedCrd { crd, object, converter, schemas: BTreeMap::new(), with_status: Vec::new() };
         let names: Vec<String> = served.crd.definition.spec.versions.iter().map(|v| v.name.clone()).collect();
-        served.schemas = names
+        served.schemas =
+            names.iter().filter_map(|name| Some((name.clone(), Schema::new(served.schema_json(name)?)))).collect();
+        served.with_status = names
             .into_iter()
-            .filter_map(|name| Some((name.clone(), Schema::new(served.schema_json(&name)?))))
+            .filter(|name| served.version_json(name).and_then(|v| v.pointer("/subresources/status")).is_some())
             .collect();
         Some(Arc::new(served))
     }
