@@ -21,18 +21,29 @@ struct Node {
     children: Set,
 }
 
+impl Node {
+    /// Adds the path `rest` below this node (this node itself when it is empty).
+    fn add(&mut self, rest: &[Element]) {
+        if rest.is_empty() {
+            self.member = true;
+        } else {
+            self.children.insert(rest);
+        }
+    }
+}
+
 impl Set {
     /// Adds a path.
     pub fn insert(&mut self, path: &[Element]) {
         let Some((first, rest)) = path.split_first() else { return };
-        if !self.0.contains_key(first) {
-            self.0.insert(first.clone(), Node::default());
-        }
-        let Some(node) = self.0.get_mut(first) else { return };
-        if rest.is_empty() {
-            node.member = true;
-        } else {
-            node.children.insert(rest);
+        // Looked up before it is cloned: most paths share their first elements.
+        match self.0.get_mut(first) {
+            Some(node) => node.add(rest),
+            None => {
+                let mut node = Node::default();
+                node.add(rest);
+                self.0.insert(first.clone(), node);
+            }
         }
     }
 
