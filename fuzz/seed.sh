@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 root=..
 shared=${CRDCTL_SHARED:-$root/../shared}
-mkdir -p corpus/load corpus/check corpus/review corpus/request
+mkdir -p corpus/load corpus/check corpus/review corpus/request corpus/prune
 
 n=0
 for file in "$shared"/corpus/real/*.yaml "$shared"/corpus/pairs/*/*.yaml "$root"/fixtures/pairs/*/*.yaml "$root"/examples/crontab/*.yaml; do
@@ -33,4 +33,6 @@ printf '%s' '{"apiVersion":"example.com/v1","kind":"CronTab","metadata":{"name":
 printf 'apiVersion: example.com/v1\nkind: CronTab\nmetadata: {name: a}\nspec: &s {n: [1, *s]}\n' > corpus/request/seed-yaml
 printf '%s' 'env in (prod,staging),!canary,tier=web,app notin (x)' > corpus/request/seed-labels
 printf '%s' 'metadata.name=a,metadata.namespace!=b,status.phase==Running' > corpus/request/seed-fields
-echo "seeded: $(ls corpus/load | wc -l) load, $(ls corpus/check | wc -l) check, $(ls corpus/review | wc -l) review, $(ls corpus/request | wc -l) request"
+printf '%s' '{"apiVersion":"example.com/v1","kind":"K","metadata":{"name":"a","labels":null},"spec":{"replicas":null,"ports":[null,{}],"env":{"A":null},"free":{"u":1},"x":1}}' > corpus/prune/seed-object
+printf '%s' '{"spec":{"template":{"apiVersion":"v1","metadata":{},"spec":{"a":null,"b":1},"junk":2}},"status":{"any":[1]}}' > corpus/prune/seed-embedded
+echo "seeded: $(ls corpus/load | wc -l) load, $(ls corpus/check | wc -l) check, $(ls corpus/review | wc -l) review, $(ls corpus/request | wc -l) request, $(ls corpus/prune | wc -l) prune"

@@ -285,6 +285,14 @@ impl Endpoint {
         }
     }
 
+    /// [`Endpoint::present_items`] for objects as the store holds them.
+    pub async fn present_stored(&self, entries: &[Entry], shape: Shape) -> ApiResult<Items> {
+        match &self.kind {
+            Kind::Custom(served) => served.read_stored_as(entries, &self.version, shape).await,
+            _ => self.present_items(entries.iter().map(decode_entry).collect::<ApiResult<_>>()?, shape).await,
+        }
+    }
+
     async fn present_one(&self, object: Value) -> ApiResult<Value> {
         self.present(vec![object], Shape::Object)
             .await?
@@ -316,11 +324,7 @@ impl Endpoint {
     }
 }
 
-/// A stored entry as an object with its `resourceVersion`.
-pub fn decode_entry(entry: &Entry) -> ApiResult<Value> {
-    crate::registry::decode(&entry.value, entry.mod_revision)
-        .ok_or_else(|| ApiError::internal(format!("stored object {} is not JSON", entry.key)))
-}
+pub use crate::registry::decode_entry;
 
 /// The bytes to store: the object without its `resourceVersion`, which is the store's revision.
 fn encode(object: &Value) -> ApiResult<Vec<u8>> {
@@ -348,14 +352,48 @@ pub async fn get(state: &AppState, endpoint: &Endpoint, name: &str) -> ApiResult
 
 /// One read of a list.
 pub struct ListRead {
-    /// The objects matching the selectors, as stored, with `resourceVersion`.
-    pub objects: Vec<Value>,
+    /// The entries whose objects match the selectors, as stored.
+    pub entries: Vec<Entry>,
     /// The revision they were read at.
     pub revision: Revision,
     /// Where the next page starts, when there is one.
     pub continue_token: Option<String>,
     /// About how many objects follow, when known (a page without selectors).
     pub remaining: Option<u64>,
+}
+
+impl ListRead {
+    /// The objects, with their `resourceVersion`.
+    pub fn objects(&self) -> ApiResult<Vec<Value>> {
+        self.entries.iter().map(decode_entry).collect()
+    }
+}
+
+/// Whether a stored object matches the selectors. Only its name, namespace and labels are read:
+/// a list without selectors takes every entry unread.
+fn selected(entry: &Entry, labels: &LabelSelector, fields: &FieldSelector) -> ApiResult<bool> {
+    #[derive(serde::Deserialize)]
+    struct Object {
+        metadata: Option<Metadata>,
+    }
+    #[derive(serde::Deserialize, serde::Serialize)]
+    struct Metadata {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        namespace: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        labels: Option<Value>,
+    }
+    if labels.is_empty() && fields.is_empty() {
+        return Ok(true);
+    }
+    let view = match serde_json::from_slice::<Object>(&entry.value) {
+        Ok(Object { metadata }) => json!({"metadata": metadata}),
+        // What the view cannot read (a key written twice, say), the whole object can.
+        Err(_) => decode_entry(entry)?,
+    };
+    Ok(labels.matches(&view) && fields.matches(&view))
 }
 
 /// Reads a list, or one page of it.
@@ -376,7 +414,7 @@ pub async fn read_list(state: &AppState, endpoint: &Endpoint, params: &Params) -
         },
     };
     let limit = params.limit.unwrap_or(0);
-    let mut objects = Vec::new();
+    let mut entries = Vec::new();
     loop {
         let page = state
             .store
@@ -389,13 +427,12 @@ pub async fn read_list(state: &AppState, endpoint: &Endpoint, params: &Params) -
         revision = Some(page.revision);
         min_revision = None;
         start_after = page.entries.last().map(|e| e.key.clone());
-        for entry in &page.entries {
-            let object = decode_entry(entry)?;
-            if labels.matches(&object) && fields.matches(&object) {
-                objects.push(object);
+        for entry in page.entries {
+            if selected(&entry, &labels, &fields)? {
+                entries.push(entry);
             }
         }
-        let full = limit > 0 && objects.len() >= limit;
+        let full = limit > 0 && entries.len() >= limit;
         if !page.more || limit == 0 || full {
             let revision = page.revision;
             let continue_token = match (&start_after, page.more) {
@@ -404,7 +441,7 @@ pub async fn read_list(state: &AppState, endpoint: &Endpoint, params: &Params) -
             };
             // As upstream: counted only when no selector filters what follows.
             let remaining = (page.more && labels.is_empty() && fields.is_empty()).then_some(page.remaining);
-            return Ok(ListRead { objects, revision, continue_token, remaining });
+            return Ok(ListRead { entries, revision, continue_token, remaining });
         }
     }
 }
@@ -459,7 +496,7 @@ fn decode_continue(token: &str) -> ApiResult<ContinueToken> {
 /// GET a list.
 pub async fn list(state: &AppState, endpoint: &Endpoint, params: &Params) -> ApiResult<Reply> {
     let read = read_list(state, endpoint, params).await?;
-    let items = endpoint.present_items(read.objects, Shape::List).await?;
+    let items = endpoint.present_stored(&read.entries, Shape::List).await?;
     let mut metadata = json!({"resourceVersion": read.revision.to_string()});
     if let Some(token) = read.continue_token {
         metadata["continue"] = Value::String(token);
@@ -979,7 +1016,7 @@ pub async fn delete_collection(
     let read = read_list(state, endpoint, &Params { limit: None, continue_: None, ..params.clone() }).await?;
     let revision = read.revision;
     let mut deleted = Vec::new();
-    for object in read.objects {
+    for object in read.objects()? {
         let name = crate::object::name(&object).to_string();
         let mut scoped = endpoint.clone();
         if endpoint.namespaced && scoped.namespace.is_none() {

@@ -39,7 +39,7 @@ pub async fn watch(
         _ => {
             let list_params = Params { limit: None, continue_: None, resource_version: None, ..params.clone() };
             let read = read_list(&state, &endpoint, &list_params).await?;
-            (read.objects, read.revision)
+            (read.objects()?, read.revision)
         }
     };
     let (tx, rx) = mpsc::channel::<Bytes>(64);

@@ -36,7 +36,7 @@ pub use embedded::validate_embedded;
 pub use formats::{Format, StringFormat};
 pub use list_type::validate_list_types;
 pub use openapi::{validate, validate_update};
-pub use prune::{prune, prune_json};
+pub use prune::{prune, prune_and_default_json, prune_json};
 
 /// What [`check`] found.
 #[derive(Debug, Default)]

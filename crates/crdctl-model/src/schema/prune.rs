@@ -55,9 +55,22 @@ fn prune_node(value: &mut Value, schema: &Schema, loc: &Loc, resource_root: bool
 /// copied as it was written, and only objects and arrays the schema looks into are read. A key
 /// written twice is read as a decoder reads it (see [`Fields`]).
 pub fn prune_json(json: &[u8], schema: &Schema) -> Result<Vec<u8>, serde_json::Error> {
+    walk_json(json, schema, Steps { prune: true, default: false })
+}
+
+/// [`prune`] then [`super::default`] on JSON text, as the API server's decoder treats every
+/// object it reads from storage, without building values: [`prune_json`], and on the way each
+/// null the schema does not allow takes its default or goes, and each missing property with a
+/// default gets it (after the fields that are there, in the schema's order, as
+/// [`super::default`] adds them).
+pub fn prune_and_default_json(json: &[u8], schema: &Schema) -> Result<Vec<u8>, serde_json::Error> {
+    walk_json(json, schema, Steps { prune: true, default: true })
+}
+
+fn walk_json(json: &[u8], schema: &Schema, steps: Steps) -> Result<Vec<u8>, serde_json::Error> {
     let text = std::str::from_utf8(json).map_err(serde::de::Error::custom)?;
     let mut out = Vec::with_capacity(json.len());
-    prune_text(text.trim_matches([' ', '\t', '\n', '\r']), schema, Level::Root, &mut out)?;
+    walk_text(text.trim_matches([' ', '\t', '\n', '\r']), schema, Level::Root, steps, &mut out)?;
     Ok(out)
 }
 
@@ -70,9 +83,18 @@ enum Level {
     Nested,
 }
 
-fn prune_text(text: &str, schema: &Schema, level: Level, out: &mut Vec<u8>) -> serde_json::Result<()> {
+/// What a walk does: drop unknown fields, and apply defaults (with the nulls they replace or
+/// drop). Below a resource's `apiVersion`, `kind` and `metadata`, and inside a default just
+/// added, nothing is pruned, as [`prune`] never goes there and runs before defaulting.
+#[derive(Clone, Copy)]
+struct Steps {
+    prune: bool,
+    default: bool,
+}
+
+fn walk_text(text: &str, schema: &Schema, level: Level, steps: Steps, out: &mut Vec<u8>) -> serde_json::Result<()> {
     let resource_root = level == Level::Root || schema.embedded_resource;
-    let keeps_any_field = schema.preserve_unknown_fields;
+    let keeps_any_field = schema.preserve_unknown_fields || !steps.prune;
     let looks_inside =
         !schema.properties.is_empty() || matches!(schema.additional_properties, Some(Additional::Schema(_)));
     match (text.as_bytes().first(), &schema.items) {
@@ -80,20 +102,45 @@ fn prune_text(text: &str, schema: &Schema, level: Level, out: &mut Vec<u8>) -> s
         (Some(b'{'), _) if looks_inside || !keeps_any_field => {
             out.push(b'{');
             let start = out.len();
-            for (name, value) in Fields::parse(text)?.iter() {
-                let child = match schema.property(name) {
-                    _ if resource_root && RESOURCE_FIELDS.contains(&name) => None,
-                    Some(child) => Some(child),
-                    None if keeps_any_field => None,
+            let fields = Fields::parse(text)?;
+            for (name, value) in fields.iter() {
+                let (child, child_steps) = match schema.property(name) {
+                    // Kept whatever the schema says, yet defaulted by it.
+                    _ if resource_root && RESOURCE_FIELDS.contains(&name) => {
+                        (schema.property(name).filter(|_| steps.default), Steps { prune: false, ..steps })
+                    }
+                    Some(child) => (Some(child), steps),
+                    None if keeps_any_field => (None, steps),
                     None => continue,
+                };
+                let written = match child {
+                    Some(child) if steps.default && value.get() == "null" && !child.nullable => match &child.default {
+                        Some(default) => Some((child, Written::Default(default))),
+                        None => continue,
+                    },
+                    Some(child) => Some((child, Written::Text(value.get()))),
+                    None => None,
                 };
                 if out.len() > start {
                     out.push(b',');
                 }
                 write_key(out, name);
-                match child {
-                    Some(child) => prune_text(value.get(), child, Level::Nested, out)?,
+                match written {
+                    Some((child, written)) => written.walk(child, child_steps, out)?,
                     None => out.extend_from_slice(value.get().as_bytes()),
+                }
+            }
+            if steps.default {
+                for (name, property) in &schema.properties {
+                    if let Some(default) = &property.default
+                        && fields.get(name).is_none()
+                    {
+                        if out.len() > start {
+                            out.push(b',');
+                        }
+                        write_key(out, name);
+                        Written::Default(default).walk(property, steps, out)?;
+                    }
                 }
             }
             out.push(b'}');
@@ -105,7 +152,13 @@ fn prune_text(text: &str, schema: &Schema, level: Level, out: &mut Vec<u8>) -> s
                 if idx > 0 {
                     out.push(b',');
                 }
-                prune_text(item.get(), item_schema, Level::Nested, out)?;
+                let item = match &item_schema.default {
+                    Some(default) if steps.default && item.get() == "null" && !item_schema.nullable => {
+                        Written::Default(default)
+                    }
+                    _ => Written::Text(item.get()),
+                };
+                item.walk(item_schema, steps, out)?;
             }
             out.push(b']');
         }
@@ -117,6 +170,26 @@ fn prune_text(text: &str, schema: &Schema, level: Level, out: &mut Vec<u8>) -> s
         }
     }
     Ok(())
+}
+
+/// A value to write: text from the input, or a default that takes a missing or null one's place.
+enum Written<'a> {
+    Text(&'a str),
+    Default(&'a serde_json::Value),
+}
+
+impl Written<'_> {
+    fn walk(self, schema: &Schema, steps: Steps, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        match self {
+            Written::Text(text) => walk_text(text, schema, Level::Nested, steps, out),
+            // A default is written as it is and defaulted inside, not pruned (defaults are
+            // refused unless they are pruned already).
+            Written::Default(default) => {
+                let text = serde_json::to_string(default)?;
+                walk_text(&text, schema, Level::Nested, Steps { prune: false, ..steps }, out)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -187,5 +260,52 @@ mod tests {
         }
         let keeps_all = Schema::new(&json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
         assert!(prune_json(b"{\"a\": tru}", &keeps_all).is_err(), "copied whole, still checked");
+    }
+
+    #[test]
+    fn pruning_and_defaulting_text_does_what_values_do() {
+        let schema = Schema::new(&json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {"name": {"type": "string"}, "labels": {"type": "object", "default": {"tier": "web"}}}},
+            "spec": {"type": "object", "default": {"replicas": null, "mode": "auto"}, "properties": {
+                "replicas": {"type": "integer", "default": 1},
+                "mode": {"type": "string"},
+                "label": {"type": "string", "nullable": true, "default": "x"},
+                "limits": {"type": "object", "properties": {"cpu": {"type": "string", "default": "1"}}},
+                "ports": {"type": "array", "items": {"type": "object", "default": {"protocol": "UDP"},
+                    "properties": {"protocol": {"type": "string", "default": "TCP"}, "port": {"type": "integer"}}}},
+                "names": {"type": "array", "items": {"type": "string"}},
+                "env": {"type": "object", "additionalProperties": {"type": "object", "default": {"v": "d"},
+                    "properties": {"v": {"type": "string"}, "w": {"type": "string", "default": "w"}}}},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                    "properties": {"known": {"type": "string", "default": "k"}}},
+                "template": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {
+                    "metadata": {"type": "object", "properties": {"name": {"type": "string", "default": "t"}}},
+                    "spec": {"type": "object", "properties": {"a": {"type": "string"}}}}}
+            }},
+            "status": {"type": "object", "properties": {"phase": {"type": "string"}}}
+        }}));
+        let documents = [
+            r#"{"apiVersion": "v1", "kind": "K", "metadata": {"name": "a", "extra": 1}}"#,
+            r#"{"metadata": {"name": null, "labels": null}, "spec": null, "status": null}"#,
+            r#"{"spec": {"replicas": null, "mode": null, "label": null, "unknown": null, "limits": {"cpu": null}}}"#,
+            r#"{"spec": {"ports": [null, {}, {"protocol": null, "port": null, "x": 1}, 7], "names": [null, "a"]}}"#,
+            r#"{"spec": {"env": {"A": null, "B": {}, "C": {"v": null, "z": 1}}, "free": {"u": null, "known": null}}}"#,
+            r#"{"spec": {"template": {"apiVersion": "v1", "metadata": {"other": null}, "spec": {"a": null, "b": 1}, "junk": 2}}}"#,
+            r#"{"spec": {"limits": "not an object", "ports": {"not": "a list"}}, "spec": {"mode": "last"}, "x": null}"#,
+            r#" { "sp\u0065c" : { } , "status" : { "phase" : null , "y" : [ ] } } "#,
+            r#"[{"spec": null}]"#,
+            r#"null"#,
+        ];
+        for document in documents {
+            let mut value: Value = serde_json::from_str(document).unwrap();
+            prune(&mut value, &schema);
+            crate::schema::default(&mut value, &schema);
+            let text = prune_and_default_json(document.as_bytes(), &schema).unwrap();
+            let read: Value = serde_json::from_slice(&text).unwrap();
+            assert_eq!(read, value, "{document}");
+            // The same keys in the same order, at every level.
+            assert_eq!(serde_json::to_string(&read).unwrap(), serde_json::to_string(&value).unwrap(), "{document}");
+        }
+        assert!(prune_and_default_json(b"{\"spec\": {\"mode\": nul}}", &schema).is_err());
     }
 }

@@ -19,8 +19,9 @@ use crdctl_conversion::webhook::ServiceResolver;
 use crdctl_conversion::{ConversionError, Converter, Shape};
 use crdctl_model::Crd;
 use crdctl_model::crd::Version;
+use crdctl_model::json::{Fields, write_key};
 use crdctl_model::schema::Schema;
-use crdctl_storage::{EventKind, ListOptions, Revision, Store};
+use crdctl_storage::{Entry, EventKind, ListOptions, Revision, Store};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -208,6 +209,32 @@ impl ServedCrd {
             }
         }
         Ok(Items::Values(converted))
+    }
+
+    /// [`ServedCrd::read_items_as`] for objects as the store holds them. When every one is
+    /// stored at `version`, none is parsed into values: each goes from the stored bytes to the
+    /// reader as text, given its `resourceVersion` and pruned and defaulted as text, as a
+    /// decoder reads it. Otherwise they are decoded and read as values.
+    pub async fn read_stored_as(&self, entries: &[Entry], version: &str, shape: Shape) -> Result<Items, ApiError> {
+        let desired = self.api_version(version);
+        let schema = self.schema(version);
+        let mut texts = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let Some((api_version, text)) = with_resource_version(&entry.value, entry.mod_revision) else { break };
+            if api_version != desired {
+                break;
+            }
+            texts.push(match schema {
+                Some(schema) => crdctl_model::schema::prune_and_default_json(&text, schema)
+                    .map_err(|err| ApiError::internal(format!("stored object {}: {err}", entry.key)))?,
+                None => text,
+            });
+        }
+        if texts.len() == entries.len() {
+            return Ok(Items::Json(texts));
+        }
+        let objects = entries.iter().map(decode_entry).collect::<Result<_, _>>()?;
+        self.read_items_as(objects, version, shape).await
     }
 
     /// Converts an object written at its version to the storage version and prunes it there.
@@ -434,14 +461,109 @@ pub fn resource_prefix(prefix: &str) -> Option<String> {
 
 /// A stored object with its `resourceVersion`.
 pub fn decode(bytes: &[u8], revision: Revision) -> Option<Value> {
-    let mut object: Value = serde_json::from_slice(bytes).ok()?;
+    let mut object: Value = serde_json::from_slice(bytes).ok().filter(Value::is_object)?;
     crate::object::set_resource_version(&mut object, revision);
     Some(object)
 }
 
+/// A stored entry as an object with its `resourceVersion`.
+pub fn decode_entry(entry: &Entry) -> Result<Value, ApiError> {
+    decode(&entry.value, entry.mod_revision)
+        .ok_or_else(|| ApiError::internal(format!("stored object {} is not a JSON object", entry.key)))
+}
+
+/// [`decode`] on text: the stored object's `apiVersion`, and its text with
+/// `metadata.resourceVersion` set where [`crate::object::set_resource_version`] sets it (in
+/// place, or last; a `metadata` that is missing or not an object becomes one). `None` unless
+/// the bytes are a JSON object.
+fn with_resource_version(bytes: &[u8], revision: Revision) -> Option<(String, Vec<u8>)> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let fields = Fields::parse(text).ok()?;
+    let api_version = fields.get("apiVersion").and_then(|v| serde_json::from_str(v.get()).ok()).unwrap_or_default();
+    let resource_version = format!("\"{revision}\"");
+    let mut out = Vec::with_capacity(bytes.len() + 32);
+    let set_in = |out: &mut Vec<u8>, metadata: Option<&str>| {
+        // Without the key, spelled out or escaped, the version goes last, the fields unread.
+        if let Some(fields) = metadata
+            .filter(|text| !text.contains("\"resourceVersion\"") && !text.contains("\\u"))
+            .and_then(|text| text.strip_prefix('{')?.strip_suffix('}'))
+        {
+            let fields = fields.trim_matches([' ', '\t', '\n', '\r']);
+            out.push(b'{');
+            out.extend_from_slice(fields.as_bytes());
+            if !fields.is_empty() {
+                out.push(b',');
+            }
+            write_key(out, "resourceVersion");
+            out.extend_from_slice(resource_version.as_bytes());
+            out.push(b'}');
+            return;
+        }
+        let metadata = metadata.and_then(|text| Fields::parse(text).ok()).unwrap_or_default();
+        out.push(b'{');
+        for (name, value) in metadata.iter() {
+            write_key(out, name);
+            let value = if name == "resourceVersion" { resource_version.as_str() } else { value.get() };
+            out.extend_from_slice(value.as_bytes());
+            out.push(b',');
+        }
+        if metadata.get("resourceVersion").is_none() {
+            write_key(out, "resourceVersion");
+            out.extend_from_slice(resource_version.as_bytes());
+        } else {
+            out.pop();
+        }
+        out.push(b'}');
+    };
+    out.push(b'{');
+    for (name, value) in fields.iter() {
+        write_key(&mut out, name);
+        match name {
+            "metadata" => set_in(&mut out, Some(value.get())),
+            _ => out.extend_from_slice(value.get().as_bytes()),
+        }
+        out.push(b',');
+    }
+    if fields.get("metadata").is_none() {
+        write_key(&mut out, "metadata");
+        set_in(&mut out, None);
+    } else {
+        out.pop();
+    }
+    out.push(b'}');
+    Some((api_version, out))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{CRD_PREFIX, resource_prefix};
+    use super::{CRD_PREFIX, decode, resource_prefix, with_resource_version};
+
+    #[test]
+    fn stored_text_gets_its_resource_version_where_a_decoded_object_does() {
+        let stored = [
+            r#"{"apiVersion":"example.com/v1","kind":"CronTab","metadata":{"name":"a","uid":"u"},"spec":{}}"#,
+            r#"{"metadata":{"resourceVersion":"3","name":"a"},"apiVersion":"example.com/v1"}"#,
+            r#"{"metadata":{}}"#,
+            r#"{"metadata":null,"kind":"K"}"#,
+            r#"{"kind":"K"}"#,
+            r#"{}"#,
+            r#" { "metadata" : { "name" : "s p a c e d" } , "x" : [ 1 , 2 ] } "#,
+            r#"{"metadata":{ },"kind":"K"}"#,
+            r#"{"metadata":{"resource\u0056ersion":"9","name":"escaped"}}"#,
+            r#"{"metadata":{"name":"\u0061","annotations":{"resourceVersion":"not this one"}}}"#,
+        ];
+        for text in stored {
+            let (api_version, with_version) = with_resource_version(text.as_bytes(), 42).unwrap();
+            let decoded = decode(text.as_bytes(), 42).unwrap();
+            let read: serde_json::Value = serde_json::from_slice(&with_version).unwrap();
+            assert_eq!(serde_json::to_string(&read).unwrap(), serde_json::to_string(&decoded).unwrap(), "{text}");
+            assert_eq!(api_version, decoded["apiVersion"].as_str().unwrap_or_default());
+        }
+        for not_an_object in ["[1]", "null", "\"text\"", "{\"a\":", ""] {
+            assert!(with_resource_version(not_an_object.as_bytes(), 1).is_none(), "{not_an_object}");
+            assert!(decode(not_an_object.as_bytes(), 1).is_none(), "{not_an_object}");
+        }
+    }
 
     #[test]
     fn prefixes_map_to_their_resource() {
