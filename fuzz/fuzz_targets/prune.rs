@@ -6,26 +6,12 @@
 use std::sync::LazyLock;
 
 use crdctl_model::schema::{Schema, default, prune, prune_and_default_json};
-use serde_json::{Value, json};
+use serde_json::Value;
 
+/// The schema of the unit test that checks the same on chosen documents.
 static SCHEMA: LazyLock<Schema> = LazyLock::new(|| {
-    Schema::new(&json!({"type": "object", "properties": {
-        "metadata": {"type": "object", "properties": {"labels": {"type": "object", "default": {"tier": "web"}}}},
-        "spec": {"type": "object", "default": {"replicas": null}, "properties": {
-            "replicas": {"type": "integer", "default": 1},
-            "label": {"type": "string", "nullable": true, "default": "x"},
-            "ports": {"type": "array", "items": {"type": "object", "default": {"protocol": "UDP"},
-                "properties": {"protocol": {"type": "string", "default": "TCP"}, "port": {"type": "integer"}}}},
-            "env": {"type": "object", "additionalProperties": {"type": "object", "default": {"v": "d"},
-                "properties": {"v": {"type": "string"}, "w": {"type": "string", "default": "w"}}}},
-            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-                "properties": {"known": {"type": "string", "default": "k"}}},
-            "template": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {
-                "metadata": {"type": "object", "properties": {"name": {"type": "string", "default": "t"}}},
-                "spec": {"type": "object", "properties": {"a": {"type": "string"}}}}}
-        }},
-        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-    }}))
+    let schema = include_str!("../../crates/crdctl-model/src/schema/testdata/defaulting-schema.json");
+    Schema::new(&serde_json::from_str(schema).expect("the schema is JSON"))
 });
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

@@ -264,26 +264,11 @@ mod tests {
 
     #[test]
     fn pruning_and_defaulting_text_does_what_values_do() {
-        let schema = Schema::new(&json!({"type": "object", "properties": {
-            "metadata": {"type": "object", "properties": {"name": {"type": "string"}, "labels": {"type": "object", "default": {"tier": "web"}}}},
-            "spec": {"type": "object", "default": {"replicas": null, "mode": "auto"}, "properties": {
-                "replicas": {"type": "integer", "default": 1},
-                "mode": {"type": "string"},
-                "label": {"type": "string", "nullable": true, "default": "x"},
-                "limits": {"type": "object", "properties": {"cpu": {"type": "string", "default": "1"}}},
-                "ports": {"type": "array", "items": {"type": "object", "default": {"protocol": "UDP"},
-                    "properties": {"protocol": {"type": "string", "default": "TCP"}, "port": {"type": "integer"}}}},
-                "names": {"type": "array", "items": {"type": "string"}},
-                "env": {"type": "object", "additionalProperties": {"type": "object", "default": {"v": "d"},
-                    "properties": {"v": {"type": "string"}, "w": {"type": "string", "default": "w"}}}},
-                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-                    "properties": {"known": {"type": "string", "default": "k"}}},
-                "template": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {
-                    "metadata": {"type": "object", "properties": {"name": {"type": "string", "default": "t"}}},
-                    "spec": {"type": "object", "properties": {"a": {"type": "string"}}}}}
-            }},
-            "status": {"type": "object", "properties": {"phase": {"type": "string"}}}
-        }}));
+        // Defaults at every kind of node: properties, items, additionalProperties, inside
+        // defaults, under preserve-unknown-fields and in embedded resources (shared with the
+        // fuzz target `prune`).
+        let schema: Value = serde_json::from_str(include_str!("testdata/defaulting-schema.json")).unwrap();
+        let schema = Schema::new(&schema);
         let documents = [
             r#"{"apiVersion": "v1", "kind": "K", "metadata": {"name": "a", "extra": 1}}"#,
             r#"{"metadata": {"name": null, "labels": null}, "spec": null, "status": null}"#,
