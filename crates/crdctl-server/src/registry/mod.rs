@@ -211,24 +211,31 @@ impl ServedCrd {
         Ok(Items::Values(converted))
     }
 
-    /// [`ServedCrd::read_items_as`] for objects as the store holds them. When every one is
-    /// stored at `version`, none is parsed into values: each goes from the stored bytes to the
-    /// reader as text, given its `resourceVersion` and pruned and defaulted as text, as a
-    /// decoder reads it. Otherwise they are decoded and read as values.
+    /// [`ServedCrd::read_items_as`] for objects as the store holds them. When none needs a
+    /// webhook, none is parsed into values: each goes from the stored bytes to the reader as
+    /// text, given its `resourceVersion` (and, stored at another version under the `None`
+    /// strategy, the `apiVersion` read), pruned and defaulted as text with the schema of the
+    /// version it is stored in, and pruned again with the read version's when converted, as the
+    /// value path does. Otherwise they are decoded and read as values.
     pub async fn read_stored_as(&self, entries: &[Entry], version: &str, shape: Shape) -> Result<Items, ApiError> {
         let desired = self.api_version(version);
-        let schema = self.schema(version);
+        let converts_itself = matches!(self.converter, Ok(Converter::None)).then_some(desired.as_str());
         let mut texts = Vec::with_capacity(entries.len());
         for entry in entries {
-            let Some((api_version, text)) = with_resource_version(&entry.value, entry.mod_revision) else { break };
-            if api_version != desired {
+            let failed = |err: serde_json::Error| ApiError::internal(format!("stored object {}: {err}", entry.key));
+            let Some((stored_as, mut text)) = stored_text(&entry.value, entry.mod_revision, converts_itself) else {
                 break;
+            };
+            let converted = stored_as != desired;
+            let stored_in = stored_as.rsplit_once('/').map(|(_, v)| v).filter(|v| self.version_json(v).is_some());
+            let Some(stored_in) = stored_in.filter(|_| !converted || converts_itself.is_some()) else { break };
+            if let Some(schema) = self.schema(stored_in) {
+                text = crdctl_model::schema::prune_and_default_json(&text, schema).map_err(failed)?;
             }
-            texts.push(match schema {
-                Some(schema) => crdctl_model::schema::prune_and_default_json(&text, schema)
-                    .map_err(|err| ApiError::internal(format!("stored object {}: {err}", entry.key)))?,
-                None => text,
-            });
+            if let Some(schema) = self.schema(version).filter(|_| converted) {
+                text = crdctl_model::schema::prune_json(&text, schema).map_err(failed)?;
+            }
+            texts.push(text);
         }
         if texts.len() == entries.len() {
             return Ok(Items::Json(texts));
@@ -474,12 +481,14 @@ pub fn decode_entry(entry: &Entry) -> Result<Value, ApiError> {
 
 /// [`decode`] on text: the stored object's `apiVersion`, and its text with
 /// `metadata.resourceVersion` set where [`crate::object::set_resource_version`] sets it (in
-/// place, or last; a `metadata` that is missing or not an object becomes one). `None` unless
+/// place, or last; a `metadata` that is missing or not an object becomes one), and with
+/// `apiVersion` set to `api_version` when given, as [`Converter::None`] sets it. `None` unless
 /// the bytes are a JSON object.
-fn with_resource_version(bytes: &[u8], revision: Revision) -> Option<(String, Vec<u8>)> {
+fn stored_text(bytes: &[u8], revision: Revision, api_version: Option<&str>) -> Option<(String, Vec<u8>)> {
     let text = std::str::from_utf8(bytes).ok()?;
     let fields = Fields::parse(text).ok()?;
-    let api_version = fields.get("apiVersion").and_then(|v| serde_json::from_str(v.get()).ok()).unwrap_or_default();
+    let stored_as = fields.get("apiVersion").and_then(|v| serde_json::from_str(v.get()).ok()).unwrap_or_default();
+    let new_api_version = api_version.and_then(|v| serde_json::to_string(v).ok());
     let resource_version = format!("\"{revision}\"");
     let mut out = Vec::with_capacity(bytes.len() + 32);
     let set_in = |out: &mut Vec<u8>, metadata: Option<&str>| {
@@ -518,25 +527,32 @@ fn with_resource_version(bytes: &[u8], revision: Revision) -> Option<(String, Ve
     out.push(b'{');
     for (name, value) in fields.iter() {
         write_key(&mut out, name);
-        match name {
-            "metadata" => set_in(&mut out, Some(value.get())),
+        match (name, &new_api_version) {
+            ("metadata", _) => set_in(&mut out, Some(value.get())),
+            ("apiVersion", Some(new)) => out.extend_from_slice(new.as_bytes()),
             _ => out.extend_from_slice(value.get().as_bytes()),
         }
         out.push(b',');
     }
+    // What was missing goes last, in the order the value path adds it.
     if fields.get("metadata").is_none() {
         write_key(&mut out, "metadata");
         set_in(&mut out, None);
-    } else {
-        out.pop();
+        out.push(b',');
     }
+    if let Some(new) = new_api_version.as_deref().filter(|_| fields.get("apiVersion").is_none()) {
+        write_key(&mut out, "apiVersion");
+        out.extend_from_slice(new.as_bytes());
+        out.push(b',');
+    }
+    out.pop();
     out.push(b'}');
-    Some((api_version, out))
+    Some((stored_as, out))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{CRD_PREFIX, decode, resource_prefix, with_resource_version};
+    use super::{CRD_PREFIX, decode, resource_prefix, stored_text};
 
     #[test]
     fn stored_text_gets_its_resource_version_where_a_decoded_object_does() {
@@ -553,14 +569,18 @@ mod tests {
             r#"{"metadata":{"name":"\u0061","annotations":{"resourceVersion":"not this one"}}}"#,
         ];
         for text in stored {
-            let (api_version, with_version) = with_resource_version(text.as_bytes(), 42).unwrap();
             let decoded = decode(text.as_bytes(), 42).unwrap();
-            let read: serde_json::Value = serde_json::from_slice(&with_version).unwrap();
-            assert_eq!(serde_json::to_string(&read).unwrap(), serde_json::to_string(&decoded).unwrap(), "{text}");
-            assert_eq!(api_version, decoded["apiVersion"].as_str().unwrap_or_default());
+            // As stored, and converted by the None strategy.
+            let converted = crdctl_conversion::none::convert(vec![decoded.clone()], "example.com/v2").remove(0);
+            for (to, expected) in [(None, &decoded), (Some("example.com/v2"), &converted)] {
+                let (stored_as, written) = stored_text(text.as_bytes(), 42, to).unwrap();
+                let read: serde_json::Value = serde_json::from_slice(&written).unwrap();
+                assert_eq!(serde_json::to_string(&read).unwrap(), serde_json::to_string(expected).unwrap(), "{text}");
+                assert_eq!(stored_as, decoded["apiVersion"].as_str().unwrap_or_default());
+            }
         }
         for not_an_object in ["[1]", "null", "\"text\"", "{\"a\":", ""] {
-            assert!(with_resource_version(not_an_object.as_bytes(), 1).is_none(), "{not_an_object}");
+            assert!(stored_text(not_an_object.as_bytes(), 1, None).is_none(), "{not_an_object}");
             assert!(decode(not_an_object.as_bytes(), 1).is_none(), "{not_an_object}");
         }
     }
