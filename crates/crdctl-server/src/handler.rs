@@ -165,7 +165,7 @@ async fn route(
         (Method::GET, Some(_)) if params.is_watch() => {
             return Err(ApiError::bad_request("watch of a single object: use a fieldSelector on metadata.name"));
         }
-        (Method::GET, None) => rest::list(state, &endpoint, &params).await?,
+        (Method::GET, None) => rest::list(state, &endpoint, &params, representation).await?,
         (Method::GET, Some(name)) => rest::get(state, &endpoint, name).await?,
         (Method::POST, None) if main => {
             let (body_type, object) = decode()?;

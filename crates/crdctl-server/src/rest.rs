@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
-use crate::negotiate::{BodyType, PATCH_TYPES};
+use crate::negotiate::{BodyType, PATCH_TYPES, Representation};
 use crate::registry::custom_resource::FieldValidation;
 use crate::registry::scale;
 use crate::registry::{Items, ServedCrd, crd, custom_resource, event, namespace};
@@ -493,10 +493,21 @@ fn decode_continue(token: &str) -> ApiResult<ContinueToken> {
     serde_json::from_slice(&bytes).map_err(|_| bad())
 }
 
-/// GET a list.
-pub async fn list(state: &AppState, endpoint: &Endpoint, params: &Params) -> ApiResult<Reply> {
+/// GET a list, to be rendered as `representation`. A list rendered as itself stays text from
+/// the store; a `Table` or metadata view reads values, so it is read as values.
+pub async fn list(
+    state: &AppState,
+    endpoint: &Endpoint,
+    params: &Params,
+    representation: Representation,
+) -> ApiResult<Reply> {
     let read = read_list(state, endpoint, params).await?;
-    let items = endpoint.present_stored(&read.entries, Shape::List).await?;
+    let items = match representation {
+        Representation::Object => endpoint.present_stored(&read.entries, Shape::List).await?,
+        Representation::Table | Representation::Metadata => {
+            endpoint.present_items(read.objects()?, Shape::List).await?
+        }
+    };
     let mut metadata = json!({"resourceVersion": read.revision.to_string()});
     if let Some(token) = read.continue_token {
         metadata["continue"] = Value::String(token);
