@@ -104,29 +104,30 @@ fn walk_text(text: &str, schema: &Schema, level: Level, steps: Steps, out: &mut 
             let start = out.len();
             let fields = Fields::parse(text)?;
             for (name, value) in fields.iter() {
-                let (child, child_steps) = match schema.property(name) {
+                let property = schema.property(name);
+                let (child, child_steps) = if resource_root && RESOURCE_FIELDS.contains(&name) {
                     // Kept whatever the schema says, yet defaulted by it.
-                    _ if resource_root && RESOURCE_FIELDS.contains(&name) => {
-                        (schema.property(name).filter(|_| steps.default), Steps { prune: false, ..steps })
+                    (property.filter(|_| steps.default), Steps { prune: false, ..steps })
+                } else {
+                    match property {
+                        Some(child) => (Some(child), steps),
+                        None if keeps_any_field => (None, steps),
+                        None => continue,
                     }
-                    Some(child) => (Some(child), steps),
-                    None if keeps_any_field => (None, steps),
-                    None => continue,
                 };
                 let written = match child {
                     Some(child) if steps.default && value.get() == "null" && !child.nullable => match &child.default {
-                        Some(default) => Some((child, Written::Default(default))),
+                        Some(default) => Written::Default(default),
                         None => continue,
                     },
-                    Some(child) => Some((child, Written::Text(value.get()))),
-                    None => None,
+                    _ => Written::Text(value.get()),
                 };
                 if out.len() > start {
                     out.push(b',');
                 }
                 write_key(out, name);
-                match written {
-                    Some((child, written)) => written.walk(child, child_steps, out)?,
+                match child {
+                    Some(child) => written.walk(child, child_steps, out)?,
                     None => out.extend_from_slice(value.get().as_bytes()),
                 }
             }
