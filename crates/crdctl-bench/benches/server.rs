@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use crdctl_server::testing::TestServer;
 use crdctl_storage::Store;
-use load::{Load, Peer, RUN_FOR, v1_body};
+use load::{Connection, Load, Peer, RUN_FOR, v1_body};
 use serde_json::{Value, json};
 
 #[global_allocator]
@@ -108,10 +108,9 @@ async fn floor_server() -> (String, tempfile::TempDir) {
 }
 
 /// Creates through the store engine from `writers` concurrent tasks.
-async fn store_writes(writers: usize, value: &[u8]) -> f64 {
+async fn store_writes(writers: usize, value: Vec<u8>) -> f64 {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(crdctl_storage::redb::open(dir.path()).unwrap());
-    let value = value.to_vec();
     load::rate(writers, move |writer, i| {
         let (store, value) = (Arc::clone(&store), value.clone());
         async move {
@@ -188,11 +187,12 @@ async fn main() {
     let value = stored_value(&server_peer).await;
     let mut raw = RawRedb::new(value.clone());
     let (floor_url, _floor_dir) = server_peer.run(floor_server()).await;
-    let floor = Load::new(vec![floor_url]);
+    let mut floor = Connection::open(&floor_url).await;
     let floor_body = String::from_utf8(value.clone()).unwrap();
     let (mut floor_made, mut floor_took) = (0u64, Duration::ZERO);
-    let store_1 = store_writes(1, &value).await;
-    let store_16 = store_writes(16, &value).await;
+    // On the server's runtime, as the server writes: a lone writer commits in place there.
+    let store_1 = server_peer.run(store_writes(1, value.clone())).await;
+    let store_16 = server_peer.run(store_writes(16, value.clone())).await;
 
     let mut blocks = Vec::new();
     for (label, webhook) in [("None", None), ("Webhook", Some((webhook.address.port(), bundle.ca_bundle())))] {

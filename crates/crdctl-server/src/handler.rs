@@ -14,7 +14,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::negotiate::{self, BodyType, Representation};
 use crate::registry::crd::GROUP as CRD_GROUP;
 use crate::registry::event;
-use crate::rest::{self, Change, Endpoint, Kind, Params, Reply, Subresource};
+use crate::rest::{self, Body, Change, Endpoint, Kind, Params, Reply, Subresource};
 
 /// Adds one `Warning` header per distinct text.
 pub fn add_warnings(response: &mut Response, warnings: &[String]) {
@@ -192,8 +192,9 @@ async fn route(
         _ => return Err(ApiError::method_not_supported(endpoint.subject(name.unwrap_or_default()), method.as_str())),
     };
     let reply = match (&endpoint.kind, subresource) {
-        (Kind::Custom(served), Subresource::Scale) if reply.body["kind"] != "Status" => {
-            Reply { body: crate::registry::scale::of(&reply.body, served, &endpoint.version), ..reply }
+        (Kind::Custom(served), Subresource::Scale) if !reply.body.is_status() => {
+            let scale = crate::registry::scale::of(&reply.body.into_value()?, served, &endpoint.version);
+            Reply { body: Body::Value(scale), ..reply }
         }
         _ => reply,
     };
@@ -250,28 +251,32 @@ fn render(
     mut warnings: Vec<String>,
 ) -> ApiResult<Response> {
     warnings.extend(std::mem::take(&mut reply.warnings));
-    let is_status_object = reply.body["kind"] == "Status";
+    let code = reply.code;
     let body = match representation {
-        Representation::Object => reply.to_json(),
-        _ if is_status_object => reply.to_json(),
+        Representation::Object => reply.into_json(),
+        _ if reply.body.is_status() => reply.into_json(),
         Representation::Table => {
             let (objects, metadata) = match list_items(&mut reply)? {
-                Some(items) => (items, reply.body["metadata"].clone()),
-                None => (vec![reply.body.clone()], json!({})),
+                Some(items) => (items, reply.body.into_value()?["metadata"].take()),
+                None => (vec![reply.body.into_value()?], json!({})),
             };
             let include = params.include_object.as_deref().unwrap_or("Metadata");
             let now = crate::object::now_seconds();
             to_json(&crate::table::table(&endpoint.columns(), &objects, metadata, include, now))
         }
-        Representation::Metadata => to_json(&match list_items(&mut reply)? {
-            Some(items) => json!({
-                "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                "metadata": reply.body["metadata"], "items": items.iter().map(partial_metadata).collect::<Vec<_>>(),
-            }),
-            None => partial_metadata(&reply.body),
-        }),
+        Representation::Metadata => {
+            let items = list_items(&mut reply)?;
+            let body = reply.body.into_value()?;
+            to_json(&match items {
+                Some(items) => json!({
+                    "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                    "metadata": body["metadata"], "items": items.iter().map(partial_metadata).collect::<Vec<_>>(),
+                }),
+                None => partial_metadata(&body),
+            })
+        }
     };
-    let mut response = bytes_response(reply.code, body);
+    let mut response = bytes_response(code, body);
     add_warnings(&mut response, &warnings);
     Ok(response)
 }
@@ -281,7 +286,10 @@ fn list_items(reply: &mut Reply) -> ApiResult<Option<Vec<Value>>> {
     if let Some(items) = reply.items.take() {
         return items.into_values().map(Some);
     }
-    Ok(reply.body.get("items").and_then(Value::as_array).cloned())
+    Ok(match &reply.body {
+        Body::Value(body) => body.get("items").and_then(Value::as_array).cloned(),
+        Body::Json(_) => None,
+    })
 }
 
 fn discovery(state: &AppState, path: &Path, apis: bool, headers: &HeaderMap) -> ApiResult<Response> {

@@ -120,11 +120,38 @@ pub struct Reply {
     /// HTTP status.
     pub code: StatusCode,
     /// The body; for a list, without its `items`.
-    pub body: Value,
+    pub body: Body,
     /// A list's `items`, kept apart so that text a webhook answered is written out as it is.
     pub items: Option<Items>,
     /// `Warning` header texts.
     pub warnings: Vec<String>,
+}
+
+/// A reply's body: a value, or one object's JSON text as read from the store, which is written
+/// out without being parsed.
+#[derive(Debug)]
+pub enum Body {
+    /// A value.
+    Value(Value),
+    /// An object's JSON text.
+    Json(Vec<u8>),
+}
+
+impl Body {
+    /// Whether this is a `Status` (which text never is: text is a stored object).
+    pub fn is_status(&self) -> bool {
+        matches!(self, Body::Value(value) if value["kind"] == "Status")
+    }
+
+    /// The body as a value, parsing text.
+    pub fn into_value(self) -> ApiResult<Value> {
+        match self {
+            Body::Value(value) => Ok(value),
+            Body::Json(text) => {
+                serde_json::from_slice(&text).map_err(|err| ApiError::internal(format!("stored object: {err}")))
+            }
+        }
+    }
 }
 
 impl Reply {
@@ -133,13 +160,20 @@ impl Reply {
     }
 
     fn with_warnings(code: StatusCode, body: Value, warnings: Vec<String>) -> Reply {
+        Reply::of(code, Body::Value(body), warnings)
+    }
+
+    fn of(code: StatusCode, body: Body, warnings: Vec<String>) -> Reply {
         Reply { code, body, items: None, warnings }
     }
 
     /// The body as JSON, with the list's items.
-    pub fn to_json(&self) -> Vec<u8> {
-        // Writing a value into memory cannot fail.
-        let mut out = serde_json::to_vec(&self.body).unwrap_or_default();
+    pub fn into_json(self) -> Vec<u8> {
+        let mut out = match self.body {
+            // Writing a value into memory cannot fail.
+            Body::Value(value) => serde_json::to_vec(&value).unwrap_or_default(),
+            Body::Json(text) => text,
+        };
         if let Some(items) = &self.items
             && out.pop() == Some(b'}')
         {
@@ -304,10 +338,27 @@ impl Endpoint {
         self.present_one(decode_entry(entry)?).await
     }
 
-    /// The object just written as `entry`, without parsing back the bytes it was stored as.
-    async fn present_written(&self, mut object: Value, entry: &Entry) -> ApiResult<Value> {
+    /// The object just created as `entry`, without parsing back the bytes it was stored as:
+    /// with the value at hand, presenting it costs less than reading its text. A custom
+    /// resource created at the version it is stored in was pruned and defaulted with that
+    /// version's schema on its way in ([`custom_resource::admit`]): it is already what a read
+    /// would make of it.
+    async fn present_created(&self, mut object: Value, entry: &Entry) -> ApiResult<Value> {
         crate::object::set_resource_version(&mut object, entry.mod_revision);
-        self.present_one(object).await
+        match &self.kind {
+            Kind::Custom(served) if served.storage_version() == self.version => Ok(object),
+            _ => self.present_one(object).await,
+        }
+    }
+
+    /// A stored object as a reply's body: text from the store to the response, unless it needs
+    /// a webhook ([`Endpoint::present_stored`]); cheaper than parsing it.
+    async fn reply_entry(&self, entry: &Entry) -> ApiResult<Body> {
+        match self.present_stored(std::slice::from_ref(entry), Shape::Object).await? {
+            Items::Json(mut texts) => texts.pop().map(Body::Json),
+            Items::Values(mut values) => values.pop().map(Body::Value),
+        }
+        .ok_or_else(|| ApiError::internal("conversion lost the object"))
     }
 
     /// Creates a terminating CRD's refusal.
@@ -347,7 +398,7 @@ fn store_error(endpoint: &Endpoint, name: &str) -> impl Fn(StoreError) -> ApiErr
 pub async fn get(state: &AppState, endpoint: &Endpoint, name: &str) -> ApiResult<Reply> {
     let entry = state.store.get(&endpoint.key(name)).await.map_err(store_error(endpoint, name))?;
     let entry = entry.ok_or_else(|| ApiError::not_found(endpoint.subject(name)))?;
-    Ok(Reply::ok(endpoint.present_entry(&entry).await?))
+    Ok(Reply::of(StatusCode::OK, endpoint.reply_entry(&entry).await?, Vec::new()))
 }
 
 /// One read of a list.
@@ -593,7 +644,7 @@ pub async fn create(
     if matches!(endpoint.kind, Kind::Crd) {
         state.registry.wait_for(entry.mod_revision).await;
     }
-    let body = endpoint.present_written(stored, &entry).await?;
+    let body = endpoint.present_created(stored, &entry).await?;
     Ok(Reply::with_warnings(StatusCode::CREATED, body, warnings))
 }
 
@@ -748,7 +799,7 @@ pub async fn update(
             // the resourceVersion. Bytes in an older storage version differ, so a no-op update
             // is how storage migration rewrites an object.
             if value == current.value {
-                return Ok(Reply::with_warnings(StatusCode::OK, endpoint.present_entry(&current).await?, warnings));
+                return Ok(Reply::of(StatusCode::OK, endpoint.reply_entry(&current).await?, warnings));
             }
             let mut stored = stored;
             let applying = matches!(change, Change::Patch(BodyType::ApplyPatch, _));
@@ -766,7 +817,7 @@ pub async fn update(
                 if matches!(endpoint.kind, Kind::Crd) {
                     state.registry.wait_for(entry.mod_revision).await;
                 }
-                return Ok(Reply::with_warnings(StatusCode::OK, endpoint.present_entry(&entry).await?, warnings));
+                return Ok(Reply::of(StatusCode::OK, endpoint.reply_entry(&entry).await?, warnings));
             }
             Err(StoreError::Conflict { .. }) if precondition.is_none() => continue,
             Err(err) => return Err(ApiError::from_store(err, endpoint.subject(name))),

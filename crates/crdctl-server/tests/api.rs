@@ -525,14 +525,24 @@ async fn lists_and_watches(backend: Backend) {
     assert!(find(&["crdctl_request_last_timestamp_seconds{", r#"version="v1beta1""#]).is_some(), "{metrics}");
 }
 
-/// Lists read stored objects as text, gets read them as values: both prune and default what is
-/// stored as a decoder does, and give the same object, byte for byte.
-async fn lists_read_stored_objects_as_gets_do(backend: Backend) {
+/// Objects as the value path reads them: the rows of a `Table` that includes whole objects.
+async fn read_as_values(api: &Api, collection: &str) -> Vec<Value> {
+    let url = format!("{}{collection}?includeObject=Object", api.server.url());
+    let table = api.http.get(url).header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").send().await;
+    let table: Value = table.unwrap().json().await.unwrap();
+    table["rows"].as_array().unwrap().iter().map(|row| row["object"].clone()).collect()
+}
+
+/// Lists, gets and write responses read stored objects as text; a `Table` reads them as values.
+/// Both prune and default what is stored as a decoder does, and give the same object, byte for
+/// byte.
+async fn stored_objects_read_as_text_and_as_values_alike(backend: Backend) {
     let api = Api::on(backend).await;
     let api = api.with_crd().await;
     let mut labelled = crontab("made", "v1");
     labelled["metadata"]["labels"] = json!({"kept": "yes"});
-    assert_eq!(api.post(CRONTABS_V1, &labelled).await.code, 201);
+    let made = api.post(CRONTABS_V1, &labelled).await;
+    assert_eq!(made.code, 201);
     // As an older schema left it: a default missing, a null the schema refuses, unknown fields.
     let stored = json!({"apiVersion": "example.com/v1", "kind": "CronTab",
         "metadata": {"name": "old", "namespace": "default", "uid": "u-1", "creationTimestamp": "2026-01-01T00:00:00Z"},
@@ -540,40 +550,48 @@ async fn lists_read_stored_objects_as_gets_do(backend: Backend) {
     let store = &api.server.server().state().store;
     let key = "/registry/example.com/crontabs/default/old";
     let written = store.create(key, serde_json::to_vec(&stored).unwrap()).await.unwrap();
+    let text = |value: &Value| serde_json::to_string(value).unwrap();
+    let by_name =
+        |objects: &[Value], name: &str| objects.iter().find(|o| o["metadata"]["name"] == name).unwrap().clone();
     let list = api.get(CRONTABS_V1).await;
     let items = list.body["items"].as_array().unwrap();
     assert_eq!(items.len(), 2);
-    let old = items.iter().find(|item| item["metadata"]["name"] == "old").unwrap();
+    let old = by_name(items, "old");
     assert_eq!(old["spec"], json!({"cronSpec": "* * * * *", "replicas": 1}));
     assert!(old.get("extra").is_none(), "{old}");
     assert_eq!(old["metadata"]["resourceVersion"], written.mod_revision.to_string());
+    assert_eq!(text(&made.body), text(&by_name(items, "made")), "a create answers what a read finds");
+    let values = read_as_values(&api, CRONTABS_V1).await;
     for item in items {
-        let got = api.get(&format!("{CRONTABS_V1}/{}", item["metadata"]["name"].as_str().unwrap())).await;
-        assert_eq!(serde_json::to_string(item).unwrap(), serde_json::to_string(&got.body).unwrap());
+        let name = item["metadata"]["name"].as_str().unwrap();
+        let got = api.get(&format!("{CRONTABS_V1}/{name}")).await;
+        assert_eq!(text(item), text(&got.body));
+        assert_eq!(text(item), text(&by_name(&values, name)));
     }
     let selected = api.get(&format!("{CRONTABS_V1}?labelSelector=kept%3Dyes")).await;
     assert_eq!(selected.body["items"].as_array().unwrap().len(), 1);
-    assert_eq!(
-        selected.body["items"][0],
-        items.iter().find(|item| item["metadata"]["name"] == "made").unwrap().clone()
-    );
+    assert_eq!(selected.body["items"][0], by_name(items, "made"));
     // Read at another version (the None strategy, on text as well), the same objects but for
     // `apiVersion` and what v1beta1's schema prunes (`mode`), and the same as gets there.
     let converted = api.get(CRONTABS_V1BETA1).await;
     let converted = converted.body["items"].as_array().unwrap();
     assert_eq!(converted.len(), items.len());
+    let values = read_as_values(&api, CRONTABS_V1BETA1).await;
     for (item, other) in items.iter().zip(converted) {
         assert_eq!(other["apiVersion"], "example.com/v1beta1");
         assert_eq!(item["metadata"], other["metadata"]);
         let name = other["metadata"]["name"].as_str().unwrap();
         let got = api.get(&format!("{CRONTABS_V1BETA1}/{name}")).await;
-        assert_eq!(serde_json::to_string(other).unwrap(), serde_json::to_string(&got.body).unwrap());
+        assert_eq!(text(other), text(&got.body));
+        assert_eq!(text(other), text(&by_name(&values, name)));
     }
     let mut moded = crontab("moded", "v1");
     moded["spec"]["mode"] = json!("a");
     assert_eq!(api.post(CRONTABS_V1, &moded).await.code, 201);
     let listed = api.get(&format!("{CRONTABS_V1BETA1}?fieldSelector=metadata.name%3Dmoded")).await;
     assert_eq!(listed.body["items"][0]["spec"], json!({"cronSpec": "* * * * */5", "replicas": 1}), "pruned at v1beta1");
+    let got = api.get(&format!("{CRONTABS_V1BETA1}/moded")).await;
+    assert_eq!(text(&got.body), text(&by_name(&read_as_values(&api, CRONTABS_V1BETA1).await, "moded")));
 }
 
 async fn bad_input(backend: Backend) {
@@ -647,7 +665,7 @@ on_each_backend!(
     discovery,
     custom_resources,
     lists_and_watches,
-    lists_read_stored_objects_as_gets_do,
+    stored_objects_read_as_text_and_as_values_alike,
     bad_input,
     upgrade_safety_gate,
     collections_and_conflicts,

@@ -156,14 +156,18 @@ fn encode(object: &mut Value, mut entries: Vec<Entry>) {
     let encoded: Vec<Value> = entries
         .into_iter()
         .map(|e| {
-            let mut entry = json!({
-                "manager": e.manager, "operation": e.operation, "apiVersion": e.api_version, "time": e.time,
-                "fieldsType": "FieldsV1", "fieldsV1": e.fields.to_fields_v1(),
-            });
+            // Built field by field: `json!` would copy each string it is given.
+            let mut entry = serde_json::Map::with_capacity(7);
+            entry.insert("manager".into(), Value::String(e.manager));
+            entry.insert("operation".into(), Value::String(e.operation));
+            entry.insert("apiVersion".into(), Value::String(e.api_version));
+            entry.insert("time".into(), Value::String(e.time));
+            entry.insert("fieldsType".into(), "FieldsV1".into());
+            entry.insert("fieldsV1".into(), e.fields.to_fields_v1());
             if !e.subresource.is_empty() {
-                entry["subresource"] = json!(e.subresource);
+                entry.insert("subresource".into(), Value::String(e.subresource));
             }
-            entry
+            Value::Object(entry)
         })
         .collect();
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -192,24 +196,24 @@ impl Scope<'_> {
     /// The fields no manager owns: server-owned metadata, and what the endpoint resets.
     fn owned(&self, set: Set) -> Set {
         let mut set = set;
-        for stripped in [
-            &["f:apiVersion"][..],
-            &["f:kind"],
-            &["f:metadata", "f:name"],
-            &["f:metadata", "f:namespace"],
-            &["f:metadata", "f:creationTimestamp"],
-            &["f:metadata", "f:selfLink"],
-            &["f:metadata", "f:uid"],
-            &["f:metadata", "f:generation"],
-            &["f:metadata", "f:managedFields"],
-            &["f:metadata", "f:resourceVersion"],
-            &["f:metadata", "f:deletionTimestamp"],
-            &["f:metadata", "f:deletionGracePeriodSeconds"],
-        ] {
-            set.remove(stripped);
-        }
+        set.remove(&["f:apiVersion"]);
+        set.remove(&["f:kind"]);
         // `metadata` itself is never owned (an empty one would be), only fields inside it.
-        set.unmark("f:metadata");
+        set.unmark(
+            "f:metadata",
+            &[
+                "f:name",
+                "f:namespace",
+                "f:creationTimestamp",
+                "f:selfLink",
+                "f:uid",
+                "f:generation",
+                "f:managedFields",
+                "f:resourceVersion",
+                "f:deletionTimestamp",
+                "f:deletionGracePeriodSeconds",
+            ],
+        );
         match (self.subresource, self.has_status) {
             ("status", _) => set.only(&["f:status"]),
             (_, true) => {
@@ -267,10 +271,12 @@ pub fn record_update(
         let (changed, removed) = changes.seen_by(entry);
         entry.fields = entry.fields.difference(changed).difference(removed);
     }
-    let owned_before = previous.as_ref().map(|e| e.fields.clone()).unwrap_or_default();
-    let (changed, removed) = changes.in_request_version();
-    let mine = Entry { fields: owned_before.difference(removed).union(changed), ..me };
-    entries.push(keep_time_if_unchanged(mine, previous));
+    let (changed, removed) = changes.into_request_version();
+    let fields = match &previous {
+        Some(previous) => previous.fields.difference(&removed).joined(changed),
+        None => changed,
+    };
+    entries.push(keep_time_if_unchanged(Entry { fields, ..me }, previous));
     encode(new, entries);
 }
 
@@ -313,14 +319,15 @@ struct Changes {
 impl Changes {
     fn new(request: Comparison, others: &OtherVersions, scope: &Scope<'_>) -> Changes {
         let owned = |c: &Comparison| (scope.owned(c.modified.union(&c.added)), scope.owned(c.removed.clone()));
+        let Comparison { added, modified, removed } = request;
         Changes {
-            request: owned(&request),
+            request: (scope.owned(modified.joined(added)), scope.owned(removed)),
             others: others.compared.iter().map(|(version, c)| (version.clone(), owned(c))).collect(),
         }
     }
 
-    fn in_request_version(&self) -> (&Set, &Set) {
-        (&self.request.0, &self.request.1)
+    fn into_request_version(self) -> (Set, Set) {
+        self.request
     }
 
     /// What `entry`'s manager sees changed and removed: in its own version when compared there.

@@ -47,6 +47,34 @@ impl Set {
         }
     }
 
+    /// Adds `path` and every path of `below` under it.
+    pub fn graft(&mut self, path: &[Element], below: Set) {
+        let Some((first, rest)) = path.split_first() else { return self.add_all(&below) };
+        let node = match self.0.get_mut(first) {
+            Some(node) => node,
+            None => self.0.entry(first.clone()).or_default(),
+        };
+        if rest.is_empty() {
+            node.member = true;
+            node.children = std::mem::take(&mut node.children).joined(below);
+        } else {
+            node.children.graft(rest, below);
+        }
+    }
+
+    /// Adds `element` as a member, with `below` under it.
+    pub fn put(&mut self, element: Element, below: Set) {
+        match self.0.get_mut(&element) {
+            Some(node) => {
+                node.member = true;
+                node.children.add_all(&below);
+            }
+            None => {
+                self.0.insert(element, Node { member: true, children: below });
+            }
+        }
+    }
+
     /// Whether the set holds no path.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -57,6 +85,16 @@ impl Set {
         let mut out = self.clone();
         out.add_all(other);
         out
+    }
+
+    /// Paths in either set, taking both: nothing is copied when one of them is empty, as on a
+    /// create, where everything is added and nothing modified.
+    pub fn joined(mut self, other: Set) -> Set {
+        if self.is_empty() {
+            return other;
+        }
+        self.add_all(&other);
+        self
     }
 
     /// Adds every path of `other`, in place.
@@ -145,10 +183,14 @@ impl Set {
         }
     }
 
-    /// Takes `element` itself out of the set, keeping the paths below it.
-    pub fn unmark(&mut self, element: &str) {
+    /// Takes `element` itself and its elements `children` (with what lies below them) out of
+    /// the set, keeping its other paths.
+    pub fn unmark(&mut self, element: &str, children: &[&str]) {
         if let Some(node) = self.0.get_mut(element) {
             node.member = false;
+            for child in children {
+                node.children.0.remove(*child);
+            }
             if node.children.is_empty() {
                 self.0.remove(element);
             }

@@ -170,6 +170,12 @@ fn walk_compare(
     path: &mut Vec<Element>,
     out: &mut Comparison,
 ) {
+    // A node only on one side is added or removed whole: built as a tree, then grafted.
+    match (old, new) {
+        (None, Some(added)) if !root => return out.added.graft(path, every_path(added, schema)),
+        (Some(removed), None) if !root => return out.removed.graft(path, every_path(removed, schema)),
+        _ => {}
+    }
     let Some(probe) = new.or(old) else { return };
     let same_kind = match (old, new) {
         (Some(a), Some(b)) => std::mem::discriminant(a) == std::mem::discriminant(b),
@@ -208,6 +214,32 @@ fn walk_compare(
         (Some(_), None) => out.removed.insert(path),
         _ => {}
     }
+}
+
+/// Every path below `value` (a node not in the other object), as [`walk_compare`] finds them
+/// when one side is missing.
+fn every_path(value: &Value, schema: Option<&Schema>) -> Set {
+    let mut set = Set::default();
+    match (shape(schema, value), value) {
+        (Shape::Map(schema), Value::Object(fields)) => {
+            for (name, child) in fields {
+                let (child_schema, _) = field(schema, name, false);
+                set.put(field_element(name), every_path(child, child_schema));
+            }
+        }
+        (Shape::Keyed(keys, items_schema), Value::Array(items)) => {
+            for (element, item) in index(items, Some(keys)) {
+                set.put(element, every_path(item, items_schema));
+            }
+        }
+        (Shape::Set, Value::Array(items)) => {
+            for (element, item) in index(items, None) {
+                set.put(element, every_path(item, None));
+            }
+        }
+        _ => {}
+    }
+    set
 }
 
 fn compare_items(
@@ -422,6 +454,20 @@ mod tests {
             merged,
             json!({"spec": {"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 3}, {"name": "c", "port": 4}], "args": ["z"], "tags": ["t1", "t2"]}})
         );
+    }
+
+    #[test]
+    fn a_node_on_one_side_only_is_added_or_removed_with_every_path_below_it() {
+        let object = json!({"spec": {"replicas": 1, "ports": [{"name": "http", "port": 80}], "tags": ["a"], "args": ["x"], "labels": {"k": "v"}}});
+        let every_node = json!({"f:spec": {".": {}, "f:args": {}, "f:labels": {".": {}, "f:k": {}},
+            "f:ports": {".": {}, "k:{\"name\":\"http\"}": {".": {}, "f:name": {}, "f:port": {}}},
+            "f:replicas": {}, "f:tags": {".": {}, "v:\"a\"": {}}}});
+        let created = compare(&json!({}), &object, Some(&schema()));
+        assert_eq!(created.added.to_fields_v1(), every_node);
+        assert!(created.modified.is_empty() && created.removed.is_empty());
+        let deleted = compare(&object, &json!({}), Some(&schema()));
+        assert_eq!(deleted.removed.to_fields_v1(), every_node);
+        assert!(deleted.modified.is_empty() && deleted.added.is_empty());
     }
 
     #[test]
