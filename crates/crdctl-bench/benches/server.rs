@@ -5,8 +5,9 @@
 //! measured in slices alternating with the one-client creates; an HTTP endpoint on the same
 //! stack that does nothing but that raw commit (the ceiling a one-client create can reach once
 //! the HTTP round trip is paid), in the same slices; and the store engine with 1 and 16 writers
-//! (16 share commits: group commit). Then the server, in-process on a random loopback
-//! port, driven over HTTP by a Rust load generator with 1 and 16 concurrent clients: creates/s,
+//! on the server's runtime (a lone writer commits in place, 16 share commits: group commit).
+//! Then the server, in-process on a random loopback port, driven over HTTP by a Rust load
+//! generator (a hyper connection per client) with 1 and 16 concurrent clients: creates/s,
 //! gets/s and the time to list 10,000 objects, for a CRD with the None strategy and one whose
 //! objects pass through the CronTab conversion webhook (HTTPS, the example converter on the
 //! framework). The server, the webhook and the load generator each have a runtime of their own,
