@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 /// How long a member has to answer `/health` after it starts.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a start is tried on new ports when one was taken meanwhile.
+const START_ATTEMPTS: usize = 5;
 
 /// One etcd member.
 struct Member {
@@ -56,6 +58,20 @@ impl LocalCluster {
     }
 
     fn start_with(size: usize, tls: Option<(PathBuf, PathBuf)>) -> std::io::Result<LocalCluster> {
+        // A port found free can be taken before etcd binds it (by another test's connection,
+        // say): then the cluster starts again on other ports.
+        let mut attempt = 1;
+        loop {
+            match LocalCluster::start_once(size, tls.clone()) {
+                Err(err) if attempt < START_ATTEMPTS && err.to_string().contains("address already in use") => {
+                    attempt += 1;
+                }
+                started => return started,
+            }
+        }
+    }
+
+    fn start_once(size: usize, tls: Option<(PathBuf, PathBuf)>) -> std::io::Result<LocalCluster> {
         let dir = tempfile::tempdir()?;
         let token = dir.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let mut members = Vec::new();
