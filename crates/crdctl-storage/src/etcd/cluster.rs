@@ -58,11 +58,19 @@ impl LocalCluster {
     }
 
     fn start_with(size: usize, tls: Option<(PathBuf, PathBuf)>) -> std::io::Result<LocalCluster> {
-        // A port found free can be taken before etcd binds it (by another test's connection,
-        // say): then the cluster starts again on other ports.
+        LocalCluster::start_on(size, tls, free_port)
+    }
+
+    /// Starts on the ports `port` hands out. A port found free can be taken before etcd binds
+    /// it (by another test's connection, say): then the cluster starts again on other ports.
+    fn start_on(
+        size: usize,
+        tls: Option<(PathBuf, PathBuf)>,
+        mut port: impl FnMut() -> std::io::Result<u16>,
+    ) -> std::io::Result<LocalCluster> {
         let mut attempt = 1;
         loop {
-            match LocalCluster::start_once(size, tls.clone()) {
+            match LocalCluster::start_once(size, tls.clone(), &mut port) {
                 Err(err) if attempt < START_ATTEMPTS && err.to_string().contains("address already in use") => {
                     attempt += 1;
                 }
@@ -71,15 +79,19 @@ impl LocalCluster {
         }
     }
 
-    fn start_once(size: usize, tls: Option<(PathBuf, PathBuf)>) -> std::io::Result<LocalCluster> {
+    fn start_once(
+        size: usize,
+        tls: Option<(PathBuf, PathBuf)>,
+        port: &mut impl FnMut() -> std::io::Result<u16>,
+    ) -> std::io::Result<LocalCluster> {
         let dir = tempfile::tempdir()?;
         let token = dir.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let mut members = Vec::new();
         for index in 0..size {
             members.push(Member {
                 name: format!("m{index}"),
-                client_port: free_port()?,
-                peer_port: free_port()?,
+                client_port: port()?,
+                peer_port: port()?,
                 child: None,
                 log_start: 0,
             });
@@ -200,4 +212,25 @@ fn healthy(port: u16) -> bool {
     stream.write_all(request.as_bytes()).is_ok()
         && stream.read_to_string(&mut answer).is_ok()
         && answer.contains("\"health\":\"true\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_whose_port_is_taken_starts_again_on_other_ports() {
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken_port = taken.local_addr().unwrap().port();
+        let mut handed = 0;
+        let cluster = LocalCluster::start_on(1, None, || {
+            handed += 1;
+            if handed == 1 { Ok(taken_port) } else { free_port() }
+        })
+        .unwrap();
+        // The first attempt's client port was held here, so etcd could not bind it.
+        assert_eq!(handed, 4, "two ports per attempt, two attempts");
+        assert!(!cluster.endpoints()[0].ends_with(&format!(":{taken_port}")), "{:?}", cluster.endpoints());
+        assert!(healthy(cluster.members[0].client_port));
+    }
 }
