@@ -62,17 +62,10 @@ impl Set {
         }
     }
 
-    /// Adds `element` as a member, with `below` under it.
+    /// Adds `element`, not in the set yet, as a member with `below` under it (the elements of
+    /// an object or list are distinct).
     pub fn put(&mut self, element: Element, below: Set) {
-        match self.0.get_mut(&element) {
-            Some(node) => {
-                node.member = true;
-                node.children.add_all(&below);
-            }
-            None => {
-                self.0.insert(element, Node { member: true, children: below });
-            }
-        }
+        self.0.insert(element, Node { member: true, children: below });
     }
 
     /// Whether the set holds no path.

@@ -49,16 +49,12 @@ fn free_port() -> std::io::Result<u16> {
 impl LocalCluster {
     /// Starts `size` members and waits until each is healthy.
     pub fn start(size: usize) -> std::io::Result<LocalCluster> {
-        LocalCluster::start_with(size, None)
+        LocalCluster::start_on(size, None, free_port)
     }
 
     /// Starts `size` members serving clients over https with a PEM certificate and key.
     pub fn start_tls(size: usize, cert: PathBuf, key: PathBuf) -> std::io::Result<LocalCluster> {
-        LocalCluster::start_with(size, Some((cert, key)))
-    }
-
-    fn start_with(size: usize, tls: Option<(PathBuf, PathBuf)>) -> std::io::Result<LocalCluster> {
-        LocalCluster::start_on(size, tls, free_port)
+        LocalCluster::start_on(size, Some((cert, key)), free_port)
     }
 
     /// Starts on the ports `port` hands out. A port found free can be taken before etcd binds
