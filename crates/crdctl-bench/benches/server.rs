@@ -14,6 +14,10 @@
 //! as they would be three processes. Targets: creates with one client ≥ 50% of the raw
 //! single-writer commit rate; with 16 clients, more creates/s than that rate.
 //!
+//! One client is measured twice, each time with its own raw and ceiling slices beside it: with
+//! the process on every CPU, as the scheduler places it, and with every thread of the process on
+//! one CPU (the one where raw commits run fastest). See [`Placement`] for why.
+//!
 //! Run: `cargo bench -p crdctl-bench --bench server`.
 #![allow(clippy::print_stdout)]
 
@@ -28,6 +32,8 @@ use std::time::{Duration, Instant};
 use crdctl_server::testing::TestServer;
 use crdctl_storage::Store;
 use load::{Connection, Load, Peer, RUN_FOR, v1_body};
+use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+use nix::unistd::Pid;
 use serde_json::{Value, json};
 
 #[global_allocator]
@@ -52,7 +58,6 @@ struct RawRedb {
     value: Vec<u8>,
     _dir: tempfile::TempDir,
     written: u64,
-    took: Duration,
 }
 
 impl RawRedb {
@@ -61,25 +66,95 @@ impl RawRedb {
     fn new(value: Vec<u8>) -> RawRedb {
         let dir = tempfile::tempdir().unwrap();
         let db = redb::Database::create(dir.path().join("raw.redb")).unwrap();
-        RawRedb { db, value, _dir: dir, written: 0, took: Duration::ZERO }
+        RawRedb { db, value, _dir: dir, written: 0 }
     }
 
     /// Commits for `run_for`.
-    fn run(&mut self, run_for: Duration) {
+    fn run(&mut self, run_for: Duration) -> Tally {
         let started = Instant::now();
+        let mut made = 0;
         while started.elapsed() < run_for {
             let txn = self.db.begin_write().unwrap();
             let key = format!("/k/{}", self.written);
             txn.open_table(Self::TABLE).unwrap().insert(key.as_str(), self.value.as_slice()).unwrap();
             txn.commit().unwrap();
             self.written += 1;
+            made += 1;
         }
-        self.took += started.elapsed();
+        Tally { made, took: started.elapsed() }
+    }
+}
+
+/// Operations and the time they took, summed over slices.
+#[derive(Clone, Copy, Default)]
+struct Tally {
+    made: u64,
+    took: Duration,
+}
+
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        self.made += other.made;
+        self.took += other.took;
     }
 
     fn rate(&self) -> f64 {
-        self.written as f64 / self.took.as_secs_f64()
+        self.made as f64 / self.took.as_secs_f64()
     }
+}
+
+/// Where the process's threads run while one client is measured, with the baselines measured
+/// there too. On two CPUs, as the scheduler places them, every request and every answer here
+/// waits for an idle vCPU to be woken (a Firecracker VM with nested virtualisation), which
+/// costs more than the server's work; on one CPU alone the client, the server and the disk's
+/// wake-up share it, as they would on a machine where waking another core is cheap.
+struct Placement {
+    label: String,
+    cpus: CpuSet,
+    raw: Tally,
+    ceiling: Tally,
+}
+
+impl Placement {
+    fn new(label: String, cpus: CpuSet) -> Placement {
+        Placement { label, cpus, raw: Tally::default(), ceiling: Tally::default() }
+    }
+}
+
+/// Confines every thread of this process to `cpus` (as `taskset -a -p`); threads started later
+/// inherit their starter's CPUs.
+fn run_on(cpus: &CpuSet) {
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let tid: i32 = task.unwrap().file_name().to_str().unwrap().parse().unwrap();
+        match sched_setaffinity(Pid::from_raw(tid), cpus) {
+            // The thread ended since the listing.
+            Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+            Err(error) => panic!("confining thread {tid}: {error}"),
+        }
+    }
+}
+
+/// The CPUs of `all`, one by one.
+fn each_cpu(all: &CpuSet) -> impl Iterator<Item = usize> + '_ {
+    (0..CpuSet::count()).filter(|&cpu| all.is_set(cpu).unwrap())
+}
+
+/// The CPU on which raw commits run fastest (here, the one that takes the disk's interrupts):
+/// the one-CPU rows run there, so their baseline is the strictest.
+fn fastest_cpu(raw: &mut RawRedb, all: &CpuSet) -> usize {
+    let mut rates = Vec::new();
+    for cpu in each_cpu(all) {
+        run_on(&only(cpu));
+        rates.push((raw.run(RUN_FOR / 4).rate(), cpu));
+    }
+    run_on(all);
+    rates.into_iter().max_by(|a, b| a.0.total_cmp(&b.0)).unwrap().1
+}
+
+fn only(cpu: usize) -> CpuSet {
+    let mut set = CpuSet::new();
+    set.set(cpu).unwrap();
+    set
 }
 
 /// The least an HTTP server can do per durable create: an endpoint on the same HTTP stack and
@@ -157,6 +232,11 @@ async fn server_with(peer: &Peer, crd: Value) -> (TestServer, Arc<Load>, Arc<dyn
     (server, load, store, dir)
 }
 
+/// One line of the report: what, how many per second, and its ratios.
+fn row(what: &str, rate: f64, ratios: String) {
+    println!("{}", format!("  {what:<46}{rate:>10.0}   {ratios}").trim_end());
+}
+
 fn ratio(rate: f64, baseline: f64) -> String {
     format!("{:.0}%", rate / baseline * 100.0)
 }
@@ -190,10 +270,15 @@ async fn main() {
     let (floor_url, _floor_dir) = server_peer.run(floor_server()).await;
     let mut floor = Connection::open(&floor_url).await;
     let floor_body = String::from_utf8(value.clone()).unwrap();
-    let (mut floor_made, mut floor_took) = (0u64, Duration::ZERO);
     // On the server's runtime, as the server writes: a lone writer commits in place there.
     let store_1 = server_peer.run(store_writes(1, value.clone())).await;
     let store_16 = server_peer.run(store_writes(16, value.clone())).await;
+    let all = sched_getaffinity(Pid::from_raw(0)).unwrap();
+    let alone = fastest_cpu(&mut raw, &all);
+    let mut placements = [
+        Placement::new(format!("{} CPUs", each_cpu(&all).count()), all),
+        Placement::new(format!("CPU {alone} alone"), only(alone)),
+    ];
 
     let mut blocks = Vec::new();
     for (label, webhook) in [("None", None), ("Webhook", Some((webhook.address.port(), bundle.ca_bundle())))] {
@@ -201,21 +286,26 @@ async fn main() {
         let (_server, load, _store, _dir) = server_with(&server_peer, crd(webhook)).await;
         // Writes at v1beta1 are converted to the storage version v1 (by the webhook when set).
         let (version, body) = ("v1beta1", if converting { v1beta1_body as fn(&str, &str) -> String } else { v1_body });
-        let (mut made_1, mut took_1) = (0, 0.0);
+        let mut creates_1 = [Tally::default(); 2];
         for slice in 0..SLICES {
-            raw.run(RUN_FOR / SLICES);
-            let started = Instant::now();
-            while started.elapsed() < RUN_FOR / SLICES {
-                let (code, _) = floor.send(reqwest::Method::POST, "/commit", Some(floor_body.clone())).await;
-                assert_eq!(code, 201);
-                floor_made += 1;
+            for (at, (placement, creates)) in placements.iter_mut().zip(&mut creates_1).enumerate() {
+                run_on(&placement.cpus);
+                placement.raw.add(raw.run(RUN_FOR / SLICES));
+                let started = Instant::now();
+                let mut made = 0;
+                while started.elapsed() < RUN_FOR / SLICES {
+                    let (code, _) = floor.send(reqwest::Method::POST, "/commit", Some(floor_body.clone())).await;
+                    assert_eq!(code, 201);
+                    made += 1;
+                }
+                placement.ceiling.add(Tally { made, took: started.elapsed() });
+                let prefix = format!("one{slice}-{at}");
+                let (rate, made) = load.creates_for(RUN_FOR / SLICES, version, body, 1, None, &prefix).await;
+                creates.add(Tally { made: made as u64, took: Duration::from_secs_f64(made as f64 / rate) });
             }
-            floor_took += started.elapsed();
-            let (rate, made) = load.creates_for(RUN_FOR / SLICES, version, body, 1, None, &format!("one{slice}")).await;
-            made_1 += made;
-            took_1 += made as f64 / rate;
         }
-        let creates_1 = made_1 as f64 / took_1;
+        run_on(&all);
+        let made_1 = creates_1.iter().map(|tally| tally.made as usize).sum::<usize>();
         let (creates_16, made_16) = load.creates(version, body, 16, Some(LIST_SIZE - made_1), "many").await;
         let total = made_1 + made_16;
         let listed = load.list("v1", "", total).await;
@@ -231,29 +321,46 @@ async fn main() {
             .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
             .collect();
         let sample = Arc::new(sample);
-        let gets_1 = load.gets(Arc::clone(&sample), 1).await;
+        let mut gets_1 = Vec::new();
+        for placement in &placements {
+            run_on(&placement.cpus);
+            gets_1.push(load.gets(Arc::clone(&sample), 1).await);
+        }
+        run_on(&all);
         let gets_16 = load.gets(sample, 16).await;
         blocks.push((label, creates_1, creates_16, gets_1, gets_16, total, listed, listed_converted));
     }
 
-    let raw = raw.rate();
-    let floor = floor_made as f64 / floor_took.as_secs_f64();
-    println!("baseline (durable, redb, {} bytes)       writes/s   ÷ raw", value.len());
-    println!("  raw redb, 1 writer                    {raw:>10.0}   100%");
-    println!("  HTTP + raw redb commit, 1 client      {floor:>10.0}   {}", ratio(floor, raw));
-    println!("  store engine, 1 writer                {store_1:>10.0}   {}", ratio(store_1, raw));
-    println!("  store engine, 16 writers              {store_16:>10.0}   {}", ratio(store_16, raw));
+    println!("{:<48}{:>10}   ÷ raw there", format!("baseline (durable, redb, {} bytes)", value.len()), "writes/s");
+    for placement in &placements {
+        let (raw, ceiling) = (placement.raw.rate(), placement.ceiling.rate());
+        row(&format!("raw redb, 1 writer, {}", placement.label), raw, "100%".into());
+        row(&format!("HTTP + raw redb commit, 1 client, {}", placement.label), ceiling, ratio(ceiling, raw));
+    }
+    let raw = placements[0].raw.rate();
+    row("store engine, 1 writer", store_1, ratio(store_1, raw));
+    row("store engine, 16 writers", store_16, ratio(store_16, raw));
     for (label, creates_1, creates_16, gets_1, gets_16, total, listed, listed_converted) in blocks {
-        println!("server, conversion {label:<8}             per second   ÷ raw");
+        println!("{:<48}{:>10}   ÷ raw there", format!("server, conversion {label}"), "per second");
+        for (placement, creates) in placements.iter().zip(creates_1) {
+            let creates = creates.rate();
+            let ratios = format!(
+                "{}   ({} of HTTP + raw commit)",
+                ratio(creates, placement.raw.rate()),
+                ratio(creates, placement.ceiling.rate())
+            );
+            row(&format!("creates, 1 client, {}", placement.label), creates, ratios);
+        }
+        row("creates, 16 clients", creates_16, ratio(creates_16, raw));
+        for (placement, gets) in placements.iter().zip(gets_1) {
+            row(&format!("gets, 1 client, {}", placement.label), gets, String::new());
+        }
+        row("gets, 16 clients", gets_16, String::new());
+        println!("  {:<46}{:>7.1} ms", format!("list {total} at the storage version"), listed.as_secs_f64() * 1e3);
         println!(
-            "  creates, 1 client                     {creates_1:>10.0}   {}   ({} of HTTP + raw commit)",
-            ratio(creates_1, raw),
-            ratio(creates_1, floor)
+            "  {:<46}{:>7.1} ms",
+            format!("list {total} at v1beta1 (converted)"),
+            listed_converted.as_secs_f64() * 1e3
         );
-        println!("  creates, 16 clients                   {creates_16:>10.0}   {}", ratio(creates_16, raw));
-        println!("  gets, 1 client                        {gets_1:>10.0}");
-        println!("  gets, 16 clients                      {gets_16:>10.0}");
-        println!("  list {total} at the storage version  {:>9.1} ms", listed.as_secs_f64() * 1e3);
-        println!("  list {total} at v1beta1 (converted)  {:>9.1} ms", listed_converted.as_secs_f64() * 1e3);
     }
 }
