@@ -253,7 +253,7 @@ pub fn record_update(
     let old_object = old.map(without_managed_fields).unwrap_or(empty);
     // `encode` below rewrites `managedFields`: empty it in place (keeping its position among
     // the keys) rather than copy the object without it; the server-owned field is stripped anyway.
-    if let Some(managed) = new.pointer_mut("/metadata/managedFields") {
+    if let Some(managed) = new.get_mut("metadata").and_then(|metadata| metadata.get_mut("managedFields")) {
         managed.take();
     }
     let changes = Changes::new(typed::compare(&old_object, new, scope.schema), others, scope);
