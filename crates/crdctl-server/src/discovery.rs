@@ -74,7 +74,7 @@ fn core_group() -> Group {
                     singular: "namespace".into(),
                     namespaced: false,
                     kind: kind("Namespace"),
-                    verbs: vec!["create", "delete", "get", "list", "patch", "update", "watch"],
+                    verbs: crate::registry::namespace::VERBS.to_vec(),
                     short_names: vec!["ns".into()],
                     categories: vec![],
                     storage_version_hash: Some(storage_version_hash("", "v1", "Namespace")),

@@ -78,6 +78,19 @@ impl ApiError {
         ApiError::new(StatusCode::CONFLICT, "AlreadyExists", message).with_details(subject.details())
     }
 
+    /// 409 for a create whose every generated name existed (apimachinery's
+    /// `NewGenerateNameConflict`): the client may try again after a second.
+    pub fn generate_name_conflict(subject: Subject<'_>) -> ApiError {
+        let message = format!(
+            "{} {:?} already exists, the server was not able to generate a unique name for the object",
+            subject.qualified(),
+            subject.name
+        );
+        let mut details = subject.details();
+        details["retryAfterSeconds"] = json!(1);
+        ApiError::new(StatusCode::CONFLICT, "AlreadyExists", message).with_details(details)
+    }
+
     /// 409: an update based on a stale `resourceVersion`.
     pub fn conflict(subject: Subject<'_>) -> ApiError {
         let message = format!(
@@ -147,10 +160,15 @@ impl ApiError {
         ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized")
     }
 
-    /// 405 for a verb the resource does not support.
-    pub fn method_not_supported(subject: Subject<'_>, verb: &str) -> ApiError {
-        let message = format!("{verb} is not supported on resources of kind {:?}", subject.qualified());
-        ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", message).with_details(subject.details())
+    /// 405 for a method the path has no route for, as kube-apiserver answers a verb a resource
+    /// lacks (`deletecollection` of namespaces).
+    pub fn method_not_allowed() -> ApiError {
+        ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+        .with_details(json!({}))
     }
 
     /// 406 for an `Accept` header no serializer matches.

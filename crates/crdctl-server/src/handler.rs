@@ -188,8 +188,10 @@ async fn route(
             rest::update(state, &endpoint, name, Change::Patch(body_type, patch), subresource, &params).await?
         }
         (Method::DELETE, Some(name)) if main => rest::delete(state, &endpoint, name, delete_options().as_ref()).await?,
-        (Method::DELETE, None) => rest::delete_collection(state, &endpoint, &params, delete_options().as_ref()).await?,
-        _ => return Err(ApiError::method_not_supported(endpoint.subject(name.unwrap_or_default()), method.as_str())),
+        (Method::DELETE, None) if endpoint.allows("deletecollection") => {
+            rest::delete_collection(state, &endpoint, &params, delete_options().as_ref()).await?
+        }
+        _ => return Err(ApiError::method_not_allowed()),
     };
     let reply = match (&endpoint.kind, subresource) {
         (Kind::Custom(served), Subresource::Scale) if !reply.body.is_status() => {

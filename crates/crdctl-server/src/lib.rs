@@ -91,6 +91,8 @@ pub struct Config {
     /// Serve watches and `resourceVersion="0"` lists from a watch cache per resource
     /// ([`crdctl_storage::cache`]), as kube-apiserver does in front of etcd.
     pub watch_cache: bool,
+    /// How names are drawn for `generateName`.
+    pub names: object::NameGenerator,
 }
 
 impl Default for Config {
@@ -102,6 +104,7 @@ impl Default for Config {
             upgrade_safety: UpgradeSafety::Strict,
             webhook_services: HashMap::new(),
             watch_cache: false,
+            names: object::NameGenerator::default(),
         }
     }
 }

@@ -1,5 +1,7 @@
 //! Object metadata the server owns: names, `uid`, timestamps, `resourceVersion`, `generation`.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -27,14 +29,56 @@ pub fn new_uid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// `generateName` plus five random characters from the upstream alphabet.
-pub fn generated_name(prefix: &str) -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let random = uuid::Uuid::new_v4();
-    let suffix: String =
-        random.as_bytes().iter().take(5).map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect();
-    let prefix = if prefix.len() > 58 { &prefix[..58] } else { prefix };
-    format!("{prefix}{suffix}")
+/// How many characters of `generateName` a generated name keeps: the name's 63 less the
+/// random suffix (upstream's `maxGeneratedNameLength`).
+const MAX_GENERATED_PREFIX: usize = 63 - 5;
+
+/// Picks a name for an object from its `generateName` (upstream's `names.NameGenerator`). The
+/// server draws random suffixes; a test can script them to make names collide.
+#[derive(Clone)]
+pub struct NameGenerator(Arc<dyn Fn(&str) -> String + Send + Sync>);
+
+impl NameGenerator {
+    /// Names from a function of the prefix.
+    pub fn new(generate: impl Fn(&str) -> String + Send + Sync + 'static) -> NameGenerator {
+        NameGenerator(Arc::new(generate))
+    }
+
+    /// A name for `prefix`.
+    pub fn generate(&self, prefix: &str) -> String {
+        (self.0)(prefix)
+    }
+}
+
+impl Default for NameGenerator {
+    /// `generateName` plus five random characters from the upstream alphabet.
+    fn default() -> NameGenerator {
+        NameGenerator::new(|prefix| {
+            const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+            let random = uuid::Uuid::new_v4();
+            let suffix = random.as_bytes().iter().take(5).map(|b| {
+                let at = usize::from(*b) % ALPHABET.len();
+                ALPHABET.get(at).map_or('x', |c| char::from(*c))
+            });
+            truncate_prefix(prefix).chars().chain(suffix).collect()
+        })
+    }
+}
+
+impl std::fmt::Debug for NameGenerator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NameGenerator")
+    }
+}
+
+/// The prefix cut to [`MAX_GENERATED_PREFIX`] bytes, as upstream cuts it, but on a character
+/// boundary: upstream's byte cut can leave half a character, which no valid name has anyway.
+fn truncate_prefix(prefix: &str) -> &str {
+    let mut end = prefix.len().min(MAX_GENERATED_PREFIX);
+    while !prefix.is_char_boundary(end) {
+        end -= 1;
+    }
+    prefix.get(..end).unwrap_or_default()
 }
 
 /// `metadata` of an object, created if missing or not an object.
@@ -95,21 +139,23 @@ pub fn spec_changed(old: &Value, new: &Value, ignore_status: bool) -> bool {
     strip(old) != strip(new)
 }
 
-/// Gives an object without a name one from its `generateName`.
-pub fn resolve_generate_name(object: &mut Value) {
-    let meta = meta_mut(object);
-    if meta.get("name").and_then(Value::as_str).is_none_or(str::is_empty)
-        && let Some(prefix) = meta.get("generateName").and_then(Value::as_str).filter(|p| !p.is_empty())
-    {
-        let generated = generated_name(prefix);
-        meta.insert("name".into(), Value::String(generated));
+/// The `generateName` of an object that has no name: the server names it.
+pub fn name_to_generate(object: &Value) -> Option<String> {
+    let meta = object.get("metadata")?;
+    if meta.get("name").and_then(Value::as_str).is_some_and(|name| !name.is_empty()) {
+        return None;
     }
+    meta.get("generateName").and_then(Value::as_str).filter(|prefix| !prefix.is_empty()).map(str::to_string)
 }
 
-/// Fills what the server owns on create: name from `generateName`, `uid`,
+/// Sets `metadata.name`.
+pub fn set_name(object: &mut Value, name: String) {
+    meta_mut(object).insert("name".into(), Value::String(name));
+}
+
+/// Fills what the server owns on create: `uid`,
 /// `creationTimestamp`, `generation`; drops `resourceVersion` and `deletionTimestamp`.
 pub fn prepare_create(object: &mut Value, namespace: Option<&str>) {
-    resolve_generate_name(object);
     let meta = meta_mut(object);
     if let Some(namespace) = namespace {
         meta.insert("namespace".into(), Value::String(namespace.to_string()));

@@ -280,6 +280,14 @@ impl Endpoint {
         Ok(others)
     }
 
+    /// Whether the resource has a verb, as discovery lists it.
+    pub fn allows(&self, verb: &str) -> bool {
+        match &self.kind {
+            Kind::Namespace => namespace::VERBS.contains(&verb),
+            Kind::Crd | Kind::Custom(_) | Kind::Event(_) => true,
+        }
+    }
+
     /// Whether the version has the scale subresource.
     pub fn has_scale(&self) -> bool {
         matches!(&self.kind, Kind::Custom(served) if served.has_scale(&self.version))
@@ -579,6 +587,10 @@ pub enum Managed {
     Applied,
 }
 
+/// How many names a create with `generateName` tries (upstream's
+/// `maxNameGenerationCreateAttempts`).
+const GENERATE_NAME_ATTEMPTS: u32 = 8;
+
 /// POST: create an object.
 pub async fn create(
     state: &AppState,
@@ -588,6 +600,10 @@ pub async fn create(
     managed: Managed,
 ) -> ApiResult<Reply> {
     let mut warnings = Vec::new();
+    let generate_from = crate::object::name_to_generate(&object);
+    if let Some(prefix) = &generate_from {
+        crate::object::set_name(&mut object, state.config.names.generate(prefix));
+    }
     match &endpoint.kind {
         Kind::Namespace => namespace::prepare_create(&mut object)?,
         Kind::Crd => crd::prepare_create(&mut object, &state.registry)?,
@@ -602,7 +618,6 @@ pub async fn create(
                 require_namespace(state, namespace).await?;
             }
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
-            crate::object::resolve_generate_name(&mut object);
             warnings = custom_resource::admit(&mut object, None, served, &endpoint.version, field_validation)?;
             custom_resource::prepare_create(&mut object, served, &endpoint.version, endpoint.namespace.as_deref());
         }
@@ -623,7 +638,7 @@ pub async fn create(
         let none = fieldmanager::OtherVersions::default();
         fieldmanager::record_update(None, &mut object, &scope, &params.manager(), &now, &none);
     }
-    let name = crate::object::name(&object).to_string();
+    let mut name = crate::object::name(&object).to_string();
     endpoint.refuse_if_terminating(&name)?;
     let mut stored = match &endpoint.kind {
         Kind::Custom(served) => served.to_storage(object).await?,
@@ -633,14 +648,29 @@ pub async fn create(
         let body = endpoint.present_one(stored).await?;
         return Ok(Reply::with_warnings(StatusCode::CREATED, body, warnings));
     }
-    let key = endpoint.key(&name);
-    let written = match state.store.create(&key, encode(&stored)?).await {
-        Err(StoreError::TooLarge(_)) if without_managed_fields(&mut stored) => {
-            state.store.create(&key, encode(&stored)?).await
+    // A generated name that exists already is drawn again, as kube-apiserver does since 1.32
+    // (`RetryGenerateName`): the whole create is tried with a new name up to 8 times.
+    let mut attempts = 1;
+    let entry = loop {
+        let key = endpoint.key(&name);
+        let written = match state.store.create(&key, encode(&stored)?).await {
+            Err(StoreError::TooLarge(_)) if without_managed_fields(&mut stored) => {
+                state.store.create(&key, encode(&stored)?).await
+            }
+            written => written,
+        };
+        match (written, &generate_from) {
+            (Err(StoreError::AlreadyExists { .. }), Some(prefix)) if attempts < GENERATE_NAME_ATTEMPTS => {
+                attempts += 1;
+                name = state.config.names.generate(prefix);
+                crate::object::set_name(&mut stored, name.clone());
+            }
+            (Err(StoreError::AlreadyExists { .. }), Some(_)) => {
+                return Err(ApiError::generate_name_conflict(endpoint.subject(&name)));
+            }
+            (written, _) => break written.map_err(store_error(endpoint, &name))?,
         }
-        written => written,
     };
-    let entry = written.map_err(store_error(endpoint, &name))?;
     if matches!(endpoint.kind, Kind::Crd) {
         state.registry.wait_for(entry.mod_revision).await;
     }
@@ -1003,6 +1033,9 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
                 state.store.update(&key, encode(&object)?, current.mod_revision).await.map(Some)
             }
             Kind::Namespace => {
+                if namespace::BUILT_IN.contains(&name) {
+                    return Err(ApiError::forbidden(endpoint.subject(name), "this namespace may not be deleted"));
+                }
                 delete_namespace_content(state, name).await?;
                 state.store.delete(&key, Some(current.mod_revision)).await.map(|e| e.prev)
             }

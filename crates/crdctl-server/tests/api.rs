@@ -660,7 +660,58 @@ async fn upgrade_safety_gate(backend: Backend) {
     assert!(refused.body["message"].as_str().unwrap().contains("CRD upgrade safety"), "{refused:?}");
 }
 
+/// Namespaces as upstream guards them, and names generated from any `generateName`.
+async fn namespaces_and_generated_names(backend: Backend) {
+    let api = Api::on(backend).await.with_crd().await;
+    assert_eq!(
+        api.post(
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
+        )
+        .await
+        .code,
+        201
+    );
+
+    // Namespaces have no deletecollection: nothing is deleted.
+    let everything = api.delete("/api/v1/namespaces").await;
+    assert_eq!(everything.code, 405, "{everything:?}");
+    assert_eq!(everything.body["reason"], "MethodNotAllowed");
+    assert_eq!(everything.body["message"], "the server does not allow this method on the requested resource");
+    for namespace in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        let refused = api.delete(&format!("/api/v1/namespaces/{namespace}")).await;
+        assert_eq!(refused.code, 403, "{refused:?}");
+        assert_eq!(refused.body["reason"], "Forbidden");
+        let message = format!("namespaces {namespace:?} is forbidden: this namespace may not be deleted");
+        assert_eq!(refused.body["message"], message);
+        assert_eq!(api.get(&format!("/api/v1/namespaces/{namespace}")).await.code, 200);
+    }
+    assert_eq!(api.get("/api/v1/namespaces/team-a").await.code, 200);
+    assert_eq!(api.delete("/api/v1/namespaces/team-a").await.code, 200);
+
+    // A prefix of multi-byte characters longer than the 58 bytes a generated name keeps is cut
+    // on a character boundary, then refused as any such name is.
+    let mut object = crontab("", "v1");
+    object["metadata"] = json!({"generateName": format!("a{}", "é".repeat(40))});
+    let refused = api.post(CRONTABS_V1, &object).await;
+    assert_eq!(refused.code, 422, "{refused:?}");
+    let name = refused.body["details"]["name"].as_str().unwrap();
+    assert!(name.starts_with(&format!("a{}", "é".repeat(28))) && name.chars().count() == 34, "{name}");
+
+    // Every kind takes its name from generateName (Events included).
+    object["metadata"] = json!({"generateName": "nightly-"});
+    let created = api.post(CRONTABS_V1, &object).await;
+    assert_eq!(created.code, 201, "{created:?}");
+    assert!(created.body["metadata"]["name"].as_str().unwrap().starts_with("nightly-"));
+    let event = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"generateName": "nightly."},
+        "involvedObject": {"kind": "CronTab", "name": "nightly", "namespace": "default"}, "reason": "Tested"});
+    let created = api.post("/api/v1/namespaces/default/events", &event).await;
+    assert_eq!(created.code, 201, "{created:?}");
+    assert!(created.body["metadata"]["name"].as_str().unwrap().starts_with("nightly."));
+}
+
 on_each_backend!(
+    namespaces_and_generated_names,
     crd_lifecycle,
     discovery,
     custom_resources,
@@ -670,6 +721,48 @@ on_each_backend!(
     upgrade_safety_gate,
     collections_and_conflicts,
 );
+
+/// A server whose generated names come from a script, counting the names drawn.
+async fn scripted_names(suffixes: &'static [&'static str]) -> (Api, Arc<std::sync::atomic::AtomicUsize>) {
+    let drawn = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&drawn);
+    let names = crdctl_server::object::NameGenerator::new(move |prefix| {
+        let at = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        format!("{prefix}{}", suffixes[at.min(suffixes.len() - 1)])
+    });
+    let config = Config { names, ..Config::default() };
+    let server = TestServer::start_with(config, Arc::new(crdctl_storage::memory::open())).await.unwrap();
+    (Api { server, http: reqwest::Client::new(), _keep: None }.with_crd().await, drawn)
+}
+
+/// As kube-apiserver since 1.32 (`RetryGenerateName`): a generated name that exists is drawn
+/// again, up to 8 names in all, and only then is the create refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generated_name_that_exists_is_drawn_again_up_to_eight_times() {
+    let (api, drawn) = scripted_names(&["b", "b", "b", "c"]).await;
+    assert_eq!(api.post(CRONTABS_V1, &crontab("web-b", "v1")).await.code, 201);
+    let drawn_before = drawn.load(std::sync::atomic::Ordering::SeqCst);
+    let mut object = crontab("", "v1");
+    object["metadata"] = json!({"generateName": "web-"});
+    let created = api.post(CRONTABS_V1, &object).await;
+    assert_eq!(created.code, 201, "{created:?}");
+    assert_eq!(created.body["metadata"]["name"], "web-c");
+    assert_eq!(drawn.load(std::sync::atomic::Ordering::SeqCst) - drawn_before, 4);
+
+    let (api, drawn) = scripted_names(&["b"]).await;
+    assert_eq!(api.post(CRONTABS_V1, &crontab("web-b", "v1")).await.code, 201);
+    let refused = api.post(CRONTABS_V1, &object).await;
+    assert_eq!(drawn.load(std::sync::atomic::Ordering::SeqCst), 8);
+    assert_eq!((refused.code, refused.body["reason"].as_str()), (409, Some("AlreadyExists")), "{refused:?}");
+    assert_eq!(
+        refused.body["message"],
+        r#"crontabs.example.com "web-b" already exists, the server was not able to generate a unique name for the object"#
+    );
+    assert_eq!(refused.body["details"]["retryAfterSeconds"], 1);
+    // A name the client chose is refused at once, as before.
+    let taken = api.post(CRONTABS_V1, &crontab("web-b", "v1")).await;
+    assert_eq!(taken.body["message"], r#"crontabs.example.com "web-b" already exists"#);
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_kubernetes_mode_skips_the_safety_gate() {

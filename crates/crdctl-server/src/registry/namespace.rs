@@ -8,7 +8,10 @@ use crate::error::{ApiError, Subject};
 /// Where namespaces are stored.
 pub const PREFIX: &str = "/registry/namespaces/";
 
-/// Namespaces every cluster has.
+/// The verbs of `namespaces`: no `deletecollection`.
+pub const VERBS: [&str; 7] = ["create", "delete", "get", "list", "patch", "update", "watch"];
+
+/// Namespaces every cluster has; none of them can be deleted.
 pub const BUILT_IN: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// What errors about namespace `name` name.

@@ -99,6 +99,7 @@ async fn serve(args: Args) -> anyhow::Result<Outcome> {
         },
         webhook_services: args.webhook_services.iter().cloned().collect::<HashMap<_, _>>(),
         watch_cache: args.etcd.enabled() && args.watch_cache,
+        ..Config::default()
     };
     let (store, where_): (Arc<dyn crdctl_storage::Store>, String) = if args.in_memory {
         (Arc::new(crdctl_storage::memory::open()), "in memory".into())
