@@ -33,6 +33,7 @@ pub mod metrics;
 pub mod negotiate;
 pub mod object;
 pub mod openapi;
+pub mod panic;
 pub mod registry;
 pub mod rest;
 pub mod selector;
@@ -290,6 +291,7 @@ pub fn app(state: AppState) -> Router {
         // One byte over the limit is enough to answer 413 from the handler.
         .layer(DefaultBodyLimit::max(error::MAX_REQUEST_BYTES + 1))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .layer(panic::layer())
         .with_state(state)
 }
 

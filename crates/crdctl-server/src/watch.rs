@@ -46,9 +46,12 @@ pub async fn watch(
     let timeout = params.timeout_seconds.map_or(DEFAULT_TIMEOUT, Duration::from_secs);
     let bookmarks = params.allow_watch_bookmarks.unwrap_or(false);
     let initial_end_bookmark = params.send_initial_events == Some(true) && bookmarks;
-    let stream = Stream { state, endpoint, labels, fields, representation, tx };
+    let stream = Stream { state, endpoint, labels, fields, representation, tx: tx.clone() };
     tokio::spawn(async move {
-        let _ = tokio::time::timeout(timeout, stream.run(initial, from, bookmarks, initial_end_bookmark)).await;
+        let run = tokio::time::timeout(timeout, stream.run(initial, from, bookmarks, initial_end_bookmark));
+        if let Err(err) = crate::panic::guard(run).await {
+            let _ = tx.send(event_line("ERROR", &err.status())).await;
+        }
     });
     let lines = tokio_stream::wrappers::ReceiverStream::new(rx);
     let body = Body::from_stream(futures_util::StreamExt::map(lines, Ok::<Bytes, std::convert::Infallible>));
@@ -81,9 +84,7 @@ impl Stream {
             Representation::Metadata if type_ != "ERROR" => crate::handler::partial_metadata(&object),
             _ => object,
         };
-        let mut line = serde_json::to_vec(&json!({"type": type_, "object": object})).unwrap_or_default();
-        line.push(b'\n');
-        self.tx.send(Bytes::from(line)).await.is_ok()
+        self.tx.send(event_line(type_, &object)).await.is_ok()
     }
 
     async fn send_error(&self, err: ApiError) {
@@ -160,6 +161,13 @@ impl Stream {
             }
         }
     }
+}
+
+/// One line of the stream.
+fn event_line(type_: &str, object: &Value) -> Bytes {
+    let mut line = serde_json::to_vec(&json!({"type": type_, "object": object})).unwrap_or_default();
+    line.push(b'\n');
+    Bytes::from(line)
 }
 
 fn store_error(err: StoreError) -> ApiError {
