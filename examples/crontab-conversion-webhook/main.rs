@@ -39,9 +39,14 @@ async fn main() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let options = Options::new(args.listen, args.tls_cert, args.tls_key);
-    let shutdown = async {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+    let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(terminate) => terminate,
+        Err(err) => {
+            eprintln!("crontab-conversion-webhook: cannot handle SIGTERM: {err}");
+            std::process::exit(1);
+        }
+    };
+    let shutdown = async move {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = terminate.recv() => {}

@@ -20,6 +20,15 @@
 //! a third of its time for a second, and the best run is the one nothing took from.
 //!
 //! Run: `cargo bench -p crdctl-bench --bench conversion`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice,
+    reason = "tests and benchmarks report failure by panicking"
+)]
 #![allow(clippy::print_stdout)]
 
 // The allocator the crdctl binary ships with: JSON-heavy work on several threads is mostly

@@ -11,6 +11,15 @@
 //! acknowledged by the first replica to its event on a watch on the last one.
 //!
 //! Run: `cargo bench -p crdctl-bench --bench etcd`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice,
+    reason = "tests and benchmarks report failure by panicking"
+)]
 #![allow(clippy::print_stdout)]
 
 #[path = "common/load.rs"]

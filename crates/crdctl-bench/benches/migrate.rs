@@ -10,6 +10,15 @@
 //!   `/proc/self/clear_refs` before it starts), at 10,000 and 100,000 objects. Target: flat.
 //!
 //! Run: `cargo bench -p crdctl-bench --bench migrate`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice,
+    reason = "tests and benchmarks report failure by panicking"
+)]
 #![allow(clippy::print_stdout)]
 
 use std::io::{BufRead, Write};

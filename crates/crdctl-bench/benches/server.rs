@@ -19,6 +19,15 @@
 //! one CPU (the one where raw commits run fastest). See [`Placement`] for why.
 //!
 //! Run: `cargo bench -p crdctl-bench --bench server`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice,
+    reason = "tests and benchmarks report failure by panicking"
+)]
 #![allow(clippy::print_stdout)]
 
 #[path = "../../../examples/crontab-conversion-webhook/convert.rs"]

@@ -9,6 +9,15 @@
 //! the timings, as the server does.
 //!
 //! Run: `cargo bench -p crdctl-bench --bench validation`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice,
+    reason = "tests and benchmarks report failure by panicking"
+)]
 #![allow(clippy::print_stdout)]
 
 use std::path::Path;

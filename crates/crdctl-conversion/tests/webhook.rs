@@ -1,6 +1,15 @@
 //! The webhook client against real HTTPS servers on loopback, with certificates made here: the
 //! framework running the CronTab example, and a deliberately misbehaving webhook.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice,
+    reason = "tests and benchmarks report failure by panicking"
+)]
+
 #[path = "../../../examples/crontab-conversion-webhook/convert.rs"]
 mod convert;
 

@@ -56,12 +56,12 @@ impl Crd {
 
     /// `metadata.uid`: a CRD deleted and created again is another one.
     pub fn uid(&self) -> &str {
-        self.raw["metadata"]["uid"].as_str().unwrap_or_default()
+        self.raw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default()
     }
 
     /// `metadata.resourceVersion`, the precondition of an update.
     pub fn resource_version(&self) -> &str {
-        self.raw["metadata"]["resourceVersion"].as_str().unwrap_or_default()
+        self.raw.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default()
     }
 
     /// The storage version's name.

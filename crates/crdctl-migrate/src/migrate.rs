@@ -263,8 +263,12 @@ async fn list_page(
         Err(err @ CallError::Status { code: 410, .. }) => return Ok(Err(err)),
         Err(err) => return Err(Error::call(format!("listing {}", resource.collection()))(err)),
     };
-    let next = list["metadata"]["continue"].as_str().filter(|token| !token.is_empty()).map(str::to_string);
-    let remaining = list["metadata"]["remainingItemCount"].as_u64();
+    let next = list
+        .pointer("/metadata/continue")
+        .and_then(Value::as_str)
+        .filter(|token| !token.is_empty())
+        .map(str::to_string);
+    let remaining = list.pointer("/metadata/remainingItemCount").and_then(Value::as_u64);
     let items = match list {
         Value::Object(mut list) => match list.remove("items") {
             Some(Value::Array(items)) => items,
@@ -279,9 +283,11 @@ async fn list_page(
 async fn rewrite(cluster: &Cluster, resource: &Resource, mut object: Value, dry_run: bool, counts: &Counts) -> Outcome {
     let path = resource.object_path(&object);
     for _ in 0..MAX_ATTEMPTS {
-        let before = object["metadata"]["resourceVersion"].clone();
+        let before = object.pointer("/metadata/resourceVersion").cloned();
         match cluster.put(&path, &object, dry_run).await {
-            Ok(written) if written["metadata"]["resourceVersion"] == before => return Outcome::Unchanged,
+            Ok(written) if written.pointer("/metadata/resourceVersion") == before.as_ref() => {
+                return Outcome::Unchanged;
+            }
             Ok(_) => return Outcome::Rewritten,
             Err(CallError::Status { code: 404, .. }) => return Outcome::Gone,
             Err(CallError::Status { code: 409, .. }) => {

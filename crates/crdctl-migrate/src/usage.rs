@@ -49,7 +49,8 @@ fn sample(line: &str) -> Option<(&str, BTreeMap<&str, String>, f64)> {
             }
         }
         parsed.insert(key.trim_start_matches(',').trim(), text);
-        rest = &after[end? + 1..];
+        // The closing quote is one byte.
+        rest = after.get(end?.saturating_add(1)..)?;
     }
     Some((name, parsed, value))
 }

@@ -1,6 +1,15 @@
 //! Migration and retirement against the real server in-process (`TestServer`), through a real
 //! kube-rs client, checking what is stored by reading the store underneath.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice,
+    reason = "tests and benchmarks report failure by panicking"
+)]
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

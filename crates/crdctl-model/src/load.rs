@@ -154,7 +154,7 @@ impl Crd {
             .iter()
             .filter(|r| yaml::is_within(pointer, &r.v1_prefix))
             .max_by_key(|r| r.v1_prefix.len())
-            .map(|r| format!("{}{}", r.source_prefix, &pointer[r.v1_prefix.len()..]));
+            .map(|r| format!("{}{}", r.source_prefix, pointer.get(r.v1_prefix.len()..).unwrap_or_default()));
         self.positions.nearest(relocated.as_deref().unwrap_or(pointer))
     }
 
@@ -321,7 +321,11 @@ fn decode_text<'a>(name: &str, bytes: &'a [u8]) -> Result<&'a str, LoadError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     std::str::from_utf8(bytes).map_err(|err| {
         let offset = err.valid_up_to();
-        LoadError::InvalidUtf8 { path: name.to_string(), position: position_at(&bytes[..offset]), offset }
+        LoadError::InvalidUtf8 {
+            path: name.to_string(),
+            position: position_at(bytes.get(..offset).unwrap_or(bytes)),
+            offset,
+        }
     })
 }
 
@@ -438,7 +442,7 @@ fn position_at(prefix: &[u8]) -> Position {
     let line = prefix.iter().filter(|&&b| b == b'\n').count() + 1;
     let line_start = prefix.iter().rposition(|&b| b == b'\n').map_or(0, |idx| idx + 1);
     // The prefix is valid UTF-8, so counting characters is safe.
-    let column = String::from_utf8_lossy(&prefix[line_start..]).chars().count() + 1;
+    let column = String::from_utf8_lossy(prefix.get(line_start..).unwrap_or_default()).chars().count() + 1;
     Position { line: line as u32, column: column as u32 }
 }
 

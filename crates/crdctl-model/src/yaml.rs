@@ -65,8 +65,8 @@ impl Positions {
             if let Some(position) = self.get(pointer) {
                 return Some(position);
             }
-            match pointer.rfind('/') {
-                Some(idx) => pointer = &pointer[..idx],
+            match pointer.rsplit_once('/') {
+                Some((parent, _)) => pointer = parent,
                 None => return None,
             }
         }
@@ -193,8 +193,8 @@ fn strip_location_prefix(message: &str) -> &str {
 
 /// Drops a trailing " at line L, column C" for the same reason.
 fn strip_location_suffix(message: &str) -> &str {
-    match message.rfind(" at line ") {
-        Some(idx) if message[idx..].contains("column") => &message[..idx],
+    match message.rsplit_once(" at line ") {
+        Some((head, location)) if location.contains("column") => head,
         _ => message,
     }
 }

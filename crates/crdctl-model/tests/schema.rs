@@ -1,5 +1,14 @@
 //! Upstream test tables for the schema machinery, run as data (`tests/upstream/*.yaml`).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice,
+    reason = "tests and benchmarks report failure by panicking"
+)]
+
 use std::collections::BTreeSet;
 
 use crdctl_model::schema::{Schema, validate, validate_list_types, validate_rules};

@@ -118,14 +118,11 @@ pub fn check(old: &Crd, new: &Crd, config: &Config) -> Report {
         if old.schema(old_idx) == new.schema(new_idx) {
             continue;
         }
+        let (Some(old_schema), Some(new_schema)) = (old_schemas.get(old_idx), new_schemas.get(new_idx)) else {
+            continue;
+        };
         let pair = VersionPair { old, old_idx, new, new_idx };
-        compare_versions(
-            &pair,
-            &old_schemas[old_idx],
-            &new_schemas[new_idx],
-            Scope::Version(version.name.clone()),
-            &mut out,
-        );
+        compare_versions(&pair, old_schema, new_schema, Scope::Version(version.name.clone()), &mut out);
     }
 
     let webhook_trusted =
@@ -341,7 +338,7 @@ fn served_pairs(crd: &Crd) -> Vec<(VersionRef<'_>, VersionRef<'_>)> {
     served.reverse();
     let mut pairs = Vec::new();
     for (i, &older) in served.iter().enumerate() {
-        for &newer in &served[i + 1..] {
+        for &newer in served.iter().skip(i + 1) {
             pairs.push((older, newer));
         }
     }
@@ -359,7 +356,9 @@ fn pair_findings(
     let mut out = Findings { crd: crd.name(), config, findings: Vec::new() };
     let pair = VersionPair { old: crd, old_idx: older.0, new: crd, new_idx: newer.0 };
     let scope = Scope::ServedPair(older.1.to_string(), newer.1.to_string());
-    compare_versions(&pair, &schemas[older.0], &schemas[newer.0], scope, &mut out);
+    if let (Some(old_schema), Some(new_schema)) = (schemas.get(older.0), schemas.get(newer.0)) {
+        compare_versions(&pair, old_schema, new_schema, scope, &mut out);
+    }
     out.findings
 }
 

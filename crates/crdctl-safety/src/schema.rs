@@ -40,7 +40,7 @@ impl<'a> FlatSchema<'a> {
 
     /// The node at `pointer`.
     pub fn get(&self, pointer: &str) -> Option<&'a Map<String, Value>> {
-        self.by_pointer.get(pointer).map(|&idx| self.nodes[idx].1)
+        self.by_pointer.get(pointer).and_then(|&idx| self.nodes.get(idx)).map(|(_, node)| *node)
     }
 
     /// Whether the schema has a node at `pointer`.

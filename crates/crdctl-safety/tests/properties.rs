@@ -6,6 +6,15 @@
 //! `subresources` and `additionalPrinterColumns` (with `JSONPath`) or per-version ones, and
 //! schemas with types, enums, defaults, bounds, patterns, `required`, nested objects and lists.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice,
+    reason = "tests and benchmarks report failure by panicking"
+)]
+
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 

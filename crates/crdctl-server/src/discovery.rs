@@ -58,7 +58,7 @@ const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
 /// `base64(sha256("<group>/<version>/<kind>")[:8])`.
 fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
     let digest = Sha256::digest(format!("{group}/{version}/{kind}").as_bytes());
-    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+    base64::engine::general_purpose::STANDARD.encode(digest.get(..8).unwrap_or_default())
 }
 
 fn core_group() -> Group {
@@ -254,8 +254,8 @@ pub fn api_group_list(groups: &[Group]) -> Value {
 /// `APIGroup` for `/apis/<group>`.
 pub fn api_group_document(group: &Group) -> Value {
     let mut document = api_group(group);
-    document["kind"] = json!("APIGroup");
-    document["apiVersion"] = json!("v1");
+    crate::object::set(&mut document, "kind", json!("APIGroup"));
+    crate::object::set(&mut document, "apiVersion", json!("v1"));
     document
 }
 
@@ -269,17 +269,17 @@ pub fn api_resource_list(group: &str, version: &GroupVersion) -> Value {
                 "name": r.name, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind.2, "verbs": r.verbs,
             });
             if r.kind.0 != group || r.kind.1 != version.version {
-                resource["group"] = json!(r.kind.0);
-                resource["version"] = json!(r.kind.1);
+                crate::object::set(&mut resource, "group", json!(r.kind.0));
+                crate::object::set(&mut resource, "version", json!(r.kind.1));
             }
             if !r.short_names.is_empty() {
-                resource["shortNames"] = json!(r.short_names);
+                crate::object::set(&mut resource, "shortNames", json!(r.short_names));
             }
             if !r.categories.is_empty() {
-                resource["categories"] = json!(r.categories);
+                crate::object::set(&mut resource, "categories", json!(r.categories));
             }
             if let Some(hash) = &r.storage_version_hash {
-                resource["storageVersionHash"] = json!(hash);
+                crate::object::set(&mut resource, "storageVersionHash", json!(hash));
             }
             resource
         })
@@ -315,13 +315,13 @@ pub fn aggregated(groups: &[Group]) -> Value {
                             "verbs": r.verbs,
                         });
                         if !r.short_names.is_empty() {
-                            resource["shortNames"] = json!(r.short_names);
+                            crate::object::set(&mut resource, "shortNames", json!(r.short_names));
                         }
                         if !r.categories.is_empty() {
-                            resource["categories"] = json!(r.categories);
+                            crate::object::set(&mut resource, "categories", json!(r.categories));
                         }
                         if !subresources.is_empty() {
-                            resource["subresources"] = json!(subresources);
+                            crate::object::set(&mut resource, "subresources", json!(subresources));
                         }
                         resources.push(resource);
                     }

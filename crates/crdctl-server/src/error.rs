@@ -87,7 +87,7 @@ impl ApiError {
             subject.name
         );
         let mut details = subject.details();
-        details["retryAfterSeconds"] = json!(1);
+        crate::object::set(&mut details, "retryAfterSeconds", json!(1));
         ApiError::new(StatusCode::CONFLICT, "AlreadyExists", message).with_details(details)
     }
 
@@ -115,7 +115,7 @@ impl ApiError {
                 lines.push(line);
             }
         }
-        let aggregate = if lines.len() == 1 { lines[0].clone() } else { format!("[{}]", lines.join(", ")) };
+        let aggregate = if let [line] = lines.as_slice() { line.clone() } else { format!("[{}]", lines.join(", ")) };
         let qualified_kind = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
         let message = format!("{qualified_kind} {name:?} is invalid: {aggregate}");
         let causes: Vec<Value> = violations
@@ -278,7 +278,7 @@ impl ApiError {
             status.as_object_mut().map(|s| s.remove("reason"));
         }
         if let Some(details) = &self.details {
-            status["details"] = details.clone();
+            crate::object::set(&mut status, "details", details.clone());
         }
         status
     }

@@ -259,7 +259,9 @@ fn render(
         _ if reply.body.is_status() => reply.into_json(),
         Representation::Table => {
             let (objects, metadata) = match list_items(&mut reply)? {
-                Some(items) => (items, reply.body.into_value()?["metadata"].take()),
+                Some(items) => {
+                    (items, reply.body.into_value()?.get_mut("metadata").map(Value::take).unwrap_or_default())
+                }
                 None => (vec![reply.body.into_value()?], json!({})),
             };
             let include = params.include_object.as_deref().unwrap_or("Metadata");
@@ -272,7 +274,7 @@ fn render(
             to_json(&match items {
                 Some(items) => json!({
                     "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                    "metadata": body["metadata"], "items": items.iter().map(partial_metadata).collect::<Vec<_>>(),
+                    "metadata": body.get("metadata"), "items": items.iter().map(partial_metadata).collect::<Vec<_>>(),
                 }),
                 None => partial_metadata(&body),
             })

@@ -18,14 +18,15 @@ fn parse(path: &str) -> Option<Vec<Step>> {
     while !rest.is_empty() {
         if let Some(after) = rest.strip_prefix('.') {
             let end = after.find(['.', '[']).unwrap_or(after.len());
-            if end > 0 {
-                steps.push(Step::Field(after[..end].to_string()));
+            let (field, after) = after.split_at_checked(end)?;
+            if !field.is_empty() {
+                steps.push(Step::Field(field.to_string()));
             }
-            rest = &after[end..];
+            rest = after;
         } else if let Some(after) = rest.strip_prefix('[') {
-            let end = after.find(']')?;
-            let inner = after[..end].trim();
-            rest = &after[end + 1..];
+            let (inner, after) = after.split_once(']')?;
+            let inner = inner.trim();
+            rest = after;
             if inner == "*" {
                 steps.push(Step::All);
             } else if let Ok(idx) = inner.parse() {

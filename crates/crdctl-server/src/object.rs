@@ -83,10 +83,30 @@ fn truncate_prefix(prefix: &str) -> &str {
 
 /// `metadata` of an object, created if missing or not an object.
 pub fn meta_mut(object: &mut Value) -> &mut Map<String, Value> {
-    if !object.get("metadata").is_some_and(Value::is_object) {
-        object["metadata"] = json!({});
+    object_mut(object, "metadata")
+}
+
+/// The fields of `value`, which becomes an empty object first if it is not one.
+pub fn fields_mut(value: &mut Value) -> &mut Map<String, Value> {
+    if !value.is_object() {
+        *value = Value::Object(Map::new());
     }
-    object["metadata"].as_object_mut().expect("metadata was just made an object")
+    match value {
+        Value::Object(fields) => fields,
+        // Just made an object: this arm is never taken.
+        _ => fields_mut(value),
+    }
+}
+
+/// The object field `key` of `object`, created if missing or not an object (and `object` made an
+/// object if it is not one).
+pub fn object_mut<'a>(object: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
+    fields_mut(fields_mut(object).entry(key).or_insert_with(|| json!({})))
+}
+
+/// Sets field `key` of `object` (made an object if it is not one).
+pub fn set(object: &mut Value, key: &str, value: Value) {
+    fields_mut(object).insert(key.to_string(), value);
 }
 
 /// A field of `metadata` (`pointer("/metadata/…")` without parsing a pointer).

@@ -137,8 +137,8 @@ fn component(kind: &KindDoc) -> Value {
         properties.insert("kind".into(), json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents."}));
         properties.insert("metadata".into(), json!({"allOf": [{"$ref": format!("#/components/schemas/{OBJECT_META}")}], "description": "Standard object's metadata."}));
     }
-    schema["x-kubernetes-group-version-kind"] =
-        json!([{"group": kind.group, "kind": kind.kind, "version": kind.version}]);
+    let group_version_kind = json!([{"group": kind.group, "kind": kind.kind, "version": kind.version}]);
+    crate::object::set(&mut schema, "x-kubernetes-group-version-kind", group_version_kind);
     schema
 }
 
@@ -155,16 +155,31 @@ fn operation(kind: &KindDoc, action: &str, reference: &str) -> Value {
     });
     match action {
         "patch" => {
-            op["parameters"] = json!([query("dryRun"), query("fieldManager"), query("fieldValidation"), {"name": "force", "in": "query", "schema": {"type": "boolean", "uniqueItems": true}}]);
+            crate::object::set(
+                &mut op,
+                "parameters",
+                json!([query("dryRun"), query("fieldManager"), query("fieldValidation"), {"name": "force", "in": "query", "schema": {"type": "boolean", "uniqueItems": true}}]),
+            );
             let patch = json!({"schema": {"type": "object"}});
-            op["requestBody"] = json!({"content": {
+            crate::object::set(
+                &mut op,
+                "requestBody",
+                json!({"content": {
                 "application/json-patch+json": patch, "application/merge-patch+json": patch, "application/apply-patch+yaml": patch
-            }, "required": true});
+            }, "required": true}),
+            );
         }
         "put" | "post" => {
-            op["parameters"] = json!([query("dryRun"), query("fieldManager"), query("fieldValidation")]);
-            op["requestBody"] =
-                json!({"content": {"application/json": {"schema": {"$ref": reference}}}, "required": true});
+            crate::object::set(
+                &mut op,
+                "parameters",
+                json!([query("dryRun"), query("fieldManager"), query("fieldValidation")]),
+            );
+            crate::object::set(
+                &mut op,
+                "requestBody",
+                json!({"content": {"application/json": {"schema": {"$ref": reference}}}, "required": true}),
+            );
         }
         _ => {}
     }
@@ -274,8 +289,8 @@ pub fn v2_document(registry: &Registry) -> Value {
 fn swagger2_operation(op: &mut Value) {
     if let Some(body) = op.get("requestBody").cloned() {
         let consumes: Vec<String> =
-            body["content"].as_object().map(|c| c.keys().cloned().collect()).unwrap_or_default();
-        op["consumes"] = json!(consumes);
+            body.get("content").and_then(Value::as_object).map(|c| c.keys().cloned().collect()).unwrap_or_default();
+        crate::object::set(op, "consumes", json!(consumes));
         op.as_object_mut().map(|o| o.remove("requestBody"));
         let mut params = op.get("parameters").and_then(Value::as_array).cloned().unwrap_or_default();
         params.push(json!({"name": "body", "in": "body", "required": true, "schema": {"type": "object"}}));

@@ -569,10 +569,10 @@ pub async fn list(
     };
     let mut metadata = json!({"resourceVersion": read.revision.to_string()});
     if let Some(token) = read.continue_token {
-        metadata["continue"] = Value::String(token);
+        crate::object::set(&mut metadata, "continue", Value::String(token));
     }
     if let Some(remaining) = read.remaining {
-        metadata["remainingItemCount"] = remaining.into();
+        crate::object::set(&mut metadata, "remainingItemCount", remaining.into());
     }
     let body = json!({"apiVersion": endpoint.api_version(), "kind": endpoint.list_kind, "metadata": metadata});
     Ok(Reply { items: Some(items), ..Reply::ok(body) })
@@ -940,7 +940,7 @@ async fn admit_update(
     match (&endpoint.kind, status) {
         (Kind::Namespace, _) => {
             crate::object::keep_server_fields(&mut new, old);
-            new["status"] = old.get("status").cloned().unwrap_or_else(|| json!({}));
+            crate::object::set(&mut new, "status", old.get("status").cloned().unwrap_or_else(|| json!({})));
         }
         (Kind::Crd, false) => crd::prepare_update(&mut new, old, &state.registry, state.config.upgrade_safety)?,
         (Kind::Crd, true) => crd::prepare_status_update(&mut new, old)?,
@@ -1059,7 +1059,7 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
                 }
                 let mut body = endpoint.present_entry(&entry).await?;
                 if matches!(endpoint.kind, Kind::Namespace) {
-                    body["status"] = json!({"phase": "Terminating"});
+                    crate::object::set(&mut body, "status", json!({"phase": "Terminating"}));
                 }
                 return Ok(Reply::ok(body));
             }

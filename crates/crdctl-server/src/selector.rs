@@ -28,13 +28,13 @@ fn split_top_level(text: &str) -> Vec<&str> {
             '(' => depth += 1,
             ')' => depth = depth.saturating_sub(1),
             ',' if depth == 0 => {
-                parts.push(&text[start..idx]);
+                parts.push(text.get(start..idx).unwrap_or_default());
                 start = idx + 1;
             }
             _ => {}
         }
     }
-    parts.push(&text[start..]);
+    parts.push(text.get(start..).unwrap_or_default());
     parts.into_iter().map(str::trim).filter(|p| !p.is_empty()).collect()
 }
 

@@ -99,13 +99,12 @@ pub fn table(columns: &[Column], objects: &[Value], list_meta: Value, include_ob
             let mut row = json!({"cells": cells});
             match include_object {
                 "None" => {}
-                "Object" => row["object"] = object.clone(),
+                "Object" => crate::object::set(&mut row, "object", object.clone()),
                 _ => {
-                    row["object"] = json!({
-                        "kind": "PartialObjectMetadata",
-                        "apiVersion": "meta.k8s.io/v1",
-                        "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
-                    })
+                    let metadata = object.get("metadata").cloned().unwrap_or_else(|| json!({}));
+                    let partial =
+                        json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata});
+                    crate::object::set(&mut row, "object", partial);
                 }
             }
             row

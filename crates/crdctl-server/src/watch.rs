@@ -94,7 +94,7 @@ impl Stream {
     fn bookmark(&self, revision: Revision, initial_end: bool) -> Value {
         let mut metadata = json!({"resourceVersion": revision.to_string()});
         if initial_end {
-            metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+            crate::object::set(&mut metadata, "annotations", json!({"k8s.io/initial-events-end": "true"}));
         }
         json!({"apiVersion": self.endpoint.api_version(), "kind": self.endpoint.type_kind, "metadata": metadata})
     }

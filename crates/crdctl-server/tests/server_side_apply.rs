@@ -1,5 +1,14 @@
 //! structured-merge-diff's merge test tables, run against the server's field manager.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice,
+    reason = "tests and benchmarks report failure by panicking"
+)]
+
 use std::collections::BTreeMap;
 
 use crdctl_model::schema::Schema;

@@ -154,7 +154,7 @@ impl Cacher {
         state.ring.clear();
         state.oldest = page.revision;
         state.revision = page.revision;
-        state.epoch += 1;
+        state.epoch = state.epoch.wrapping_add(1);
         drop(state);
         self.reached.send_replace(page.revision);
         Ok(page.revision)
@@ -213,7 +213,7 @@ impl Cacher {
             if options.limit == 0 || entries.len() < options.limit {
                 entries.push(entry.clone());
             } else {
-                rest += 1;
+                rest = rest.saturating_add(1);
             }
         }
         ListPage { entries, revision: state.revision, more: rest > 0, remaining: rest }

@@ -34,6 +34,10 @@
 //! # });
 //! ```
 
+// Revisions and counts come from clients (a `resourceVersion`) and from disk: no overflow may
+// panic or wrap unnoticed here.
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 pub mod cache;
 #[cfg(feature = "etcd")]
 pub mod etcd;

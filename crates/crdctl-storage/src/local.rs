@@ -211,7 +211,7 @@ impl<B: Backend> Shared<B> {
                 Some(entry) => Ok(entry.clone()),
                 None => self.backend.get(write.key()),
             };
-            let outcome = current.and_then(|current| apply(write, current, revision + 1));
+            let outcome = current.and_then(|current| apply(write, current, revision.saturating_add(1)));
             match outcome {
                 Ok(event) => {
                     revision = event.revision;
@@ -239,7 +239,10 @@ impl<B: Backend> Shared<B> {
             let result = match (&committed, outcome) {
                 (_, Err(err)) => Err(err),
                 (Err(err), Ok(_)) => Err(err.clone()),
-                (Ok(()), Ok(index)) => Ok((*events[index]).clone()),
+                (Ok(()), Ok(index)) => events
+                    .get(index)
+                    .map(|event| (**event).clone())
+                    .ok_or_else(|| StoreError::Unavailable("a write lost its event".into())),
             };
             // A caller that went away does not undo its write.
             let _ = reply.send(result);
@@ -280,7 +283,8 @@ impl<B: Backend> Shared<B> {
     }
 
     fn list(&self, options: ListOptions<'_>) -> Result<ListPage, StoreError> {
-        let fetch = |extra: usize| if options.limit == 0 { 0 } else { options.limit + 1 + extra };
+        let fetch =
+            |extra: usize| if options.limit == 0 { 0 } else { options.limit.saturating_add(1).saturating_add(extra) };
         let Some(at) = options.revision else {
             let snapshot = self.backend.snapshot(options.prefix, options.start_after, fetch(0), None)?;
             return Ok(page(snapshot.entries, snapshot.rest, options.limit, snapshot.meta.revision));
@@ -358,7 +362,7 @@ fn page(mut entries: Vec<Entry>, rest: u64, limit: usize, revision: Revision) ->
     let more = limit > 0 && (entries.len() > limit || rest > 0);
     let mut remaining = 0;
     if more {
-        remaining = rest + entries.len().saturating_sub(limit) as u64;
+        remaining = rest.saturating_add(entries.len().saturating_sub(limit) as u64);
         entries.truncate(limit);
     }
     ListPage { entries, revision, more, remaining }

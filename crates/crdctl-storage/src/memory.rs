@@ -16,6 +16,7 @@ pub fn open() -> MemoryStore {
 }
 
 /// Opens an empty in-memory store keeping `window` revisions of history.
+#[expect(clippy::expect_used, reason = "opening reads the backend's counters, which in memory cannot fail")]
 pub fn open_with_window(window: Revision) -> MemoryStore {
     LocalStore::new(MemoryBackend::default(), window).expect("an in-memory store always opens")
 }
@@ -94,7 +95,7 @@ impl Backend for MemoryBackend {
             };
             state.history.insert(event.revision, event.clone());
         }
-        state.history = state.history.split_off(&(commit.meta.compacted + 1));
+        state.history = state.history.split_off(&commit.meta.compacted.saturating_add(1));
         state.meta = commit.meta;
         Ok(())
     }

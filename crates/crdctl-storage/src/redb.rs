@@ -17,14 +17,16 @@
 //! index and then read the table; a revision missing by then was compacted away meanwhile, and
 //! the read starts again from the index.
 
+pub mod power_loss;
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::RwLock;
 
 use redb::{
-    Database, DatabaseError, ReadOnlyDatabase, ReadableDatabase, ReadableTable, TableDefinition, TableHandle,
-    WriteTransaction,
+    Database, DatabaseError, ReadOnlyDatabase, ReadableDatabase, ReadableTable, StorageBackend, TableDefinition,
+    TableHandle, WriteTransaction,
 };
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +52,12 @@ pub fn open(dir: &Path) -> Result<RedbStore, StoreError> {
 /// Opens (or creates) the store in `dir`, keeping `window` revisions of history.
 pub fn open_with_window(dir: &Path, window: Revision) -> Result<RedbStore, StoreError> {
     LocalStore::new(RedbBackend::open(dir)?, window)
+}
+
+/// Opens (or creates) the store on a storage backend other than a file: a disk that fails on
+/// purpose ([`power_loss::Disk`]).
+pub fn open_on(backend: impl StorageBackend, window: Revision) -> Result<RedbStore, StoreError> {
+    LocalStore::new(RedbBackend::open_on(backend)?, window)
 }
 
 /// One revision as stored.
@@ -99,7 +107,6 @@ impl Index {
 #[derive(Debug)]
 pub struct RedbBackend {
     db: Database,
-    path: PathBuf,
     index: RwLock<Index>,
 }
 
@@ -123,6 +130,27 @@ fn build_index(table: &impl ReadableTable<u64, &'static [u8]>) -> Result<Index, 
         index.apply(revision.value(), &decode(bytes.value())?);
     }
     Ok(index)
+}
+
+/// Creates the database file so that it appears whole or not at all: redb cannot open a file
+/// whose creation a power cut interrupted, so the file is made and synced under another name,
+/// renamed into place, and the rename synced.
+fn create_whole(dir: &Path, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let fresh = path.with_extension("redb.new");
+    // What a power cut left of an earlier attempt: nothing was ever stored in it.
+    if fresh.exists() {
+        std::fs::remove_file(&fresh)?;
+    }
+    {
+        let db = Database::create(&fresh)?;
+        let txn = db.begin_write()?;
+        txn.open_table(REVISIONS)?;
+        txn.commit()?;
+    }
+    std::fs::File::open(&fresh)?.sync_all()?;
+    std::fs::rename(&fresh, path)?;
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(())
 }
 
 /// A read found a revision gone: compaction overtook it, so it starts again.
@@ -192,17 +220,25 @@ impl RedbBackend {
         std::fs::create_dir_all(dir)
             .map_err(|err| unavailable(format!("cannot create the data directory {}: {err}", dir.display())))?;
         let path = dir.join(FILE_NAME);
+        if !path.exists() {
+            create_whole(dir, &path).map_err(|err| unavailable(format!("{}: {err}", path.display())))?;
+        }
         let db = Database::create(&path).map_err(|err| unavailable(format!("{}: {err}", path.display())))?;
+        RedbBackend::on(db)
+    }
+
+    /// Opens or creates the database on `backend` and builds the index.
+    pub fn open_on(backend: impl StorageBackend) -> Result<RedbBackend, StoreError> {
+        RedbBackend::on(Database::builder().create_with_backend(backend).map_err(unavailable)?)
+    }
+
+    /// Converts the older format if that is what the database holds, and reads the index.
+    fn on(db: Database) -> Result<RedbBackend, StoreError> {
         let txn = db.begin_write().map_err(unavailable)?;
         legacy::convert(&txn)?;
         let index = build_index(&txn.open_table(REVISIONS).map_err(unavailable)?)?;
         txn.commit().map_err(unavailable)?;
-        Ok(RedbBackend { db, path, index: RwLock::new(index) })
-    }
-
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
+        Ok(RedbBackend { db, index: RwLock::new(index) })
     }
 
     fn index(&self) -> Result<std::sync::RwLockReadGuard<'_, Index>, StoreError> {
@@ -333,7 +369,7 @@ fn compact(table: &mut redb::Table<'_, u64, &'static [u8]>, from: Revision, to: 
         return Ok(());
     }
     let mut removed = Vec::new();
-    for item in table.range(from + 1..=to).map_err(unavailable)? {
+    for item in table.range(from.saturating_add(1)..=to).map_err(unavailable)? {
         let (revision, bytes) = item.map_err(unavailable)?;
         let record = decode(bytes.value())?;
         removed.extend(record.prev_revision);
@@ -389,7 +425,7 @@ mod legacy {
         let compacted;
         {
             let history = txn.open_table(HISTORY).map_err(unavailable)?;
-            compacted = history.first().map_err(unavailable)?.map_or(0, |(first, _)| first.value() - 1);
+            compacted = history.first().map_err(unavailable)?.map_or(0, |(first, _)| first.value().saturating_sub(1));
             for item in history.iter().map_err(unavailable)? {
                 let (_, bytes) = item.map_err(unavailable)?;
                 let event: Event = postcard::from_bytes(bytes.value()).map_err(corrupt)?;

@@ -3,6 +3,15 @@
 //! (one process per test, so revisions are the test's own). Revisions are counted from where
 //! the store starts: a fresh etcd is at revision 1, the embedded stores at 0.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice,
+    reason = "tests and benchmarks report failure by panicking"
+)]
+
 use std::sync::Arc;
 
 use crdctl_storage::{EventKind, ListOptions, Store, StoreError, Write};

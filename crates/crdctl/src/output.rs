@@ -66,9 +66,9 @@ pub fn write_table(out: &mut dyn Write, indent: &str, rows: &[Vec<String>]) -> s
         .collect();
     for row in rows {
         let mut line = indent.to_string();
-        for (idx, cell) in row.iter().enumerate() {
+        for (idx, (cell, width)) in row.iter().zip(&widths).enumerate() {
             if idx + 1 < row.len() {
-                line.push_str(&format!("{cell:<width$}  ", width = widths[idx]));
+                line.push_str(&format!("{cell:<width$}  "));
             } else {
                 line.push_str(cell);
             }

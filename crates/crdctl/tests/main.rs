@@ -1,5 +1,14 @@
 //! Integration tests: every test runs the real `crdctl` binary.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice,
+    reason = "tests and benchmarks report failure by panicking"
+)]
+
 mod util;
 #[macro_use]
 mod serve;
@@ -12,7 +21,6 @@ mod layering;
 mod migrate;
 mod replicas;
 mod schemas;
-mod tidy;
 mod validate;
 mod versions;
 mod webhook;

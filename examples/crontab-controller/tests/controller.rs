@@ -1,5 +1,14 @@
 //! The controller against crdctl's in-process API server: no cluster, nothing downloaded.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice,
+    reason = "tests and benchmarks report failure by panicking"
+)]
+
 use std::time::Duration;
 
 use crdctl_server::testing::TestServer;

@@ -167,12 +167,12 @@ fn parse_ip_sloppy(s: &str) -> Option<IpAddr> {
     if let Some(v4) = parse_ipv4_sloppy(s) {
         return Some(IpAddr::V4(v4));
     }
-    if let Some(idx) = s.rfind(':')
-        && s[idx + 1..].contains('.')
+    if let Some((head, tail)) = s.rsplit_once(':')
+        && tail.contains('.')
     {
-        let v4 = parse_ipv4_sloppy(&s[idx + 1..])?;
+        let v4 = parse_ipv4_sloppy(tail)?;
         let [a, b, c, d] = v4.octets();
-        let head = format!("{}{:x}:{:x}", &s[..=idx], u16::from_be_bytes([a, b]), u16::from_be_bytes([c, d]));
+        let head = format!("{head}:{:x}:{:x}", u16::from_be_bytes([a, b]), u16::from_be_bytes([c, d]));
         return head.parse::<Ipv6Addr>().ok().map(IpAddr::V6);
     }
     s.parse::<Ipv6Addr>().ok().map(IpAddr::V6)
@@ -236,7 +236,10 @@ fn is_request_uri(s: &str) -> bool {
     match without_fragment.split_once(':') {
         Some((scheme, rest)) => {
             regex!(r"^[a-zA-Z][a-zA-Z0-9+.\-]*$").is_match(scheme)
-                && !(rest.starts_with("//") && rest[2..].split('/').next().is_some_and(|host| host.contains(' ')))
+                && !rest
+                    .strip_prefix("//")
+                    .and_then(|after| after.split('/').next())
+                    .is_some_and(|host| host.contains(' '))
         }
         None => false,
     }
@@ -245,7 +248,7 @@ fn is_request_uri(s: &str) -> bool {
 /// `net/mail.ParseAddress` for the forms CRDs meet: `local@domain` or `Name <local@domain>`.
 fn is_email(s: &str) -> bool {
     let address = match (s.rfind('<'), s.strip_suffix('>')) {
-        (Some(open), Some(inner)) => &inner[open + 1..],
+        (Some(open), Some(inner)) => inner.get(open + 1..).unwrap_or_default(),
         (None, None) => s.trim(),
         _ => return false,
     };
@@ -257,7 +260,7 @@ fn is_email(s: &str) -> bool {
 
 fn is_date(s: &str) -> bool {
     let b = s.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+    if b.len() != 10 || b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') {
         return false;
     }
     let number = |range: std::ops::Range<usize>| {
@@ -282,11 +285,11 @@ fn is_date_time(s: &str) -> bool {
     }
     let lower = s.to_lowercase();
     let parts: Vec<&str> = lower.split('t').collect();
-    if parts.len() < 2 || !is_date(parts[0]) {
+    let (Some(date), Some(time)) = (parts.first(), parts.get(1)) else { return false };
+    if !is_date(date) {
         return false;
     }
-    let Some(caps) =
-        regex!(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$").captures(parts[1])
+    let Some(caps) = regex!(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$").captures(time)
     else {
         return false;
     };
@@ -351,8 +354,9 @@ fn is_isbn13(s: &str) -> bool {
         return false;
     }
     let values: Vec<u32> = digits.chars().filter_map(|c| c.to_digit(10)).collect();
-    let sum: u32 = values[..12].iter().enumerate().map(|(i, d)| d * if i % 2 == 0 { 1 } else { 3 }).sum();
-    (10 - sum % 10) % 10 == values[12]
+    let Some((check, body)) = values.split_last() else { return false };
+    let sum: u32 = body.iter().enumerate().map(|(i, d)| d * if i % 2 == 0 { 1 } else { 3 }).sum();
+    (10 - sum % 10) % 10 == *check
 }
 
 /// govalidator's `IsCreditCard`: non-digits dropped, a known issuer's pattern, then Luhn.

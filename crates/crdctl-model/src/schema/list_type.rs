@@ -37,7 +37,9 @@ fn walk(value: &Value, schema: &Schema, loc: &Loc, out: &mut Vec<Violation>) {
             match schema.list_type.as_deref() {
                 Some("set") => {
                     for idx in second_occurrences(items) {
-                        out.push(duplicate(&loc.index(idx), &items[idx]));
+                        if let Some(item) = items.get(idx) {
+                            out.push(duplicate(&loc.index(idx), item));
+                        }
                     }
                 }
                 Some("map") => check_map(items, schema, loc, out),
@@ -79,7 +81,7 @@ fn second_occurrences(items: &[Value]) -> Vec<usize> {
     let mut out = Vec::new();
     for (idx, item) in items.iter().enumerate() {
         let times = seen.entry(identity(item)).or_insert(0);
-        *times += 1;
+        *times = times.saturating_add(1);
         if *times == 2 {
             out.push(idx);
         }
@@ -88,12 +90,12 @@ fn second_occurrences(items: &[Value]) -> Vec<usize> {
 }
 
 fn check_map(items: &[Value], schema: &Schema, loc: &Loc, out: &mut Vec<Violation>) {
-    if let Some(idx) = items.iter().position(|item| !item.is_null() && !item.is_object()) {
+    if let Some((idx, item)) = items.iter().enumerate().find(|(_, item)| !item.is_null() && !item.is_object()) {
         let loc = loc.index(idx);
         out.push(Violation {
             field: loc.path(),
             pointer: loc.pointer(),
-            kind: ErrorKind::Invalid(bad_value(&items[idx])),
+            kind: ErrorKind::Invalid(bad_value(item)),
             detail: "must be an object for an array of list-type map".into(),
         });
         return;
@@ -114,13 +116,14 @@ fn check_map(items: &[Value], schema: &Schema, loc: &Loc, out: &mut Vec<Violatio
             Value::Object(key)
         })
         .collect();
-    let identities: Vec<Value> = if schema.list_map_keys.len() == 1 {
-        let name = &schema.list_map_keys[0];
+    let identities: Vec<Value> = if let [name] = schema.list_map_keys.as_slice() {
         keys.iter().map(|key| key.get(name).cloned().unwrap_or(Value::Object(Map::new()))).collect()
     } else {
         keys.clone()
     };
     for idx in second_occurrences(&identities) {
-        out.push(duplicate(&loc.index(idx), &keys[idx]));
+        if let Some(key) = keys.get(idx) {
+            out.push(duplicate(&loc.index(idx), key));
+        }
     }
 }

@@ -386,7 +386,7 @@ fn array(schema: &Schema, items: &[Value], old: Option<&Vec<Value>>, loc: &Loc) 
     {
         outcome.errors.push(too_many(loc, size, max));
     }
-    if schema.unique_items && items.iter().enumerate().any(|(i, a)| items[..i].contains(a)) {
+    if schema.unique_items && items.iter().enumerate().any(|(i, a)| items.iter().take(i).any(|b| b == a)) {
         outcome.errors.push(invalid(loc, "\"\"".into(), in_body(loc, "shouldn't contain duplicates")));
     }
     outcome.matches += 1;

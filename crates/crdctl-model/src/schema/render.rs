@@ -77,10 +77,11 @@ fn shortest_digits(f: f64) -> (String, i32) {
 
 fn exponent_form(negative: bool, digits: &str, exponent: i32, min_exponent_digits: usize) -> String {
     let mut out = String::from(if negative { "-" } else { "" });
-    out.push_str(&digits[..1]);
-    if digits.len() > 1 {
+    let mut rest = digits.chars();
+    out.extend(rest.next());
+    if !rest.as_str().is_empty() {
         out.push('.');
-        out.push_str(&digits[1..]);
+        out.push_str(rest.as_str());
     }
     out.push('e');
     out.push(if exponent < 0 { '-' } else { '+' });
@@ -99,9 +100,10 @@ fn fixed_form(negative: bool, digits: &str, exponent: i32) -> String {
         out.push_str(digits);
         out.push_str(&"0".repeat(point as usize - digits.len()));
     } else {
-        out.push_str(&digits[..point as usize]);
+        let (whole, fraction) = digits.split_at_checked(point as usize).unwrap_or((digits, ""));
+        out.push_str(whole);
         out.push('.');
-        out.push_str(&digits[point as usize..]);
+        out.push_str(fraction);
     }
     out
 }

@@ -205,9 +205,9 @@ impl<'a> GoUrl<'a> {
             return Err("net/url: invalid control character in URL");
         }
         let (rest, fragment) = url.split_once('#').unwrap_or((url, ""));
-        let (scheme, rest) = match rest.find(':') {
-            Some(0) => return Err("missing protocol scheme"),
-            Some(idx) if is_scheme(&rest[..idx]) => (&rest[..idx], &rest[idx + 1..]),
+        let (scheme, rest) = match rest.split_once(':') {
+            Some(("", _)) => return Err("missing protocol scheme"),
+            Some((scheme, after)) if is_scheme(scheme) => (scheme, after),
             _ => ("", rest),
         };
         let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));

@@ -449,7 +449,7 @@ fn list_type(s: &Value, path: &Path, out: &mut Vec<Violation>) {
                     .invalid(keys_value(), "entries must all be names of item properties"),
             ),
         }
-        if keys[..idx].contains(key) {
+        if keys.iter().take(idx).any(|earlier| earlier == key) {
             out.push(
                 path.child("x-kubernetes-list-map-keys").invalid(keys_value(), "must not contain duplicate entries"),
             );

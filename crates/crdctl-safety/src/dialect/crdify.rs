@@ -243,8 +243,10 @@ fn unhandled_text(keywords: &[KeywordChange]) -> String {
     keywords.sort_by_key(|k| go_field(&k.keyword).unwrap_or(GO_FIELDS.len()));
     let mut lines = Vec::new();
     for k in keywords {
-        let (field, kind) = go_field(&k.keyword)
-            .map_or((k.keyword.as_str(), GoValue::Complex), |idx| (GO_FIELDS[idx].1, GO_FIELDS[idx].2));
+        let (field, kind) = GO_FIELDS
+            .iter()
+            .find(|(json, _, _)| *json == k.keyword)
+            .map_or((k.keyword.as_str(), GoValue::Complex), |(_, go, kind)| (*go, *kind));
         if k.keyword == "x-kubernetes-validations" {
             rule_list_lines(k.old.as_ref(), k.new.as_ref(), &mut lines);
         } else {
@@ -327,14 +329,15 @@ fn rule_list_lines(old: Option<&Value>, new: Option<&Value>, out: &mut Vec<Strin
     let new = new.and_then(Value::as_array).unwrap_or(&empty);
     let (mut i, mut j) = (0, 0);
     while i < old.len() || j < new.len() {
-        if i < old.len() && j < new.len() && old[i] == new[j] {
+        let (old_rest, new_rest) = (old.get(i..).unwrap_or_default(), new.get(j..).unwrap_or_default());
+        if old_rest.first().is_some_and(|a| new_rest.first() == Some(a)) {
             i += 1;
             j += 1;
             continue;
         }
-        let next_old = (i..old.len()).find(|&a| new[j..].contains(&old[a])).unwrap_or(old.len());
-        let next_new = (j..new.len()).find(|&b| old[i..].contains(&new[b])).unwrap_or(new.len());
-        let (removed, inserted) = (&old[i..next_old.min(old.len())], &new[j..next_new.min(new.len())]);
+        let next_old = old_rest.iter().position(|a| new_rest.contains(a)).map_or(old.len(), |k| i + k);
+        let next_new = new_rest.iter().position(|b| old_rest.contains(b)).map_or(new.len(), |k| j + k);
+        let (removed, inserted) = (old.get(i..next_old).unwrap_or_default(), new.get(j..next_new).unwrap_or_default());
         let similar =
             |a: &Value, b: &Value| ["rule", "message"].iter().any(|k| a.get(*k).is_some() && a.get(*k) == b.get(*k));
         let paired = removed.len().min(inserted.len());
@@ -351,8 +354,8 @@ fn rule_list_lines(old: Option<&Value>, new: Option<&Value>, out: &mut Vec<Strin
                 rule_element_lines(b, '+', out);
             }
         }
-        removed[paired..].iter().for_each(|rule| rule_element_lines(rule, '-', out));
-        inserted[paired..].iter().for_each(|rule| rule_element_lines(rule, '+', out));
+        removed.iter().skip(paired).for_each(|rule| rule_element_lines(rule, '-', out));
+        inserted.iter().skip(paired).for_each(|rule| rule_element_lines(rule, '+', out));
         (i, j) = (next_old.max(i + removed.len()), next_new.max(j + inserted.len()));
         if removed.is_empty() && inserted.is_empty() {
             i += 1;
@@ -383,10 +386,8 @@ fn concise_unhandled(lines: &[String]) -> String {
     for line in lines {
         let line = line.trim_matches(|c: char| c.is_whitespace());
         let Some(sign) = line.chars().next().filter(|c| *c == '-' || *c == '+') else { continue };
-        if line.len() < 2 {
-            continue;
-        }
-        let rest = line[1..].trim().trim_start_matches('\t').trim();
+        let Some(rest) = line.strip_prefix(sign).filter(|rest| !rest.is_empty()) else { continue };
+        let rest = rest.trim().trim_start_matches('\t').trim();
         let rest = rest.strip_suffix(',').unwrap_or(rest);
         let Some((name, raw)) = rest.split_once(':') else { continue };
         let name = name.trim();
@@ -395,14 +396,18 @@ fn concise_unhandled(lines: &[String]) -> String {
         }
         let raw = raw.trim().to_string();
         let side = Some((normalize(&raw), raw));
-        let index = fields.iter().position(|f| f.name == name).unwrap_or_else(|| {
-            fields.push(Field { name: name.to_string(), before: None, after: None });
-            fields.len() - 1
-        });
+        let field = match fields.iter().position(|f| f.name == name) {
+            Some(index) => fields.get_mut(index),
+            None => {
+                fields.push(Field { name: name.to_string(), before: None, after: None });
+                fields.last_mut()
+            }
+        };
+        let Some(field) = field else { continue };
         if sign == '-' {
-            fields[index].before = side;
+            field.before = side;
         } else {
-            fields[index].after = side;
+            field.after = side;
         }
     }
     let parts: Vec<String> = fields

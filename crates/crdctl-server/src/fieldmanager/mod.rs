@@ -91,6 +91,7 @@ const ANCIENT_CHANGES: &str = "ancient-changes";
 /// Upstream's `capManagersManager`: while there are more than [`MAX_UPDATE_MANAGERS`] `Update`
 /// entries, the oldest are merged, per API version, into an `ancient-changes` entry, so
 /// objects many clients touch keep a bounded `managedFields`.
+#[expect(clippy::indexing_slicing, reason = "every index is below entries.len(), which only the final retain changes")]
 fn cap_update_managers(entries: &mut Vec<Entry>) {
     let mut updaters: Vec<usize> = (0..entries.len()).filter(|&i| entries[i].operation == UPDATE).collect();
     if updaters.len() <= MAX_UPDATE_MANAGERS {
@@ -358,8 +359,8 @@ impl Conflicts {
     /// The 409 upstream answers, with one `FieldManagerConflict` cause per field.
     pub fn into_error(self) -> ApiError {
         let conflicts = self.0;
-        let message = if conflicts.len() == 1 {
-            format!("Apply failed with 1 conflict: conflict with {}: {}", conflicts[0].0, conflicts[0].1)
+        let message = if let [(manager, field)] = conflicts.as_slice() {
+            format!("Apply failed with 1 conflict: conflict with {manager}: {field}")
         } else {
             let mut lines = Vec::new();
             let mut managers: Vec<&String> = conflicts.iter().map(|(m, _)| m).collect();

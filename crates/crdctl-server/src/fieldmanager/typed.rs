@@ -319,10 +319,13 @@ fn merge_items(live: &[Value], config: &[Value], keys: Option<&[String]>, items_
         }
     };
     let (mut li, mut ri) = (0, 0);
-    while li < live_items.len() || ri < config_items.len() {
-        if li < live_items.len() && ri < config_items.len() {
-            let element = &live_items[li].0;
-            if *element == config_items[ri].0 {
+    loop {
+        let (live, config) = (live_items.get(li).map(|(e, _)| e), config_items.get(ri).map(|(e, _)| e));
+        if live.is_none() && config.is_none() {
+            break;
+        }
+        if let (Some(element), Some(config_element)) = (live, config) {
+            if element == config_element {
                 merged_config.push(element);
                 out.push(merge_item(element));
                 li += 1;
@@ -335,8 +338,7 @@ fn merge_items(live: &[Value], config: &[Value], keys: Option<&[String]>, items_
                 continue;
             }
         }
-        if li < live_items.len() {
-            let element = &live_items[li].0;
+        if let Some(element) = live {
             if in_config(element).is_none() {
                 out.push(merge_item(element));
                 li += 1;
@@ -345,8 +347,7 @@ fn merge_items(live: &[Value], config: &[Value], keys: Option<&[String]>, items_
                 li += 1;
             }
         }
-        if ri < config_items.len() {
-            let element = &config_items[ri].0;
+        if let Some(element) = config {
             merged_config.push(element);
             out.push(merge_item(element));
             ri += 1;
@@ -364,9 +365,11 @@ fn merge_items(live: &[Value], config: &[Value], keys: Option<&[String]>, items_
 pub fn with_named_fields_as_members(set: &Set) -> Set {
     let mut out = Set::default();
     for path in set.paths() {
-        for depth in 1..=path.len() {
-            if depth == path.len() || path[depth - 1].starts_with("f:") {
-                out.insert(&path[..depth]);
+        let mut prefix = Vec::with_capacity(path.len());
+        for (depth, element) in path.iter().enumerate() {
+            prefix.push(element.clone());
+            if depth + 1 == path.len() || element.starts_with("f:") {
+                out.insert(&prefix);
             }
         }
     }

@@ -148,8 +148,9 @@ fn set_conditions(object: &mut Value, others: &Registry) {
         });
     let mut conditions: Vec<Value> =
         object.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-    let mut set = |new: Value| match conditions.iter_mut().find(|c| c["type"] == new["type"]) {
-        Some(existing) if existing["status"] == new["status"] && existing["reason"] == new["reason"] => {}
+    let same = |a: &Value, b: &Value, field: &str| a.get(field) == b.get(field);
+    let mut set = |new: Value| match conditions.iter_mut().find(|c| same(c, &new, "type")) {
+        Some(existing) if same(existing, &new, "status") && same(existing, &new, "reason") => {}
         Some(existing) => *existing = new,
         None => conditions.push(new),
     };
@@ -157,17 +158,18 @@ fn set_conditions(object: &mut Value, others: &Registry) {
         None => {
             set(condition("NamesAccepted", true, "NoConflicts", "no conflicts found"));
             set(condition("Established", true, "InitialNamesAccepted", "the initial names have been accepted"));
-            object["status"]["acceptedNames"] = names;
+            crate::object::object_mut(object, "status").insert("acceptedNames".into(), names);
         }
         Some((reason, message)) => {
             set(condition("NamesAccepted", false, reason, message));
             set(condition("Established", false, "NotAccepted", "not all names are accepted"));
             if object.pointer("/status/acceptedNames").is_none() {
-                object["status"]["acceptedNames"] = json!({"plural": "", "kind": ""});
+                let none = json!({"plural": "", "kind": ""});
+                crate::object::object_mut(object, "status").insert("acceptedNames".into(), none);
             }
         }
     }
-    object["status"]["conditions"] = Value::Array(conditions);
+    crate::object::object_mut(object, "status").insert("conditions".into(), Value::Array(conditions));
 }
 
 /// Prepares a CRD for create: defaults, a fresh status, conditions, validation.
@@ -198,13 +200,13 @@ pub fn prepare_update(
     apply_defaults(new)?;
     let name = crate::object::name(old).to_string();
     crate::object::keep_server_fields(new, old);
-    new["status"] = old.get("status").cloned().unwrap_or_else(|| json!({}));
+    crate::object::set(new, "status", old.get("status").cloned().unwrap_or_else(|| json!({})));
     if let Some(storage) = storage_version(new) {
-        let stored = new["status"]["storedVersions"].as_array().cloned().unwrap_or_default();
+        let stored = new.pointer("/status/storedVersions").and_then(Value::as_array).cloned().unwrap_or_default();
         if !stored.iter().any(|v| v == storage.as_str()) {
             let mut stored = stored;
             stored.push(Value::String(storage));
-            new["status"]["storedVersions"] = Value::Array(stored);
+            crate::object::object_mut(new, "status").insert("storedVersions".into(), Value::Array(stored));
         }
     }
     if old.get("spec") != new.get("spec") {
@@ -248,10 +250,11 @@ pub fn prepare_status_update(new: &mut Value, old: &Value) -> Result<(), ApiErro
     }
     let stored_empty = status.get("storedVersions").and_then(Value::as_array).is_none_or(Vec::is_empty);
     if stored_empty {
-        status["storedVersions"] = json!(storage_version(old).into_iter().collect::<Vec<_>>());
+        let stored = json!(storage_version(old).into_iter().collect::<Vec<_>>());
+        crate::object::set(&mut status, "storedVersions", stored);
     }
     let mut updated = old.clone();
-    updated["status"] = status;
+    crate::object::set(&mut updated, "status", status);
     crate::object::meta_mut(&mut updated).remove("resourceVersion");
     *new = updated;
     Ok(())
@@ -264,14 +267,14 @@ pub fn mark_terminating(object: &mut Value) {
     crate::object::meta_mut(object).remove("resourceVersion");
     let mut conditions: Vec<Value> =
         object.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-    conditions.retain(|c| c["type"] != "Terminating");
+    conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some("Terminating"));
     conditions.push(condition(
         "Terminating",
         true,
         "InstanceDeletionInProgress",
         "CustomResource deletion is in progress",
     ));
-    object["status"]["conditions"] = Value::Array(conditions);
+    crate::object::object_mut(object, "status").insert("conditions".into(), Value::Array(conditions));
 }
 
 /// Deletes every object of a terminating CRD, then the CRD. Safe to run more than once (every

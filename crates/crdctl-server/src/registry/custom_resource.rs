@@ -132,7 +132,7 @@ pub fn prepare_update(new: &mut Value, old: &Value, crd: &ServedCrd, version: &s
 pub fn prepare_status_update(new: &mut Value, old: &Value) {
     let mut updated = old.clone();
     match new.get("status") {
-        Some(status) => updated["status"] = status.clone(),
+        Some(status) => crate::object::set(&mut updated, "status", status.clone()),
         None => {
             updated.as_object_mut().map(|fields| fields.remove("status"));
         }

@@ -41,11 +41,11 @@ pub fn of(object: &Value, crd: &ServedCrd, version: &str) -> Value {
         "creationTimestamp": meta["creationTimestamp"],
     });
     if let Some(namespace) = meta.get("namespace") {
-        metadata["namespace"] = namespace.clone();
+        crate::object::set(&mut metadata, "namespace", namespace.clone());
     }
     let mut status = json!({"replicas": replicas(paths.status_replicas)});
     if !selector.is_empty() {
-        status["selector"] = json!(selector);
+        crate::object::set(&mut status, "selector", json!(selector));
     }
     json!({
         "kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": metadata,
@@ -80,14 +80,12 @@ pub fn apply(object: &mut Value, scale: &Value, crd: &ServedCrd, version: &str) 
     let mut node = object;
     let mut keys = paths.spec_replicas.split('.').peekable();
     while let Some(key) = keys.next() {
-        if !node.is_object() {
-            *node = json!({});
-        }
+        let fields = crate::object::fields_mut(node);
         if keys.peek().is_none() {
-            node[key] = json!(count);
+            fields.insert(key.to_string(), json!(count));
             break;
         }
-        node = node.as_object_mut().expect("made an object above").entry(key.to_string()).or_insert_with(|| json!({}));
+        node = fields.entry(key.to_string()).or_insert_with(|| json!({}));
     }
     Ok(())
 }

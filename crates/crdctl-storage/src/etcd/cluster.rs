@@ -5,6 +5,11 @@
 //! It runs the `etcd` binary on the `PATH` (Debian: `etcd-server`); without it,
 //! [`LocalCluster::start`] fails and says so, it never pretends.
 
+#![expect(
+    clippy::indexing_slicing,
+    reason = "a test harness: a member index out of range is a bug in the test that names it"
+)]
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -68,7 +73,7 @@ impl LocalCluster {
         loop {
             match LocalCluster::start_once(size, tls.clone(), &mut port) {
                 Err(err) if attempt < START_ATTEMPTS && err.to_string().contains("address already in use") => {
-                    attempt += 1;
+                    attempt = attempt.saturating_add(1);
                 }
                 started => return started,
             }
@@ -155,7 +160,7 @@ impl LocalCluster {
     }
 
     fn wait_healthy(&mut self, index: usize) -> std::io::Result<()> {
-        let deadline = Instant::now() + START_TIMEOUT;
+        let deadline = Instant::now().checked_add(START_TIMEOUT).unwrap_or_else(Instant::now);
         let port = self.members[index].client_port;
         while Instant::now() < deadline {
             if let Some(child) = self.members[index].child.as_mut()

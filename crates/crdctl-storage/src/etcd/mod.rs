@@ -154,7 +154,7 @@ fn range_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {
-            end.push(last + 1);
+            end.push(last.saturating_add(1));
             return end;
         }
     }
@@ -200,7 +200,8 @@ impl Shared {
     where
         Call: std::future::Future<Output = Result<T, etcd_client::Error>>,
     {
-        let deadline = tokio::time::Instant::now() + self.timeout;
+        let now = tokio::time::Instant::now();
+        let deadline = now.checked_add(self.timeout).unwrap_or(now);
         loop {
             let err = match tokio::time::timeout_at(deadline, attempt()).await {
                 Ok(Ok(value)) => return Ok(value),
@@ -212,7 +213,8 @@ impl Shared {
                     return Err(StoreError::Unavailable(format!("etcd did not answer within {:?}", self.timeout)));
                 }
             };
-            if !retryable(&err, write) || tokio::time::Instant::now() + RETRY_PAUSE >= deadline {
+            if !retryable(&err, write) || deadline.saturating_duration_since(tokio::time::Instant::now()) <= RETRY_PAUSE
+            {
                 return Err(error(err, write));
             }
             tokio::time::sleep(RETRY_PAUSE).await;
@@ -321,7 +323,7 @@ impl Shared {
         // Revisions after `target` stay readable; etcd keeps the revision it compacts at.
         self.call(true, || {
             let mut kv = self.kv();
-            async move { kv.compact(signed(target + 1), None).await }
+            async move { kv.compact(signed(target.saturating_add(1)), None).await }
         })
         .await?;
         Ok(())
@@ -421,11 +423,11 @@ impl Store for EtcdStore {
         let etcd_prefix = shared.etcd_key(prefix);
         let options = WatchOptions::new()
             .with_range(range_end(etcd_prefix.as_bytes()))
-            .with_start_revision(signed(after + 1))
+            .with_start_revision(signed(after.saturating_add(1)))
             .with_prev_key();
         // etcd reports a compacted start only after the watch is created; a read at the start
         // revision says so at once, and a future one is fine to watch from.
-        let probe = GetOptions::new().with_count_only().with_revision(signed(after + 1));
+        let probe = GetOptions::new().with_count_only().with_revision(signed(after.saturating_add(1)));
         if let Err(err) = shared.get(COMPACT_KEY, Some(probe)).await {
             match shared.read_error(after, err).await {
                 StoreError::FutureRevision { .. } => {}

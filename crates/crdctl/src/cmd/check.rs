@@ -285,10 +285,11 @@ fn sarif(report: &Report, dialect: Dialect) -> Value {
                 "message": {"text": format!("{}: {message}", finding.crd)},
             });
             if let Some(location) = &finding.location {
-                result["locations"] = json!([{"physicalLocation": {
+                let locations = json!([{"physicalLocation": {
                     "artifactLocation": {"uri": location.file},
                     "region": {"startLine": location.line, "startColumn": location.column},
                 }}]);
+                result.as_object_mut().map(|fields| fields.insert("locations".into(), locations));
             }
             result
         })

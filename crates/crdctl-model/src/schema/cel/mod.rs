@@ -521,7 +521,7 @@ fn escape(name: &str) -> Option<String> {
             c if c.is_ascii_alphanumeric() || c == '_' => out.push(c),
             _ => return None,
         }
-        rest = &rest[c.len_utf8()..];
+        rest = rest.get(c.len_utf8()..).unwrap_or_default();
     }
     Some(out)
 }
@@ -542,7 +542,7 @@ fn unescape(name: &str) -> String {
             rest = after;
         } else {
             out.push(c);
-            rest = &rest[c.len_utf8()..];
+            rest = rest.get(c.len_utf8()..).unwrap_or_default();
         }
     }
     out
@@ -626,10 +626,11 @@ fn duration(s: &str) -> Option<chrono::Duration> {
     }
     while !rest.is_empty() {
         let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let number: f64 = rest[..number_end].parse().ok()?;
-        rest = &rest[number_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let nanos = match &rest[..unit_end] {
+        let (number, after) = rest.split_at_checked(number_end)?;
+        let number: f64 = number.parse().ok()?;
+        let unit_end = after.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(after.len());
+        let (unit, after) = after.split_at_checked(unit_end)?;
+        let nanos = match unit {
             "ns" => 1.0,
             "us" | "µs" | "μs" => 1e3,
             "ms" => 1e6,
@@ -638,7 +639,7 @@ fn duration(s: &str) -> Option<chrono::Duration> {
             "h" => 3600e9,
             _ => return None,
         };
-        rest = &rest[unit_end..];
+        rest = after;
         total += number * nanos;
     }
     let nanos = if negative { -total } else { total };

@@ -87,7 +87,7 @@ fn tokens(source: &str) -> Vec<(usize, Token<'_>)> {
                 i += 1;
             }
             let end = chars.get(i).map_or(source.len(), |&(b, _)| b);
-            let word = &source[byte..end];
+            let word = source.get(byte..end).unwrap_or_default();
             out.push((start, if word == "in" { Token::Operator("in") } else { Token::Ident(word) }));
         } else if let Some(operator) = OPERATORS
             .iter()
