@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 root=..
 shared=${CRDCTL_SHARED:-$root/../shared}
-mkdir -p corpus/load corpus/check corpus/review corpus/request corpus/prune
+mkdir -p corpus/load corpus/check corpus/review corpus/request corpus/prune corpus/power_loss
 
 n=0
 for file in "$shared"/corpus/real/*.yaml "$shared"/corpus/pairs/*/*.yaml "$root"/fixtures/pairs/*/*.yaml "$root"/examples/crontab/*.yaml; do
@@ -35,4 +35,7 @@ printf '%s' 'env in (prod,staging),!canary,tier=web,app notin (x)' > corpus/requ
 printf '%s' 'metadata.name=a,metadata.namespace!=b,status.phase==Running' > corpus/request/seed-fields
 printf '%s' '{"apiVersion":"example.com/v1","kind":"K","metadata":{"name":"a","labels":null},"spec":{"replicas":null,"ports":[null,{}],"env":{"A":null},"free":{"u":1},"x":1}}' > corpus/prune/seed-object
 printf '%s' '{"spec":{"template":{"apiVersion":"v1","metadata":{},"spec":{"a":null,"b":1},"junk":2}},"status":{"any":[1]}}' > corpus/prune/seed-embedded
-echo "seeded: $(ls corpus/load | wc -l) load, $(ls corpus/check | wc -l) check, $(ls corpus/review | wc -l) review, $(ls corpus/request | wc -l) request, $(ls corpus/prune | wc -l) prune"
+# Power loss: a cut point and a seed (10 bytes), then pairs of bytes, one write each.
+printf '\x05\x00\x01\x02\x03\x04\x05\x06\x07\x08\x00\x10\x01\x80\x02\x40\x08\x20\x09\x30\x10\x05\x11\x06' > corpus/power_loss/seed-short
+printf '\x40\x01\xff\xee\xdd\xcc\xbb\xaa\x99\x88\x00\x3f\x01\x3f\x02\x3f\x08\x3f\x09\x3f\x10\x01\x11\x01\x00\x02\x08\x7f' > corpus/power_loss/seed-pages
+echo "seeded: $(ls corpus/load | wc -l) load, $(ls corpus/check | wc -l) check, $(ls corpus/review | wc -l) review, $(ls corpus/request | wc -l) request, $(ls corpus/prune | wc -l) prune, $(ls corpus/power_loss | wc -l) power_loss"

@@ -564,52 +564,50 @@ mod tests {
         assert_eq!(store.get("/r/gone").await.unwrap(), None);
     }
 
-    /// A file in the format of two tables (entries and events) opens with its entries, its
-    /// window of history and its compaction point.
-    #[tokio::test]
-    async fn the_two_table_format_is_converted_on_open() {
-        let dir = tempfile::tempdir().unwrap();
+    /// Writes the format of two tables: /r/a created at 1, /r/b at 2 (both compacted); /r/a
+    /// updated at 3, /r/c created at 4 and deleted at 5: the window is 3..=5.
+    fn write_two_tables(db: &Database) {
+        let txn = db.begin_write().unwrap();
         {
-            let db = Database::create(dir.path().join(FILE_NAME)).unwrap();
-            let txn = db.begin_write().unwrap();
-            {
-                let entry = |key: &str, value: &[u8], create, modified| Entry {
-                    key: key.into(),
-                    value: value.to_vec(),
-                    create_revision: create,
-                    mod_revision: modified,
+            let entry = |key: &str, value: &[u8], create, modified| Entry {
+                key: key.into(),
+                value: value.to_vec(),
+                create_revision: create,
+                mod_revision: modified,
+            };
+            let mut entries = txn.open_table(legacy::ENTRIES).unwrap();
+            let mut history = txn.open_table(legacy::HISTORY).unwrap();
+            // /r/a created at 1, /r/b at 2 (both compacted); /r/a updated at 3, /r/c
+            // created at 4 and deleted at 5: the window is 3..=5.
+            for e in [entry("/r/a", b"a2", 1, 3), entry("/r/b", b"b", 2, 2)] {
+                let stored = legacy::StoredEntry {
+                    create_revision: e.create_revision,
+                    mod_revision: e.mod_revision,
+                    value: &e.value,
                 };
-                let mut entries = txn.open_table(legacy::ENTRIES).unwrap();
-                let mut history = txn.open_table(legacy::HISTORY).unwrap();
-                // /r/a created at 1, /r/b at 2 (both compacted); /r/a updated at 3, /r/c
-                // created at 4 and deleted at 5: the window is 3..=5.
-                for e in [entry("/r/a", b"a2", 1, 3), entry("/r/b", b"b", 2, 2)] {
-                    let stored = legacy::StoredEntry {
-                        create_revision: e.create_revision,
-                        mod_revision: e.mod_revision,
-                        value: &e.value,
-                    };
-                    entries.insert(e.key.as_str(), postcard::to_allocvec(&stored).unwrap().as_slice()).unwrap();
-                }
-                let c = entry("/r/c", b"c", 4, 4);
-                let events = [
-                    Event {
-                        revision: 3,
-                        kind: EventKind::Put,
-                        key: "/r/a".into(),
-                        entry: Some(entry("/r/a", b"a2", 1, 3)),
-                        prev: Some(entry("/r/a", b"a1", 1, 1)),
-                    },
-                    Event { revision: 4, kind: EventKind::Put, key: "/r/c".into(), entry: Some(c.clone()), prev: None },
-                    Event { revision: 5, kind: EventKind::Delete, key: "/r/c".into(), entry: None, prev: Some(c) },
-                ];
-                for event in &events {
-                    history.insert(event.revision, postcard::to_allocvec(event).unwrap().as_slice()).unwrap();
-                }
+                entries.insert(e.key.as_str(), postcard::to_allocvec(&stored).unwrap().as_slice()).unwrap();
             }
-            txn.commit().unwrap();
+            let c = entry("/r/c", b"c", 4, 4);
+            let events = [
+                Event {
+                    revision: 3,
+                    kind: EventKind::Put,
+                    key: "/r/a".into(),
+                    entry: Some(entry("/r/a", b"a2", 1, 3)),
+                    prev: Some(entry("/r/a", b"a1", 1, 1)),
+                },
+                Event { revision: 4, kind: EventKind::Put, key: "/r/c".into(), entry: Some(c.clone()), prev: None },
+                Event { revision: 5, kind: EventKind::Delete, key: "/r/c".into(), entry: None, prev: Some(c) },
+            ];
+            for event in &events {
+                history.insert(event.revision, postcard::to_allocvec(event).unwrap().as_slice()).unwrap();
+            }
         }
-        let store = open_with_window(dir.path(), 3).unwrap();
+        txn.commit().unwrap();
+    }
+
+    /// What [`write_two_tables`] reads as once converted.
+    async fn assert_converted(store: &RedbStore) {
         let stats = store.stats().await.unwrap();
         assert_eq!((stats.revision, stats.compacted, stats.keys), (5, 2, 2));
         let now = store.list(ListOptions { prefix: "/r/", ..Default::default() }).await.unwrap();
@@ -626,8 +624,59 @@ mod tests {
             })
             .collect();
         assert_eq!(kinds, [(3, EventKind::Put), (4, EventKind::Put), (5, EventKind::Delete)]);
+    }
+
+    /// A file in the format of two tables (entries and events) opens with its entries, its
+    /// window of history and its compaction point.
+    #[tokio::test]
+    async fn the_two_table_format_is_converted_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        write_two_tables(&Database::create(dir.path().join(FILE_NAME)).unwrap());
+        let store = open_with_window(dir.path(), 3).unwrap();
+        assert_converted(&store).await;
         let txn = store.backend().db.begin_read().unwrap();
         let names: Vec<String> = txn.list_tables().unwrap().map(|table| table.name().to_string()).collect();
         assert_eq!(names, ["revisions"]);
+    }
+
+    /// The conversion is one transaction: a power cut at any of its operations leaves the old
+    /// format, which the next open converts, or the new one, whatever else the disk kept.
+    #[tokio::test]
+    async fn a_power_cut_during_the_conversion_leaves_the_old_format_or_the_new() {
+        use power_loss::{Disk, Survivors};
+        let disk = Disk::new();
+        write_two_tables(&Database::builder().create_with_backend(disk.clone()).unwrap());
+        let two_tables = disk.reboot(Survivors::None);
+        let uncut = two_tables.reboot(Survivors::None);
+        drop(open_on(uncut.clone(), 3).unwrap());
+        let operations = uncut.operations();
+        assert!(operations > 2, "the conversion wrote: {operations} operations");
+        for cut in 1..=operations {
+            let disk = two_tables.reboot(Survivors::None).with_power_cut_at(cut);
+            drop(open_on(disk.clone(), 3));
+            let unsynced = disk.unsynced();
+            for survivors in [
+                Survivors::None,
+                Survivors::Prefix { whole: unsynced.saturating_sub(1), torn: 2048 },
+                Survivors::Prefix { whole: unsynced, torn: 0 },
+                Survivors::Random(cut),
+            ] {
+                let store = open_on(disk.reboot(survivors), 3)
+                    .unwrap_or_else(|err| panic!("cut at {cut}, {survivors:?}: {err}"));
+                assert_converted(&store).await;
+            }
+        }
+    }
+
+    /// What a power cut left of a data file's creation is ignored and made again.
+    #[tokio::test]
+    async fn a_half_made_data_file_is_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(FILE_NAME).with_extension("redb.new"), b"torn").unwrap();
+        let store = open(dir.path()).unwrap();
+        store.create("/r/a", b"1".to_vec()).await.unwrap();
+        drop(store);
+        assert!(!dir.path().join(FILE_NAME).with_extension("redb.new").exists());
+        assert_eq!(open(dir.path()).unwrap().get("/r/a").await.unwrap().unwrap().value, b"1");
     }
 }
