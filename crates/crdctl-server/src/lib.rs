@@ -94,6 +94,11 @@ pub struct Config {
     pub watch_cache: bool,
     /// How names are drawn for `generateName`.
     pub names: object::NameGenerator,
+    /// How long a watch may find its client not reading before it is closed, as kube-apiserver
+    /// closes a watcher that falls behind; the client watches again from its last
+    /// `resourceVersion`. Its buffer (and the store's, which catches up from history) stays
+    /// bounded meanwhile.
+    pub watch_stall_timeout: std::time::Duration,
 }
 
 impl Default for Config {
@@ -106,6 +111,7 @@ impl Default for Config {
             webhook_services: HashMap::new(),
             watch_cache: false,
             names: object::NameGenerator::default(),
+            watch_stall_timeout: std::time::Duration::from_secs(2),
         }
     }
 }

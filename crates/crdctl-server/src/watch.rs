@@ -84,7 +84,15 @@ impl Stream {
             Representation::Metadata if type_ != "ERROR" => crate::handler::partial_metadata(&object),
             _ => object,
         };
-        self.tx.send(event_line(type_, &object)).await.is_ok()
+        let stall_timeout = self.state.config.watch_stall_timeout;
+        match self.tx.send_timeout(event_line(type_, &object), stall_timeout).await {
+            Ok(()) => true,
+            Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
+                tracing::info!(resource = %self.endpoint.resource, "closing a watch whose client stopped reading");
+                false
+            }
+            Err(mpsc::error::SendTimeoutError::Closed(_)) => false,
+        }
     }
 
     async fn send_error(&self, err: ApiError) {

@@ -917,3 +917,65 @@ async fn values_too_large_for_etcd_shed_managed_fields_then_fail_as_upstream() {
     assert_eq!(refused.body["message"], "Internal error occurred: etcdserver: request is too large");
     assert_eq!(api.get(&format!("{blobs}/huge")).await.code, 404, "nothing was written");
 }
+
+/// Reads a watch's lines until `want` events have come or the stream ends; the names of the
+/// objects added, and the last `resourceVersion`.
+async fn read_watch(response: &mut reqwest::Response, want: usize) -> (Vec<String>, String) {
+    let (mut names, mut last, mut pending) = (Vec::new(), String::new(), Vec::new());
+    while names.len() < want {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), response.chunk()).await.unwrap().unwrap();
+        let Some(chunk) = chunk else { break };
+        pending.extend_from_slice(&chunk);
+        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            let event: Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(event["type"], "ADDED", "{event}");
+            names.push(event["object"]["metadata"]["name"].as_str().unwrap().to_string());
+            last = event["object"]["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+        }
+    }
+    (names, last)
+}
+
+/// A watcher whose client stops reading is closed once its buffer stays full for the stall
+/// timeout, as kube-apiserver closes a watcher that falls behind, while another watcher gets
+/// every event; watching again from its last `resourceVersion`, it misses nothing and sees
+/// nothing twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_that_stops_reading_is_closed_and_resumes_where_it_left_off() {
+    const OBJECTS: usize = 400;
+    let config = Config { watch_stall_timeout: Duration::from_millis(300), ..Config::default() };
+    let server = TestServer::start_with(config, Arc::new(crdctl_storage::memory::open())).await.unwrap();
+    let api = Api { server, http: reqwest::Client::new(), _keep: None };
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "blobs.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "blobs", "kind": "Blob"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    assert_eq!(api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await.code, 201);
+    let blobs = "/apis/example.com/v1/namespaces/default/blobs";
+    let rv = api.get(blobs).await.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let watch = |rv: String| {
+        let url = format!("{}{blobs}?watch=true&resourceVersion={rv}&timeoutSeconds=60", api.server.url());
+        api.http.get(url).send()
+    };
+    let mut slow = watch(rv.clone()).await.unwrap();
+    let mut fast = watch(rv).await.unwrap();
+    let reader = tokio::spawn(async move { read_watch(&mut fast, OBJECTS).await.0 });
+
+    // 64 KiB each: far more than the buffers of the connection that nobody reads.
+    let expected: Vec<String> = (0..OBJECTS).map(|i| format!("blob-{i:04}")).collect();
+    for name in &expected {
+        let blob = json!({"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": name},
+            "data": "x".repeat(64 * 1024)});
+        assert_eq!(api.post(blobs, &blob).await.code, 201);
+    }
+    assert_eq!(reader.await.unwrap(), expected, "the reading watcher got every event once, in order");
+
+    let (before, last) = read_watch(&mut slow, OBJECTS).await;
+    assert!(before.len() < OBJECTS, "the stalled watch was closed after {} events", before.len());
+    assert_eq!(before, expected[..before.len()], "what it got before it was closed is in order");
+    let mut resumed = watch(last).await.unwrap();
+    let (after, _) = read_watch(&mut resumed, OBJECTS - before.len()).await;
+    assert_eq!([before, after].concat(), expected, "resumed from its last resourceVersion");
+}
