@@ -158,6 +158,8 @@ pub struct AppState {
     pub shutdown: Arc<tokio::sync::watch::Sender<bool>>,
     /// Request counts for `/metrics`.
     pub metrics: metrics::Metrics,
+    /// Watch events rendered once and shared by every watcher that sends them.
+    pub watch_lines: Arc<watch::RenderedLines>,
 }
 
 /// Resolves `--webhook-service` mappings; unknown services fall back to DNS.
@@ -196,6 +198,7 @@ impl AppState {
             config: Arc::new(config),
             shutdown: Arc::new(tokio::sync::watch::Sender::new(false)),
             metrics: metrics::Metrics::default(),
+            watch_lines: Arc::default(),
         })
     }
 }

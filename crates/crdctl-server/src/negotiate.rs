@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::error::{ApiError, MAX_REQUEST_BYTES};
 
 /// The representation a response is rendered in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Representation {
     /// The object (or list) itself.
     Object,

@@ -9,7 +9,10 @@ use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use bytes::Bytes;
 use crdctl_conversion::Shape;
-use crdctl_storage::{EventKind, Revision, StoreError};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use crdctl_storage::{Event, EventKind, Revision, StoreError};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -46,7 +49,8 @@ pub async fn watch(
     let timeout = params.timeout_seconds.map_or(DEFAULT_TIMEOUT, Duration::from_secs);
     let bookmarks = params.allow_watch_bookmarks.unwrap_or(false);
     let initial_end_bookmark = params.send_initial_events == Some(true) && bookmarks;
-    let stream = Stream { state, endpoint, labels, fields, representation, tx: tx.clone() };
+    let api = format!("{}/{}/{}", endpoint.group, endpoint.version, endpoint.resource).into();
+    let stream = Stream { state, endpoint, api, labels, fields, representation, tx: tx.clone() };
     tokio::spawn(async move {
         let run = tokio::time::timeout(timeout, stream.run(initial, from, bookmarks, initial_end_bookmark));
         if let Err(err) = crate::panic::guard(run).await {
@@ -64,6 +68,8 @@ pub async fn watch(
 struct Stream {
     state: AppState,
     endpoint: Endpoint,
+    /// `<group>/<version>/<resource>`: which rendered lines this watch can share.
+    api: Arc<str>,
     labels: LabelSelector,
     fields: FieldSelector,
     representation: Representation,
@@ -76,6 +82,11 @@ impl Stream {
     }
 
     async fn send(&self, type_: &str, object: Value) -> bool {
+        self.send_line(self.render(type_, object)).await
+    }
+
+    /// An event as a line in this watch's representation.
+    fn render(&self, type_: &str, object: Value) -> Bytes {
         let object = match self.representation {
             Representation::Table if type_ != "BOOKMARK" && type_ != "ERROR" => {
                 let columns = self.endpoint.columns();
@@ -84,8 +95,14 @@ impl Stream {
             Representation::Metadata if type_ != "ERROR" => crate::handler::partial_metadata(&object),
             _ => object,
         };
+        event_line(type_, &object)
+    }
+
+    /// Queues a line for the client; false once the watch is over (the client left, or stopped
+    /// reading for longer than the stall timeout).
+    async fn send_line(&self, line: Bytes) -> bool {
         let stall_timeout = self.state.config.watch_stall_timeout;
-        match self.tx.send_timeout(event_line(type_, &object), stall_timeout).await {
+        match self.tx.send_timeout(line, stall_timeout).await {
             Ok(()) => true,
             Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
                 tracing::info!(resource = %self.endpoint.resource, "closing a watch whose client stopped reading");
@@ -149,23 +166,92 @@ impl Stream {
                 None => return,
             };
             from = event.revision;
-            let (old, new) = (event.prev.as_ref().map(decode_entry), event.entry.as_ref().map(decode_entry));
-            let old = old.and_then(Result::ok).filter(|o| self.matches(o));
-            let new = new.and_then(Result::ok).filter(|o| self.matches(o));
-            let (type_, mut object) = match (event.kind, old, new) {
-                (EventKind::Put, None, Some(new)) => ("ADDED", new),
-                (EventKind::Put, Some(_), Some(new)) => ("MODIFIED", new),
-                (EventKind::Put, Some(old), None) | (EventKind::Delete, Some(old), _) => ("DELETED", old),
-                _ => continue,
-            };
-            crate::object::set_resource_version(&mut object, event.revision);
-            match self.present(object).await {
-                Ok(object) => {
-                    if !self.send(type_, object).await {
+            match self.event_line(&event).await {
+                Ok(Some(line)) => {
+                    if !self.send_line(line).await {
                         return;
                     }
                 }
+                Ok(None) => {}
                 Err(err) => return self.send_error(err).await,
+            }
+        }
+    }
+
+    /// The line a store event becomes for this watcher, if it sees the event. The line is
+    /// rendered once for all watchers of the same version and representation; a watcher
+    /// without selectors finds it without reading the objects.
+    async fn event_line(&self, event: &Event) -> ApiResult<Option<Bytes>> {
+        let key = |type_| LineKey {
+            revision: event.revision,
+            type_,
+            representation: self.representation,
+            api: self.api.clone(),
+        };
+        if self.labels.is_empty() && self.fields.is_empty() {
+            let type_ = match (event.kind, event.prev.is_some(), event.entry.is_some()) {
+                (EventKind::Put, false, true) => "ADDED",
+                (EventKind::Put, true, true) => "MODIFIED",
+                (EventKind::Delete, true, _) => "DELETED",
+                _ => return Ok(None),
+            };
+            if let Some(line) = self.state.watch_lines.get(&key(type_)) {
+                return Ok(Some(line));
+            }
+        }
+        let (old, new) = (event.prev.as_ref().map(decode_entry), event.entry.as_ref().map(decode_entry));
+        let old = old.and_then(Result::ok).filter(|o| self.matches(o));
+        let new = new.and_then(Result::ok).filter(|o| self.matches(o));
+        let (type_, mut object) = match (event.kind, old, new) {
+            (EventKind::Put, None, Some(new)) => ("ADDED", new),
+            (EventKind::Put, Some(_), Some(new)) => ("MODIFIED", new),
+            (EventKind::Put, Some(old), None) | (EventKind::Delete, Some(old), _) => ("DELETED", old),
+            _ => return Ok(None),
+        };
+        if let Some(line) = self.state.watch_lines.get(&key(type_)) {
+            return Ok(Some(line));
+        }
+        crate::object::set_resource_version(&mut object, event.revision);
+        let line = self.render(type_, self.present(object).await?);
+        self.state.watch_lines.insert(key(type_), line.clone());
+        Ok(Some(line))
+    }
+}
+
+/// Which line an event becomes: the same for every watcher of one version of a resource in one
+/// representation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct LineKey {
+    revision: Revision,
+    type_: &'static str,
+    representation: Representation,
+    /// `<group>/<version>/<resource>`.
+    api: Arc<str>,
+}
+
+/// Watch lines rendered once per event and shared by every watcher that sends them, as
+/// kube-apiserver's watch cache serializes an event once per encoding: with many watchers of a
+/// resource, the server's work per write stays one conversion and one serialization.
+#[derive(Debug, Default)]
+pub struct RenderedLines(Mutex<(HashMap<LineKey, Bytes>, VecDeque<LineKey>)>);
+
+/// Lines kept: enough for every watcher that keeps up; one further behind renders its own.
+const RENDERED_LINES_KEPT: usize = 4096;
+
+impl RenderedLines {
+    fn get(&self, key: &LineKey) -> Option<Bytes> {
+        self.0.lock().ok()?.0.get(key).cloned()
+    }
+
+    fn insert(&self, key: LineKey, line: Bytes) {
+        let Ok(mut guard) = self.0.lock() else { return };
+        let (lines, order) = &mut *guard;
+        if lines.insert(key.clone(), line).is_none() {
+            order.push_back(key);
+        }
+        while order.len() > RENDERED_LINES_KEPT {
+            if let Some(oldest) = order.pop_front() {
+                lines.remove(&oldest);
             }
         }
     }

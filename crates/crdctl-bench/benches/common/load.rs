@@ -89,16 +89,26 @@ impl Connection {
     /// One request; the status and the body.
     pub async fn send(&mut self, method: reqwest::Method, path: &str, body: Option<String>) -> (u16, bytes::Bytes) {
         use http_body_util::BodyExt;
-        let mut request = hyper::Request::builder().method(method).uri(path).header(hyper::header::HOST, &self.host);
-        if body.is_some() {
-            request = request.header(hyper::header::CONTENT_TYPE, "application/json");
-        }
-        let request =
-            request.body(http_body_util::Full::new(body.map(bytes::Bytes::from).unwrap_or_default())).unwrap();
-        self.sender.ready().await.unwrap();
-        let response = self.sender.send_request(request).await.unwrap();
+        let response = self.request(method, path, body.map(|body| ("application/json", body))).await;
         let code = response.status().as_u16();
         (code, response.into_body().collect().await.unwrap().to_bytes())
+    }
+
+    /// One request with a body of its content type; the response, its body still to read.
+    pub async fn request(
+        &mut self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<(&str, String)>,
+    ) -> hyper::Response<hyper::body::Incoming> {
+        let mut request = hyper::Request::builder().method(method).uri(path).header(hyper::header::HOST, &self.host);
+        if let Some((content_type, _)) = &body {
+            request = request.header(hyper::header::CONTENT_TYPE, *content_type);
+        }
+        let body = body.map(|(_, body)| bytes::Bytes::from(body)).unwrap_or_default();
+        let request = request.body(http_body_util::Full::new(body)).unwrap();
+        self.sender.ready().await.unwrap();
+        self.sender.send_request(request).await.unwrap()
     }
 }
 

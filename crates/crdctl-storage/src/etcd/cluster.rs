@@ -187,6 +187,11 @@ impl LocalCluster {
         Err(std::io::Error::other(format!("etcd on port {port} was not healthy within {START_TIMEOUT:?}")))
     }
 
+    /// The process id of member `index`, while it runs (to read its memory).
+    pub fn pid(&self, index: usize) -> Option<u32> {
+        self.members[index].child.as_ref().map(Child::id)
+    }
+
     /// Kills member `index` with SIGKILL, keeping its data.
     pub fn kill(&mut self, index: usize) {
         if let Some(mut child) = self.members[index].child.take() {

@@ -1,0 +1,308 @@
+//! Watch at scale on `crdctl serve`'s embedded redb store: 1,000 watchers on one resource and
+//! 100 on another while writers create and then patch objects of both, and on a third resource
+//! of large objects 10 watchers that read and 10 whose clients never do.
+//!
+//! Reported, per group of watchers: events delivered ÷ (writes × watchers) (target ≥ 0.99:
+//! every event once, in `resourceVersion` order, counted only if in order), and the delivery
+//! latency from the start of the write's request to the watcher's parsed line (p50, p99, max).
+//! Baselines from the same run: the same writes with no watcher (the writers' own rate), and the
+//! process's resident memory before any watcher connected; memory per watcher is the growth with
+//! every watcher connected, then after all events were delivered, over the number of watchers —
+//! server and client sides of each connection together, so an upper bound on the server's
+//! share. The stalled watchers show what one that stops reading costs: more than the
+//! connection's buffers is written to them, and the server closes them after
+//! `watch_stall_timeout` instead of buffering for them, while the readers of the same resource
+//! get every event.
+//!
+//! Run: `cargo bench -p crdctl-bench --bench watch`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::string_slice,
+    reason = "tests and benchmarks report failure by panicking"
+)]
+#![allow(clippy::print_stdout, reason = "a benchmark prints its report")]
+
+#[path = "common/load.rs"]
+#[allow(dead_code, reason = "this benchmark drives connections of its own, not the load generator's loops")]
+mod load;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crdctl_server::testing::TestServer;
+use http_body_util::BodyExt;
+use load::{Connection, Peer};
+use serde_json::json;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Watchers of the busy resource, of the quiet one, and that never read.
+const HOT_WATCHERS: usize = 1_000;
+const COLD_WATCHERS: usize = 100;
+const STALLED_WATCHERS: usize = 10;
+/// Objects of each resource, each created and then patched once.
+const HOT_OBJECTS: usize = 500;
+const COLD_OBJECTS: usize = 100;
+/// Objects of 64 KiB: 20 MiB, more than a connection nobody reads buffers.
+const LARGE_OBJECTS: usize = 160;
+const LARGE_SIZE: usize = 64 * 1024;
+const LARGE_READERS: usize = 10;
+/// Concurrent writers.
+const WRITERS: usize = 4;
+/// The time every event may take to arrive.
+const DEADLINE: Duration = Duration::from_secs(300);
+
+fn crd(plural: &str, kind: &str) -> String {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.example.com")},
+        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": plural, "kind": kind},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
+    .to_string()
+}
+
+fn collection(plural: &str) -> String {
+    format!("/apis/example.com/v1/namespaces/default/{plural}")
+}
+
+/// What one watcher saw: events in order, and the latency of each in microseconds.
+#[derive(Default)]
+struct Seen {
+    in_order: usize,
+    out_of_order: usize,
+    latencies: Vec<u64>,
+}
+
+#[derive(serde::Deserialize)]
+struct Line {
+    object: Object,
+}
+
+#[derive(serde::Deserialize)]
+struct Object {
+    metadata: Metadata,
+    spec: Spec,
+}
+
+#[derive(serde::Deserialize)]
+struct Metadata {
+    #[serde(rename = "resourceVersion")]
+    resource_version: String,
+}
+
+#[derive(serde::Deserialize)]
+struct Spec {
+    /// Microseconds from the benchmark's start to the start of the write.
+    sent: u64,
+}
+
+/// Watches `path` from `rv` until `want` events came (or the deadline).
+async fn watcher(base: String, path: String, rv: String, want: usize, start: Instant) -> Seen {
+    let mut connection = Connection::open(&base).await;
+    let url = format!("{path}?watch=true&resourceVersion={rv}&timeoutSeconds=600");
+    let mut body = connection.request(reqwest::Method::GET, &url, None).await.into_body();
+    let mut seen = Seen { latencies: Vec::with_capacity(want), ..Seen::default() };
+    let (mut pending, mut last) = (Vec::new(), 0u64);
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while seen.in_order + seen.out_of_order < want {
+        let Ok(Some(Ok(frame))) = tokio::time::timeout_at(deadline, body.frame()).await else { break };
+        let Ok(data) = frame.into_data() else { continue };
+        pending.extend_from_slice(&data);
+        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+            let line: Line = serde_json::from_slice(&pending[..end]).unwrap();
+            pending.drain(..=end);
+            let received = start.elapsed().as_micros() as u64;
+            let rv: u64 = line.object.metadata.resource_version.parse().unwrap();
+            if rv > last {
+                seen.in_order += 1;
+            } else {
+                seen.out_of_order += 1;
+            }
+            last = rv;
+            seen.latencies.push(received.saturating_sub(line.object.spec.sent));
+        }
+    }
+    seen
+}
+
+/// Creates then patches `objects` objects of `plural` from `WRITERS` connections, each
+/// write stamped with the time its request started.
+async fn write(base: &str, plural: &str, kind: &str, objects: usize, size: usize, start: Instant) {
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let (base, plural, kind) = (base.to_string(), plural.to_string(), kind.to_string());
+            tokio::spawn(async move {
+                let mut connection = Connection::open(&base).await;
+                let path = collection(&plural);
+                for i in (writer..objects).step_by(WRITERS) {
+                    let sent = start.elapsed().as_micros();
+                    let body = json!({"apiVersion": "example.com/v1", "kind": kind,
+                        "metadata": {"name": format!("{plural}-{i:05}")}, "spec": {"sent": sent, "data": "x".repeat(size)}});
+                    let (code, _) = connection.send(reqwest::Method::POST, &path, Some(body.to_string())).await;
+                    assert_eq!(code, 201);
+                }
+                for i in (writer..objects).step_by(WRITERS) {
+                    let sent = start.elapsed().as_micros();
+                    let patch = json!({"spec": {"sent": sent}}).to_string();
+                    let object = format!("{path}/{plural}-{i:05}");
+                    let response = connection
+                        .request(reqwest::Method::PATCH, &object, Some(("application/merge-patch+json", patch)))
+                        .await;
+                    assert_eq!(response.status().as_u16(), 200);
+                    response.into_body().collect().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+}
+
+/// The process's resident memory.
+fn resident_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(at).copied().unwrap_or(0) as f64 / 1000.0
+}
+
+fn report(group: &str, watchers: usize, writes: usize, seen: &[Seen]) {
+    let delivered: usize = seen.iter().map(|s| s.in_order).sum();
+    let mut latencies: Vec<u64> = seen.iter().flat_map(|s| s.latencies.iter().copied()).collect();
+    latencies.sort_unstable();
+    let out_of_order: usize = seen.iter().map(|s| s.out_of_order).sum();
+    println!(
+        "  {group:<34}{watchers:>6} watchers × {writes:>5} writes   delivered {:.4}   out of order {out_of_order}   latency p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        delivered as f64 / (writes * watchers) as f64,
+        percentile(&latencies, 0.50),
+        percentile(&latencies, 0.99),
+        percentile(&latencies, 1.0),
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let peer = Peer::new(2);
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn crdctl_storage::Store> = Arc::new(crdctl_storage::redb::open(dir.path()).unwrap());
+    let server = peer.run(TestServer::start_with(crdctl_server::Config::default(), store)).await.unwrap();
+    let base = server.url();
+    let mut setup = Connection::open(&base).await;
+    for (plural, kind) in [("crontabs", "CronTab"), ("widgets", "Widget"), ("blobs", "Blob"), ("warmups", "Warmup")] {
+        let (code, _) = setup
+            .send(
+                reqwest::Method::POST,
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                Some(crd(plural, kind)),
+            )
+            .await;
+        assert_eq!(code, 201);
+    }
+    let start = Instant::now();
+
+    // Baseline: the same writes with nobody watching.
+    let began = Instant::now();
+    write(&base, "warmups", "Warmup", HOT_OBJECTS, 1024, start).await;
+    let unwatched = (2 * HOT_OBJECTS) as f64 / began.elapsed().as_secs_f64();
+
+    let (_, list) = setup.send(reqwest::Method::GET, &collection("crontabs"), None).await;
+    let list: serde_json::Value = serde_json::from_slice(&list).unwrap();
+    let rv = list["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let before_kib = resident_kib();
+
+    let spawn_group = |plural: &str, count: usize, objects: usize| -> Vec<tokio::task::JoinHandle<Seen>> {
+        (0..count)
+            .map(|_| tokio::spawn(watcher(base.clone(), collection(plural), rv.clone(), 2 * objects, start)))
+            .collect()
+    };
+    let hot = spawn_group("crontabs", HOT_WATCHERS, HOT_OBJECTS);
+    let cold = spawn_group("widgets", COLD_WATCHERS, COLD_OBJECTS);
+    let large = spawn_group("blobs", LARGE_READERS, LARGE_OBJECTS);
+    let mut stalled = Vec::new();
+    for _ in 0..STALLED_WATCHERS {
+        let mut connection = Connection::open(&base).await;
+        let path = format!("{}?watch=true&resourceVersion={rv}", collection("blobs"));
+        stalled.push((connection.request(reqwest::Method::GET, &path, None).await.into_body(), connection));
+    }
+    // Every watcher is registered once a request after them is answered on each connection.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let watching_kib = resident_kib();
+
+    let began = Instant::now();
+    let small_writes = async {
+        tokio::join!(
+            write(&base, "crontabs", "CronTab", HOT_OBJECTS, 1024, start),
+            write(&base, "widgets", "Widget", COLD_OBJECTS, 1024, start),
+        );
+        began.elapsed()
+    };
+    let (small_writes_took, ()) =
+        tokio::join!(small_writes, write(&base, "blobs", "Blob", LARGE_OBJECTS, LARGE_SIZE, start));
+    let watched = (2 * (HOT_OBJECTS + COLD_OBJECTS)) as f64 / small_writes_took.as_secs_f64();
+    let mut hot_seen = Vec::new();
+    for task in hot {
+        hot_seen.push(task.await.unwrap());
+    }
+    let mut cold_seen = Vec::new();
+    for task in cold {
+        cold_seen.push(task.await.unwrap());
+    }
+    let mut large_seen = Vec::new();
+    for task in large {
+        large_seen.push(task.await.unwrap());
+    }
+    let delivered_in = began.elapsed();
+    let after_kib = resident_kib();
+
+    // A stalled watcher, read at last: it was closed, so its stream ends short of every event.
+    let mut closed = 0;
+    for (mut body, _connection) in stalled {
+        let mut lines = 0;
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), body.frame()).await {
+                Ok(Some(Ok(frame))) => {
+                    lines += frame.into_data().map(|d| d.iter().filter(|b| **b == b'\n').count()).unwrap_or(0)
+                }
+                Ok(_) => {
+                    closed += usize::from(lines < 2 * LARGE_OBJECTS);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+    }
+
+    let watchers = HOT_WATCHERS + COLD_WATCHERS + LARGE_READERS + STALLED_WATCHERS;
+    println!("watch at scale (redb store, {} CPUs)", std::thread::available_parallelism().map_or(0, |n| n.get()));
+    report("busy resource", HOT_WATCHERS, 2 * HOT_OBJECTS, &hot_seen);
+    report("quiet resource", COLD_WATCHERS, 2 * COLD_OBJECTS, &cold_seen);
+    report("64 KiB objects, beside stalled", LARGE_READERS, 2 * LARGE_OBJECTS, &large_seen);
+    println!(
+        "  writes/s of 1 KiB objects: {watched:.0} watched ÷ {unwatched:.0} unwatched (same run) = {:.2}; every event delivered {:.1} s after the writes began",
+        watched / unwatched,
+        delivered_in.as_secs_f64()
+    );
+    println!(
+        "  stalled watchers closed by the server: {closed} of {STALLED_WATCHERS} (watch_stall_timeout {:?})",
+        crdctl_server::Config::default().watch_stall_timeout
+    );
+    println!(
+        "  RSS: {} MiB before, {} MiB with {watchers} watchers connected, {} MiB after delivery: {:.1} KiB per watcher connected, {:.1} KiB after",
+        before_kib / 1024,
+        watching_kib / 1024,
+        after_kib / 1024,
+        watching_kib.saturating_sub(before_kib) as f64 / watchers as f64,
+        after_kib.saturating_sub(before_kib) as f64 / watchers as f64,
+    );
+    drop(server);
+}
