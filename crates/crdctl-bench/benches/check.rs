@@ -8,14 +8,7 @@
 //!
 //! Run: `cargo bench -p crdctl-bench --bench check`. Exits 1 if a pair is over budget.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
 #![allow(clippy::print_stdout)]
 
 use std::path::{Path, PathBuf};

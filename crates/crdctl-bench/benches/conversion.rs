@@ -21,14 +21,7 @@
 //!
 //! Run: `cargo bench -p crdctl-bench --bench conversion`.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
 #![allow(clippy::print_stdout)]
 
 // The allocator the crdctl binary ships with: JSON-heavy work on several threads is mostly

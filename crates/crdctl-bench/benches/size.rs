@@ -12,14 +12,7 @@
 //!
 //! Run: `cargo bench -p crdctl-bench --bench size` (`CRDCTL_BENCH_SIZES=100000` for one size).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
 #![allow(clippy::print_stdout, reason = "a benchmark prints its report")]
 
 #[path = "common/load.rs"]
@@ -167,14 +160,7 @@ async fn redb(count: usize) -> (Measured, u64) {
     }
     // The restart runs in a fresh process, so its memory is what holding the data takes (this
     // process's allocator keeps what filling the store used).
-    let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([RESTART_REDB, &dir.path().display().to_string(), &count.to_string()])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let numbers: Vec<u64> =
-        String::from_utf8(output.stdout).unwrap().split_whitespace().map(|n| n.parse().unwrap()).collect();
-    let [restart, resident_kib, resident_after_list_kib, list, get] = numbers[..] else { panic!("{numbers:?}") };
+    let [restart, resident_kib, resident_after_list_kib, list, get] = restarted(dir.path(), count);
     let measured = Measured {
         fill,
         restart: Duration::from_micros(restart),
@@ -186,22 +172,36 @@ async fn redb(count: usize) -> (Measured, u64) {
     (measured, stored_bytes)
 }
 
+/// Runs the restart in a fresh process of this binary; its five numbers.
+fn restarted(dir: &std::path::Path, count: usize) -> [u64; 5] {
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([RESTART_REDB, &dir.display().to_string(), &count.to_string()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let numbers: Vec<u64> =
+        String::from_utf8(output.stdout).unwrap().split_whitespace().map(|n| n.parse().unwrap()).collect();
+    numbers.try_into().unwrap()
+}
+
 /// The argument that makes this binary the restarted redb server.
 const RESTART_REDB: &str = "--restart-redb";
 
 /// In the fresh process: restart on `dir`, list and get; prints the times in microseconds and
-/// the resident memory in KiB.
+/// the resident memory in KiB. With `count` 0, on an empty directory given the CRD and one
+/// object: the process's own memory, the baseline of the others.
 async fn restart_redb(dir: &str, count: usize) {
     let peer = Peer::new(2);
     let started = Instant::now();
     let store: Arc<dyn Store> = Arc::new(crdctl_storage::redb::open(std::path::Path::new(dir)).unwrap());
-    let (server, _) = serve(&peer, store, false).await;
+    // An empty directory is the baseline: the server with the CRD and one object.
+    let (server, _) = serve(&peer, store, count == 0).await;
     first_get(&server.url()).await;
     let restart = started.elapsed();
     let resident_kib = status_kib("self");
-    let list = list_all(&server.url(), count).await;
+    let list = list_all(&server.url(), count.max(1)).await;
     let resident_after_list_kib = status_kib("self");
-    let get = mean_get(&server.url(), count).await;
+    let get = mean_get(&server.url(), count.max(1)).await;
     println!(
         "{} {resident_kib} {resident_after_list_kib} {} {}",
         restart.as_micros(),
@@ -244,6 +244,9 @@ async fn main() {
     let sizes: Vec<usize> = std::env::var("CRDCTL_BENCH_SIZES")
         .map(|sizes| sizes.split(',').map(|n| n.trim().parse().unwrap()).collect())
         .unwrap_or_else(|_| vec![100_000, 1_000_000]);
+    let empty = tempfile::tempdir().unwrap();
+    let [_, empty_kib, ..] = restarted(empty.path(), 0);
+    println!("a server on an empty store: {:.1} MiB resident", empty_kib as f64 / 1024.0);
     for count in sizes {
         let (redb, stored_bytes) = redb(count).await;
         let etcd = etcd(count).await;
@@ -265,10 +268,13 @@ async fn main() {
         );
         row("list all, limit=500", ms(redb.list) / 1e3, ms(etcd.list) / 1e3, "s");
         row("get (mean of 2,000)", redb.get.as_secs_f64() * 1e6, etcd.get.as_secs_f64() * 1e6, "µs");
+        let share = |kib: u64| kib as f64 * 1024.0 / stored_bytes as f64;
         println!(
-            "  redb resident ÷ stored bytes: {:.2} after restart, {:.2} after the list (target ≤ 2)",
-            redb.resident_kib as f64 * 1024.0 / stored_bytes as f64,
-            redb.resident_after_list_kib as f64 * 1024.0 / stored_bytes as f64,
+            "  redb resident ÷ stored bytes: {:.2} after restart, {:.2} after the list (target ≤ 2); less the empty server's: {:.2}, {:.2}",
+            share(redb.resident_kib),
+            share(redb.resident_after_list_kib),
+            share(redb.resident_kib.saturating_sub(empty_kib)),
+            share(redb.resident_after_list_kib.saturating_sub(empty_kib)),
         );
     }
 }

@@ -10,14 +10,7 @@
 //!
 //! Run: `cargo bench -p crdctl-bench --bench validation`.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
 #![allow(clippy::print_stdout)]
 
 use std::path::Path;

@@ -16,14 +16,7 @@
 //!
 //! Run: `cargo bench -p crdctl-bench --bench watch`.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
 #![allow(clippy::print_stdout, reason = "a benchmark prints its report")]
 
 #[path = "common/load.rs"]

@@ -1,14 +1,8 @@
 //! The webhook client against real HTTPS servers on loopback, with certificates made here: the
 //! framework running the CronTab example, and a deliberately misbehaving webhook.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+// Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
+#![cfg(test)]
 
 #[path = "../../../examples/crontab-conversion-webhook/convert.rs"]
 mod convert;

@@ -1,14 +1,8 @@
 //! Migration and retirement against the real server in-process (`TestServer`), through a real
 //! kube-rs client, checking what is stored by reading the store underneath.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+// Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
+#![cfg(test)]
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,13 +1,7 @@
 //! Upstream test tables for the schema machinery, run as data (`tests/upstream/*.yaml`).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+// Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
+#![cfg(test)]
 
 use std::collections::BTreeSet;
 

@@ -3,14 +3,7 @@
 //! `expected.txt`, whose lines must appear in the output (`!` lines must not). The seed's
 //! examples must be the only line of output, byte for byte. Full outputs are snapshots.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+#![cfg(test)]
 
 use std::path::{Path, PathBuf};
 

@@ -6,14 +6,8 @@
 //! `subresources` and `additionalPrinterColumns` (with `JSONPath`) or per-version ones, and
 //! schemas with types, enums, defaults, bounds, patterns, `required`, nested objects and lists.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+// Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
+#![cfg(test)]
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};

@@ -2,14 +2,8 @@
 //! concurrency, subresources, watches, paging, and bad input — each answered with the upstream
 //! code and `Status`, with nothing stored. One suite, run on every store backend.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+// Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
+#![cfg(test)]
 
 use std::sync::Arc;
 use std::time::Duration;

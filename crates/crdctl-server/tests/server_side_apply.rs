@@ -1,13 +1,7 @@
 //! structured-merge-diff's merge test tables, run against the server's field manager.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+// Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
+#![cfg(test)]
 
 use std::collections::BTreeMap;
 

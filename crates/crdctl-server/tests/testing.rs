@@ -2,14 +2,8 @@
 //! CRD, a conversion webhook Service), the in-process kube-rs client, kube-runtime's streaming
 //! watcher, the stored version and the request log.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+// Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
+#![cfg(test)]
 
 #[path = "../../../examples/crontab-conversion-webhook/convert.rs"]
 mod convert;

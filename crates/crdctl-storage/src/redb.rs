@@ -38,6 +38,11 @@ const REVISIONS: TableDefinition<u64, &[u8]> = TableDefinition::new("revisions")
 /// The database file inside a data directory.
 pub const FILE_NAME: &str = "crdctl.redb";
 
+/// redb's page cache. Its default (1 GiB) would keep the whole file in memory after the index is
+/// rebuilt on open, which reads every revision; the operating system's page cache serves the
+/// reads beyond it without counting against the server.
+const CACHE_BYTES: usize = 8 << 20;
+
 /// How often a read starts again when compaction removed a revision under it.
 const READ_ATTEMPTS: usize = 64;
 
@@ -223,13 +228,18 @@ impl RedbBackend {
         if !path.exists() {
             create_whole(dir, &path).map_err(|err| unavailable(format!("{}: {err}", path.display())))?;
         }
-        let db = Database::create(&path).map_err(|err| unavailable(format!("{}: {err}", path.display())))?;
+        let db = Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(&path)
+            .map_err(|err| unavailable(format!("{}: {err}", path.display())))?;
         RedbBackend::on(db)
     }
 
     /// Opens or creates the database on `backend` and builds the index.
     pub fn open_on(backend: impl StorageBackend) -> Result<RedbBackend, StoreError> {
-        RedbBackend::on(Database::builder().create_with_backend(backend).map_err(unavailable)?)
+        RedbBackend::on(
+            Database::builder().set_cache_size(CACHE_BYTES).create_with_backend(backend).map_err(unavailable)?,
+        )
     }
 
     /// Converts the older format if that is what the database holds, and reads the index.

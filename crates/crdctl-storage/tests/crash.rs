@@ -2,14 +2,8 @@
 //! each acknowledged write; it is killed with SIGKILL mid-stream, the store is reopened, and
 //! every acknowledged write must be there, with the revisions it was acknowledged at.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+// Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
+#![cfg(test)]
 
 use std::io::{BufRead, BufReader, Write as _};
 use std::process::{Command, Stdio};

@@ -3,7 +3,8 @@
 //! on it holds every acknowledged write (`crdctl_storage::redb::power_loss`). The workload's
 //! small history window makes compaction run throughout.
 
-#![allow(clippy::unwrap_used, clippy::panic, reason = "tests report failure by panicking")]
+// Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
+#![cfg(test)]
 #![allow(clippy::print_stdout, reason = "the number of crash points covered is part of the report")]
 
 use crdctl_storage::redb::power_loss::{Disk, Survivors, Workload, check_recovery, run};

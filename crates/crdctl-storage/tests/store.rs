@@ -3,14 +3,8 @@
 //! (one process per test, so revisions are the test's own). Revisions are counted from where
 //! the store starts: a fresh etcd is at revision 1, the embedded stores at 0.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    reason = "tests and benchmarks report failure by panicking"
-)]
+// Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
+#![cfg(test)]
 
 use std::sync::Arc;
 
