@@ -19,6 +19,10 @@
 //!   commit (group commit), so many clients share one fsync.
 //! - [`memory`](crate::memory::MemoryBackend), for tests and `--in-memory`.
 //!
+//! Durability is tested below the file system too: [`redb::power_loss`] is a disk that loses
+//! power on purpose, keeping synced writes and none, a torn part or a random choice of the
+//! rest, on which a crash test and a fuzz target check that every acknowledged write survives.
+//!
 //! [`etcd`] (feature `etcd`) implements [`Store`] on etcd directly, as kube-apiserver does, so
 //! several servers can share one state; [`cache::CachedStore`] puts kube-apiserver's watch cache
 //! in front of any store.
