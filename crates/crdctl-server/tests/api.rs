@@ -96,6 +96,17 @@ impl Api {
         self.send("DELETE", path, "application/json", None).await
     }
 
+    /// With a CRD whose objects (`Blob`) keep any fields, at [`BLOBS`].
+    async fn with_blobs(self) -> Api {
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "blobs.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "blobs", "kind": "Blob"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+        assert_eq!(self.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await.code, 201);
+        self
+    }
+
     async fn with_crd(self) -> Api {
         let created = self
             .post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &serde_json::from_str(CRD).unwrap())
@@ -104,6 +115,9 @@ impl Api {
         self
     }
 }
+
+/// Objects of any shape (`Blob`, schema preserving unknown fields).
+const BLOBS: &str = "/apis/example.com/v1/namespaces/default/blobs";
 
 const CRONTABS_V1: &str = "/apis/example.com/v1/namespaces/default/crontabs";
 const CRONTABS_V1BETA1: &str = "/apis/example.com/v1beta1/namespaces/default/crontabs";
@@ -888,14 +902,8 @@ async fn a_watch_older_than_the_history_window_is_410_expired_and_timeouts_end_w
 /// etcd's words.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_too_large_for_etcd_shed_managed_fields_then_fail_as_upstream() {
-    let api = Api::on(Backend::Etcd).await;
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "blobs.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "blobs", "kind": "Blob"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
-    assert_eq!(api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await.code, 201);
-    let blobs = "/apis/example.com/v1/namespaces/default/blobs";
+    let api = Api::on(Backend::Etcd).await.with_blobs().await;
+    let blobs = BLOBS;
     // ~0.8 MB of fields, and about as much again in managedFields: too large together.
     let fields: serde_json::Map<String, Value> = (0..60_000).map(|i| (format!("k{i:05}"), json!("v"))).collect();
     let many = json!({"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": "many"}, "spec": fields});
@@ -940,14 +948,8 @@ async fn a_watcher_that_stops_reading_is_closed_and_resumes_where_it_left_off() 
     const OBJECTS: usize = 400;
     let config = Config { watch_stall_timeout: Duration::from_millis(300), ..Config::default() };
     let server = TestServer::start_with(config, Arc::new(crdctl_storage::memory::open())).await.unwrap();
-    let api = Api { server, http: reqwest::Client::new(), _keep: None };
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "blobs.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "blobs", "kind": "Blob"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
-    assert_eq!(api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await.code, 201);
-    let blobs = "/apis/example.com/v1/namespaces/default/blobs";
+    let api = Api { server, http: reqwest::Client::new(), _keep: None }.with_blobs().await;
+    let blobs = BLOBS;
     let rv = api.get(blobs).await.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
     let watch = |rv: String| {
         let url = format!("{}{blobs}?watch=true&resourceVersion={rv}&timeoutSeconds=60", api.server.url());
