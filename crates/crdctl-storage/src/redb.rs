@@ -1,7 +1,7 @@
 //! The on-disk backend, on [redb](https://docs.rs/redb): one file, copy-on-write B-trees,
 //! every commit made durable with fsync before it returns.
 //!
-//! The layout is etcd's MVCC: one table `revisions`, revision → postcard [`Record`] (the key,
+//! The layout is etcd's MVCC: one table `revisions`, revision → postcard `Record` (the key,
 //! its create and previous revisions, the compaction point, and the value or a tombstone), and
 //! an index of the live keys in memory, rebuilt from the table on open (etcd's `treeIndex`).
 //! A write is then one insert into one B-tree: each commit's fsync, which a single client

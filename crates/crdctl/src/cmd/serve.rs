@@ -38,7 +38,7 @@ pub struct Args {
     /// File holding the bearer token every request must carry.
     #[arg(long)]
     token_file: Option<PathBuf>,
-    /// Where to write the kubeconfig (default: <data>/kubeconfig).
+    /// Where to write the kubeconfig (default: `kubeconfig` in the data directory).
     #[arg(long)]
     write_kubeconfig: Option<PathBuf>,
     /// Refuse CRD updates OLM v1 would refuse (Strict) or behave like Kubernetes (None).
