@@ -2,6 +2,8 @@
 //! synthetic `ADDED` per current object when none is given), in the request version, with
 //! bookmarks, `timeoutSeconds`, selectors and `410 Expired` past the history window.
 
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -9,9 +11,6 @@ use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use bytes::Bytes;
 use crdctl_conversion::Shape;
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
-
 use crdctl_storage::{Event, EventKind, Revision, StoreError};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
