@@ -11,6 +11,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
 #![allow(clippy::print_stdout)]
 
+#[path = "common/memory.rs"]
+mod memory;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -105,14 +108,14 @@ fn measure_memory(pair: &Path) {
     let old_bytes = std::fs::read(pair.join("old.yaml")).unwrap();
     let new_bytes = std::fs::read(pair.join("new.yaml")).unwrap();
     reset_peak();
-    let base = resident_kib();
+    let base = memory::resident_kib("self");
     let old = crdctl_model::load::load_bytes("old.yaml", &old_bytes).unwrap();
     let new = crdctl_model::load::load_bytes("new.yaml", &new_bytes).unwrap();
-    let load_peak = peak_kib().saturating_sub(base);
+    let load_peak = memory::peak_kib().saturating_sub(base);
     reset_peak();
-    let base = resident_kib();
+    let base = memory::resident_kib("self");
     let report = crdctl_safety::check_all(&old, &new, &crdctl_safety::Config::default());
-    let check_peak = peak_kib().saturating_sub(base);
+    let check_peak = memory::peak_kib().saturating_sub(base);
     std::hint::black_box(report);
     println!("{load_peak} {check_peak}");
 }
@@ -120,22 +123,4 @@ fn measure_memory(pair: &Path) {
 /// Resets VmHWM to the current resident size (Linux: writing 5 to clear_refs).
 fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-fn status_kib(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-fn peak_kib() -> u64 {
-    status_kib("VmHWM:")
-}
-
-fn resident_kib() -> u64 {
-    status_kib("VmRSS:")
 }

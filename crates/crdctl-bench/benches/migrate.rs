@@ -14,6 +14,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
 #![allow(clippy::print_stdout)]
 
+#[path = "common/memory.rs"]
+mod memory;
+
 use std::io::{BufRead, Write};
 use std::sync::Arc;
 use std::time::Instant;
@@ -129,31 +132,19 @@ async fn raw_updates(http: &reqwest::Client, base: &str, group: &str) -> f64 {
     items.len() as f64 / started.elapsed().as_secs_f64()
 }
 
-fn peak_rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-fn current_rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 /// Migrates `crontabs.<group>`: objects per second and the growth of the peak RSS.
 async fn migration(base: &str, group: &str, count: usize) -> (f64, u64) {
     let client = kube::Client::try_from(kube::Config::new(base.parse().unwrap())).unwrap();
     let cluster = Cluster::new(client);
     // Peak RSS from here on (Linux: writing 5 to clear_refs resets VmHWM).
     std::fs::write("/proc/self/clear_refs", "5").unwrap();
-    let before = current_rss_kib();
+    let before = memory::resident_kib("self");
     let options = Options { concurrency: CONCURRENCY, ..Options::default() };
     let started = Instant::now();
     let summary = crdctl_migrate::migrate(&cluster, &format!("crontabs.{group}"), &options, &Quiet).await.unwrap();
     let rate = count as f64 / started.elapsed().as_secs_f64();
     assert!(summary.finished && summary.rewritten == count as u64, "{summary:?}");
-    (rate, peak_rss_kib().saturating_sub(before))
+    (rate, memory::peak_kib().saturating_sub(before))
 }
 
 fn main() {

@@ -19,6 +19,10 @@
 #[allow(dead_code, reason = "this benchmark uses the connections and the runtime, not the measured loops")]
 mod load;
 
+#[path = "common/memory.rs"]
+#[allow(dead_code, reason = "only the resident memory is read here, not the peak")]
+mod memory;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -49,12 +53,6 @@ fn crd() -> String {
 
 fn name(i: usize) -> String {
     format!("crontab-{i:07}")
-}
-
-fn status_kib(pid: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
 /// Starts a server on `store` on `peer`, with the CRD; the bytes of one object as stored.
@@ -198,9 +196,9 @@ async fn restart_redb(dir: &str, count: usize) {
     let (server, _) = serve(&peer, store, count == 0).await;
     first_get(&server.url()).await;
     let restart = started.elapsed();
-    let resident_kib = status_kib("self");
+    let resident_kib = memory::resident_kib("self");
     let list = list_all(&server.url(), count.max(1)).await;
-    let resident_after_list_kib = status_kib("self");
+    let resident_after_list_kib = memory::resident_kib("self");
     let get = mean_get(&server.url(), count.max(1)).await;
     println!(
         "{} {resident_kib} {resident_after_list_kib} {} {}",
@@ -228,9 +226,9 @@ async fn etcd(count: usize) -> Measured {
     first_get(&server.url()).await;
     let restart = started.elapsed();
     let pid = cluster.pid(0).unwrap().to_string();
-    let resident_kib = status_kib(&pid);
+    let resident_kib = memory::resident_kib(&pid);
     let list = list_all(&server.url(), count).await;
-    let resident_after_list_kib = status_kib(&pid);
+    let resident_after_list_kib = memory::resident_kib(&pid);
     let get = mean_get(&server.url(), count).await;
     Measured { fill, restart, resident_kib, resident_after_list_kib, list, get }
 }

@@ -23,6 +23,10 @@
 #[allow(dead_code, reason = "this benchmark drives connections of its own, not the load generator's loops")]
 mod load;
 
+#[path = "common/memory.rs"]
+#[allow(dead_code, reason = "only the resident memory is read here, not the peak")]
+mod memory;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -157,13 +161,6 @@ async fn write(base: &str, plural: &str, kind: &str, objects: usize, size: usize
     }
 }
 
-/// The process's resident memory.
-fn resident_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 fn percentile(sorted: &[u64], p: f64) -> f64 {
     let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted.get(at).copied().unwrap_or(0) as f64 / 1000.0
@@ -211,7 +208,7 @@ async fn main() {
     let (_, list) = setup.send(reqwest::Method::GET, &collection("crontabs"), None).await;
     let list: serde_json::Value = serde_json::from_slice(&list).unwrap();
     let rv = list["metadata"]["resourceVersion"].as_str().unwrap().to_string();
-    let before_kib = resident_kib();
+    let before_kib = memory::resident_kib("self");
 
     let spawn_group = |plural: &str, count: usize, objects: usize| -> Vec<tokio::task::JoinHandle<Seen>> {
         (0..count)
@@ -229,7 +226,7 @@ async fn main() {
     }
     // Every watcher is registered once a request after them is answered on each connection.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let watching_kib = resident_kib();
+    let watching_kib = memory::resident_kib("self");
 
     let began = Instant::now();
     let small_writes = async {
@@ -255,7 +252,7 @@ async fn main() {
         large_seen.push(task.await.unwrap());
     }
     let delivered_in = began.elapsed();
-    let after_kib = resident_kib();
+    let after_kib = memory::resident_kib("self");
 
     // A stalled watcher, read at last: it was closed, so its stream ends short of every event.
     let mut closed = 0;
