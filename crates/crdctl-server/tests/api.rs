@@ -903,21 +903,20 @@ async fn a_watch_older_than_the_history_window_is_410_expired_and_timeouts_end_w
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_too_large_for_etcd_shed_managed_fields_then_fail_as_upstream() {
     let api = Api::on(Backend::Etcd).await.with_blobs().await;
-    let blobs = BLOBS;
     // ~0.8 MB of fields, and about as much again in managedFields: too large together.
     let fields: serde_json::Map<String, Value> = (0..60_000).map(|i| (format!("k{i:05}"), json!("v"))).collect();
     let many = json!({"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": "many"}, "spec": fields});
-    let created = api.post(blobs, &many).await;
+    let created = api.post(BLOBS, &many).await;
     assert_eq!(created.code, 201, "{:?}", created.body["message"]);
     assert!(created.body["metadata"].get("managedFields").is_none(), "managedFields gave way");
     assert_eq!(created.body["spec"].as_object().unwrap().len(), 60_000);
     let huge = json!({"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": "huge"},
         "spec": {"blob": "x".repeat(1_800_000)}});
-    let refused = api.post(blobs, &huge).await;
+    let refused = api.post(BLOBS, &huge).await;
     assert_eq!(refused.code, 500);
     assert_eq!(refused.body["reason"], "InternalError");
     assert_eq!(refused.body["message"], "Internal error occurred: etcdserver: request is too large");
-    assert_eq!(api.get(&format!("{blobs}/huge")).await.code, 404, "nothing was written");
+    assert_eq!(api.get(&format!("{BLOBS}/huge")).await.code, 404, "nothing was written");
 }
 
 /// Reads a watch's lines until `want` events have come or the stream ends; the names of the
@@ -949,10 +948,9 @@ async fn a_watcher_that_stops_reading_is_closed_and_resumes_where_it_left_off() 
     let config = Config { watch_stall_timeout: Duration::from_millis(300), ..Config::default() };
     let server = TestServer::start_with(config, Arc::new(crdctl_storage::memory::open())).await.unwrap();
     let api = Api { server, http: reqwest::Client::new(), _keep: None }.with_blobs().await;
-    let blobs = BLOBS;
-    let rv = api.get(blobs).await.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let rv = api.get(BLOBS).await.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
     let watch = |rv: String| {
-        let url = format!("{}{blobs}?watch=true&resourceVersion={rv}&timeoutSeconds=60", api.server.url());
+        let url = format!("{}{BLOBS}?watch=true&resourceVersion={rv}&timeoutSeconds=60", api.server.url());
         api.http.get(url).send()
     };
     let mut slow = watch(rv.clone()).await.unwrap();
@@ -964,7 +962,7 @@ async fn a_watcher_that_stops_reading_is_closed_and_resumes_where_it_left_off() 
     for name in &expected {
         let blob = json!({"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": name},
             "data": "x".repeat(64 * 1024)});
-        assert_eq!(api.post(blobs, &blob).await.code, 201);
+        assert_eq!(api.post(BLOBS, &blob).await.code, 201);
     }
     assert_eq!(reader.await.unwrap(), expected, "the reading watcher got every event once, in order");
 
