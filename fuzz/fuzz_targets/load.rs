@@ -4,7 +4,7 @@
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     if let Ok(crds) = crdctl_model::load::load_bytes("fuzz.yaml", data) {
         for crd in &crds {
-            for violation in crdctl_model::validation::validate(crd) {
+            for violation in crdctl_schema::definition::validate(crd) {
                 // Every violation can be located.
                 let _ = crd.position(&violation.pointer);
             }

@@ -5,12 +5,12 @@
 
 use std::sync::LazyLock;
 
-use crdctl_model::schema::{Schema, default, prune, prune_and_default_json};
+use crdctl_schema::{Schema, default, prune, prune_and_default_json};
 use serde_json::Value;
 
 /// The schema of the unit test that checks the same on chosen documents.
 static SCHEMA: LazyLock<Schema> = LazyLock::new(|| {
-    let schema = include_str!("../../crates/crdctl-model/src/schema/testdata/defaulting-schema.json");
+    let schema = include_str!("../../crates/crdctl-schema/src/testdata/defaulting-schema.json");
     Schema::new(&serde_json::from_str(schema).expect("the schema is JSON"))
 });
 

@@ -16,7 +16,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crdctl_model::schema::{self, Schema};
+use crdctl_schema::{self as schema, Schema};
 use serde_json::{Value, json};
 
 /// The allocator the `crdctl` binary uses, so the numbers are the server's.

@@ -292,6 +292,12 @@ impl<'de> Deserialize<'de> for Text<'de> {
     }
 }
 
+/// `map[key]`. The top level of an object and its metadata have a handful of fields: comparing
+/// them is cheaper than hashing the key.
+pub(crate) fn field<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if map.len() <= 16 { map.iter().find(|(name, _)| *name == key).map(|(_, value)| value) } else { map.get(key) }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

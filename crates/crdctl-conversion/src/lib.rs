@@ -11,6 +11,17 @@
 //! - `framework`: [`framework::serve`] turns one conversion function into an HTTPS webhook that
 //!   answers v1 and v1beta1 reviews, reloads rotated certificates and shuts down gracefully.
 //! - `certs`: [`certs::generate`] makes a CA and a serving certificate for a webhook.
+//!
+//! The `None` strategy changes only `apiVersion`, as the API server's `nopConverter`:
+//!
+//! ```
+//! use serde_json::json;
+//!
+//! let stored = json!({"apiVersion": "stable.example.com/v1beta1", "kind": "CronTab", "spec": {"cron": "* * * * */5"}});
+//! let served = crdctl_conversion::none::convert(vec![stored], "stable.example.com/v1");
+//! assert_eq!(served[0]["apiVersion"], "stable.example.com/v1");
+//! assert_eq!(served[0]["spec"], json!({"cron": "* * * * */5"}));
+//! ```
 
 #[cfg(feature = "certs")]
 pub mod certs;

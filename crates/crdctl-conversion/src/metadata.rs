@@ -4,8 +4,8 @@
 use serde_json::{Map, Value};
 
 use crate::converted::{ConvertedMetadata, JsonType, ObjectOr, Text};
-use crate::response::go_type;
-use crdctl_model::validation::{TOTAL_ANNOTATION_BYTES, go_quote, label_value_errors, qualified_name_errors};
+use crdctl_model::field::Path;
+use crdctl_model::meta::{validate_annotations, validate_labels};
 
 /// Metadata put back after conversion.
 #[derive(Debug)]
@@ -38,7 +38,9 @@ pub(crate) fn restore(
     let mut restored = match original {
         None => Map::new(),
         Some(Value::Object(map)) => map,
-        Some(other) => return Err(format!("invalid metadata of type {} in input object", go_type(&other))),
+        Some(other) => {
+            return Err(format!("invalid metadata of type {} in input object", JsonType::of(&other).go_type()));
+        }
     };
     let empty = Map::new();
     let mut as_sent = true;
@@ -53,11 +55,14 @@ pub(crate) fn restore(
                 return Err(format!("invalid metadata.{field} of type {} in converted object", other.go_type()));
             }
         };
-        let previous = match crate::response::field(&restored, field) {
+        let previous = match crate::converted::field(&restored, field) {
             None | Some(Value::Null) => &empty,
             Some(Value::Object(map)) => map,
             Some(other) => {
-                return Err(format!("invalid metadata.{field} of type {} in original object", go_type(other)));
+                return Err(format!(
+                    "invalid metadata.{field} of type {} in original object",
+                    JsonType::of(other).go_type()
+                ));
             }
         };
         let mut changed = previous.len() != response.len();
@@ -71,7 +76,7 @@ pub(crate) fn restore(
                     ));
                 }
             };
-            changed |= crate::response::field(previous, key).and_then(Value::as_str) != Some(text.as_ref());
+            changed |= crate::converted::field(previous, key).and_then(Value::as_str) != Some(text.as_ref());
         }
         // Unchanged, the original's map already holds what the webhook sent; a key sent twice
         // (the last one counts, as in any JSON decoder) makes the two differ after all.
@@ -86,9 +91,15 @@ pub(crate) fn restore(
                 Text::Other(_) => None,
             })
             .collect();
-        let errors = if field == "labels" { label_errors(&response) } else { annotation_errors(&response) };
+        // Upstream names the annotations `metadata.annotation` here.
+        let metadata = Path::new("metadata");
+        let errors = if field == "labels" {
+            validate_labels(&response, &metadata.child("labels"))
+        } else {
+            validate_annotations(&response, &metadata.child("annotation"))
+        };
         if !errors.is_empty() {
-            return Err(aggregate(errors));
+            return Err(aggregate(errors.iter().map(ToString::to_string).collect()));
         }
         restored.insert(field.into(), Value::Object(response));
         as_sent = false;
@@ -101,7 +112,7 @@ pub(crate) fn restore(
 /// dropped, and other values refused).
 pub(crate) fn restores_to_itself(metadata: &Value) -> bool {
     let Some(metadata) = metadata.as_object() else { return false };
-    ["labels", "annotations"].into_iter().all(|field| match crate::response::field(metadata, field) {
+    ["labels", "annotations"].into_iter().all(|field| match crate::converted::field(metadata, field) {
         None => true,
         Some(Value::Object(entries)) => entries.values().all(Value::is_string),
         Some(_) => false,
@@ -115,41 +126,6 @@ fn has_repeated_keys(entries: &[(std::borrow::Cow<'_, str>, Text<'_>)]) -> bool 
     let mut keys: Vec<&str> = entries.iter().map(|(key, _)| key.as_ref()).collect();
     keys.sort_unstable();
     keys.windows(2).any(|pair| matches!(pair, [a, b] if a == b))
-}
-
-fn label_errors(labels: &Map<String, Value>) -> Vec<String> {
-    let mut errors = Vec::new();
-    for (key, value) in labels {
-        let value = value.as_str().unwrap_or_default();
-        errors.extend(
-            qualified_name_errors(key)
-                .into_iter()
-                .map(|e| format!("metadata.labels: Invalid value: {}: {e}", go_quote(key))),
-        );
-        errors.extend(
-            label_value_errors(value)
-                .into_iter()
-                .map(|e| format!("metadata.labels: Invalid value: {}: {e}", go_quote(value))),
-        );
-    }
-    errors
-}
-
-fn annotation_errors(annotations: &Map<String, Value>) -> Vec<String> {
-    // Annotation keys are qualified names in any case; the API server lower-cases before checking.
-    let mut errors: Vec<String> = annotations
-        .keys()
-        .flat_map(|key| {
-            qualified_name_errors(&key.to_lowercase())
-                .into_iter()
-                .map(move |e| format!("metadata.annotation: Invalid value: {}: {e}", go_quote(key)))
-        })
-        .collect();
-    let total: usize = annotations.iter().map(|(k, v)| k.len() + v.as_str().unwrap_or_default().len()).sum();
-    if total > TOTAL_ANNOTATION_BYTES {
-        errors.push(format!("metadata.annotation: Too long: may not be more than {TOTAL_ANNOTATION_BYTES} bytes"));
-    }
-    errors
 }
 
 /// `utilerrors.NewAggregate(...).Error()`: one message alone, several in brackets.

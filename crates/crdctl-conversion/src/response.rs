@@ -13,7 +13,7 @@
 use crdctl_model::json::{Fields, write_key};
 use serde_json::Value;
 
-use crate::converted::{Converted, ConvertedMetadata, ConvertedObject, JsonType, ObjectOr};
+use crate::converted::{Converted, ConvertedMetadata, ConvertedObject, JsonType, ObjectOr, field};
 use crate::metadata;
 use crate::review::{ConversionReview, ReviewVersion};
 
@@ -262,12 +262,6 @@ enum Metadata<'a> {
     Text(&'a [u8]),
     /// Restored, to be written anew.
     Value(&'a Value),
-}
-
-/// `map[key]`. The top level of an object and its metadata have a handful of fields: comparing
-/// them is cheaper than hashing the key.
-pub(crate) fn field<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a Value> {
-    if map.len() <= 16 { map.iter().find(|(name, _)| *name == key).map(|(_, value)| value) } else { map.get(key) }
 }
 
 /// The converted object's text: its fields as the webhook wrote them, in its order, with the

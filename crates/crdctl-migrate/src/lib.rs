@@ -20,6 +20,21 @@
 //!   the progress [`record`]. Memory holds one page at a time.
 //!
 //! Progress goes to a [`Progress`] observer; the CLI draws a bar or logs lines.
+//!
+//! ```
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use crdctl_server::testing::TestServer;
+//!
+//! let crd = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/crontab/3-v1-storage.yaml");
+//! let server = TestServer::builder().crd_files([crd]).start().await?;
+//! let cluster = crdctl_migrate::Cluster::new(kube::Client::try_from(kube::Config::new(server.url().parse()?))?);
+//! let options = crdctl_migrate::Options::default();
+//! let summary =
+//!     crdctl_migrate::migrate(&cluster, "crontabs.example.com", &options, &crdctl_migrate::Quiet).await?;
+//! assert_eq!(summary.storage_version, "v1");
+//! assert_eq!(summary.stored_versions_after, ["v1"]);
+//! # Ok(()) }
+//! ```
 
 pub mod api;
 pub mod migrate;

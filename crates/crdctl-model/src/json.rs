@@ -1,9 +1,10 @@
-//! JSON objects read as text: each field's value is the text it was written as, borrowed from
-//! the input and never parsed into values.
+//! JSON objects read and edited as text: each field's value is the text it was written as,
+//! borrowed from the input and never parsed into values, and [`splice`] is the one way text is
+//! edited (the server sets `resourceVersion` and `apiVersion` in stored objects with it).
 //!
 //! A list read through a conversion webhook goes from the webhook's answer to the reader without
 //! building values: the conversion client keeps a converted object's fields as text, and
-//! [`crate::schema::prune_json`] prunes that text by the schema. Both read objects with
+//! `crdctl_schema::prune_json` prunes that text by the schema. Both read objects with
 //! [`Fields`].
 
 use std::borrow::Cow;
@@ -78,6 +79,63 @@ pub fn write_key(out: &mut Vec<u8>, key: &str) {
     out.push(b':');
 }
 
+/// An edit of one field of an object, for [`splice`].
+#[derive(Debug, Clone, Copy)]
+pub enum Splice<'e> {
+    /// The field's value becomes this JSON text.
+    Set(&'e str),
+    /// The field's value is an object edited in turn; a value that is not an object is replaced
+    /// by one holding only the edits.
+    Object(&'e [(&'e str, Splice<'e>)]),
+}
+
+/// Writes the object `fields` with `edits` applied, as setting the fields on a decoded object
+/// would: an edited field keeps its place, one that was missing goes last, in the order of
+/// `edits`, and every other field is copied as it was written. Keys are matched as a decoder
+/// reads them, escapes included.
+///
+/// ```
+/// use crdctl_model::json::{Fields, Splice, splice};
+///
+/// let stored = r#"{"metadata":{"name":"a","resource\u0056ersion":"1"},"spec":{"x":1}}"#;
+/// let mut out = Vec::new();
+/// let metadata = [("resourceVersion", Splice::Set(r#""42""#))];
+/// splice(&Fields::parse(stored).unwrap(), &[("metadata", Splice::Object(&metadata)), ("apiVersion", Splice::Set(r#""v1""#))], &mut out);
+/// assert_eq!(String::from_utf8(out).unwrap(), r#"{"metadata":{"name":"a","resourceVersion":"42"},"spec":{"x":1},"apiVersion":"v1"}"#);
+/// ```
+pub fn splice(fields: &Fields<'_>, edits: &[(&str, Splice<'_>)], out: &mut Vec<u8>) {
+    out.push(b'{');
+    let start = out.len();
+    let field = |out: &mut Vec<u8>, name: &str| {
+        if out.len() > start {
+            out.push(b',');
+        }
+        write_key(out, name);
+    };
+    for (name, value) in fields.iter() {
+        field(out, name);
+        match edits.iter().find(|(edited, _)| *edited == name) {
+            Some((_, edit)) => write_edit(edit, Some(value.get()), out),
+            None => out.extend_from_slice(value.get().as_bytes()),
+        }
+    }
+    for (name, edit) in edits.iter().filter(|(name, _)| fields.get(name).is_none()) {
+        field(out, name);
+        write_edit(edit, None, out);
+    }
+    out.push(b'}');
+}
+
+fn write_edit(edit: &Splice<'_>, old: Option<&str>, out: &mut Vec<u8>) {
+    match edit {
+        Splice::Set(text) => out.extend_from_slice(text.as_bytes()),
+        Splice::Object(edits) => {
+            let fields = old.and_then(|text| Fields::parse(text).ok()).unwrap_or_default();
+            splice(&fields, edits, out);
+        }
+    }
+}
+
 /// A key, borrowed from the input when it has no escapes.
 pub struct Key<'a>(pub Cow<'a, str>);
 
@@ -133,6 +191,29 @@ mod tests {
         let read: Vec<(&str, &str)> = fields.iter().map(|(key, value)| (key, value.get())).collect();
         assert_eq!(read, [("b", "[1, 2]"), ("a\"", r#"{"x": "y"}"#), ("c", "1e3")]);
         assert!(Fields::parse("[1]").is_err());
+    }
+
+    #[test]
+    fn splice_edits_in_place_and_adds_the_rest_last() {
+        let rv = [("resourceVersion", Splice::Set("\"7\""))];
+        let edits = [("metadata", Splice::Object(&rv))];
+        for (stored, expected) in [
+            (
+                r#"{"a":1,"metadata":{"resourceVersion":"1","name":"n"}}"#,
+                r#"{"a":1,"metadata":{"resourceVersion":"7","name":"n"}}"#,
+            ),
+            (r#"{"metadata":null,"a":[1]}"#, r#"{"metadata":{"resourceVersion":"7"},"a":[1]}"#),
+            (
+                r#"{"metadata":{"name":"n","annotations":{"resourceVersion":"x"}}}"#,
+                r#"{"metadata":{"name":"n","annotations":{"resourceVersion":"x"},"resourceVersion":"7"}}"#,
+            ),
+            (r#"{}"#, r#"{"metadata":{"resourceVersion":"7"}}"#),
+            (r#"{"metadata":{"r":1,"r":2}}"#, r#"{"metadata":{"r":2,"resourceVersion":"7"}}"#),
+        ] {
+            let mut out = Vec::new();
+            splice(&Fields::parse(stored).unwrap(), &edits, &mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), expected, "{stored}");
+        }
     }
 
     #[test]

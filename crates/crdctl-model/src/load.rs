@@ -462,7 +462,7 @@ fn field_and_pointer(path: &serde_path_to_error::Path) -> (String, String) {
                 }
                 field.push_str(key);
                 pointer.push('/');
-                pointer.push_str(&yaml::escape_pointer_segment(key));
+                pointer.push_str(&crate::field::escape_pointer_segment(key));
             }
             serde_path_to_error::Segment::Enum { .. } | serde_path_to_error::Segment::Unknown => {}
         }

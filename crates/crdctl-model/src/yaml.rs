@@ -147,11 +147,6 @@ pub fn is_within(pointer: &str, ancestor: &str) -> bool {
     pointer.starts_with(ancestor) && matches!(pointer.as_bytes().get(ancestor.len()), None | Some(b'/'))
 }
 
-/// Escapes one JSON pointer segment (RFC 6901).
-pub fn escape_pointer_segment(segment: &str) -> std::borrow::Cow<'_, str> {
-    if segment.contains(['~', '/']) { segment.replace('~', "~0").replace('/', "~1").into() } else { segment.into() }
-}
-
 fn syntax_error(err: serde_saphyr::Error) -> SyntaxError {
     use serde_saphyr::{Error, budget::BudgetBreach};
     let position = err.location().map(|at| Position { line: at.line() as u32, column: at.column() as u32 });
@@ -233,7 +228,7 @@ fn into_value(
             for (key, item) in entries {
                 let len = pointer.len();
                 pointer.push('/');
-                pointer.push_str(&escape_pointer_segment(&key.value.0));
+                pointer.push_str(&crate::field::escape_pointer_segment(&key.value.0));
                 // A mapping entry is located at its key.
                 positions.insert(pointer.as_str().into(), position_of(&key));
                 let value = into_value(item, pointer, positions)?;

@@ -250,7 +250,7 @@ pub enum Change {
         /// The field path, e.g. `spec.scope`.
         field: String,
         /// The API server's message after the field, e.g. `Invalid value: "Cluster": field is
-        /// immutable` (texts from `crdctl_model::validation`).
+        /// immutable` (texts from `crdctl_schema::definition`).
         message: String,
     },
 }

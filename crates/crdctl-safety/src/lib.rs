@@ -168,7 +168,7 @@ pub fn check_all(old: &[Crd], new: &[Crd], config: &Config) -> Report {
         if let Some(installed) = old.iter().find(|o| o.name() == crd.name()) {
             report.extend(check(installed, crd, config));
         }
-        report.findings.extend(schema_refusals(crd, &crdctl_model::validation::validate(crd)));
+        report.findings.extend(schema_refusals(crd, &crdctl_schema::definition::validate(crd)));
     }
     for crd in old.iter().filter(|o| !new.iter().any(|n| n.name() == o.name())) {
         report.notes.push(Note::CrdDropped { crd: crd.name().to_string() });
@@ -177,7 +177,7 @@ pub fn check_all(old: &[Crd], new: &[Crd], config: &Config) -> Report {
 }
 
 /// The violations of a CRD's version schemas, as API-server refusals.
-fn schema_refusals(crd: &Crd, violations: &[crdctl_model::validation::Violation]) -> Vec<Finding> {
+fn schema_refusals(crd: &Crd, violations: &[crdctl_model::field::Error]) -> Vec<Finding> {
     violations
         .iter()
         .filter(|v| v.field.starts_with("spec.versions[") && v.field.contains(".schema.openAPIV3Schema"))
@@ -185,7 +185,7 @@ fn schema_refusals(crd: &Crd, violations: &[crdctl_model::validation::Violation]
         .collect()
 }
 
-fn refusal(crd: &Crd, violation: &crdctl_model::validation::Violation) -> Finding {
+fn refusal(crd: &Crd, violation: &crdctl_model::field::Error) -> Finding {
     Finding {
         crd: crd.name().to_string(),
         scope: Scope::Crd,
@@ -212,7 +212,7 @@ pub fn api_server_check_all(old: &[Crd], new: &[Crd]) -> Report {
         if status.stored_versions.is_empty() {
             status.stored_versions = storage;
         }
-        let violations = crdctl_model::validation::validate_update(crd, &installed);
+        let violations = crdctl_schema::definition::validate_update(crd, &installed);
         for violation in &violations {
             if violation.field == "spec.scope" || violation.field.starts_with("status.storedVersions") {
                 report.findings.push(refusal(crd, violation));

@@ -67,7 +67,7 @@ impl<'a> FlatSchema<'a> {
                     for (name, schema) in children {
                         // `dependencies` may also hold string lists, which are not schemas.
                         if let Value::Object(schema) = schema {
-                            let segment = crdctl_model::yaml::escape_pointer_segment(name);
+                            let segment = crdctl_model::field::escape_pointer_segment(name);
                             self.visit(format!("{pointer}/{key}/{segment}"), schema);
                         }
                     }

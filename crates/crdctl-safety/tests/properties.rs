@@ -235,8 +235,8 @@ fn v1_crd(spec_schema: &Value) -> Value {
 }
 
 fn valid(schema: &Value, spec: &Value) -> bool {
-    let compiled = crdctl_model::schema::Schema::new(&json!({"type": "object", "properties": {"spec": schema}}));
-    crdctl_model::schema::validate(&json!({"spec": spec}), &compiled).is_empty()
+    let compiled = crdctl_schema::Schema::new(&json!({"type": "object", "properties": {"spec": schema}}));
+    crdctl_schema::validate(&json!({"spec": spec}), &compiled).is_empty()
 }
 
 fn schema_and_object() -> impl Strategy<Value = (Value, Value)> {

@@ -3,7 +3,7 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use crdctl_model::validation::Violation;
+use crdctl_model::field;
 use crdctl_storage::StoreError;
 use serde_json::{Value, json};
 
@@ -87,7 +87,9 @@ impl ApiError {
             subject.name
         );
         let mut details = subject.details();
-        crate::object::set(&mut details, "retryAfterSeconds", json!(1));
+        if let Some(details) = details.as_object_mut() {
+            details.insert("retryAfterSeconds".into(), json!(1));
+        }
         ApiError::new(StatusCode::CONFLICT, "AlreadyExists", message).with_details(details)
     }
 
@@ -107,10 +109,10 @@ impl ApiError {
         ApiError::new(StatusCode::CONFLICT, "Conflict", message).with_details(subject.details())
     }
 
-    /// 422 `<Kind>.<group> "<name>" is invalid: <field errors>` with one cause per violation.
-    pub fn invalid(group: &str, kind: &str, name: &str, violations: &[Violation]) -> ApiError {
+    /// 422 `<Kind>.<group> "<name>" is invalid: <field errors>` with one cause per field error.
+    pub fn invalid(group: &str, kind: &str, name: &str, errors: &[field::Error]) -> ApiError {
         let mut lines: Vec<String> = Vec::new();
-        for line in violations.iter().map(ToString::to_string) {
+        for line in errors.iter().map(ToString::to_string) {
             if !lines.contains(&line) {
                 lines.push(line);
             }
@@ -118,9 +120,9 @@ impl ApiError {
         let aggregate = if let [line] = lines.as_slice() { line.clone() } else { format!("[{}]", lines.join(", ")) };
         let qualified_kind = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
         let message = format!("{qualified_kind} {name:?} is invalid: {aggregate}");
-        let causes: Vec<Value> = violations
+        let causes: Vec<Value> = errors
             .iter()
-            .map(|v| json!({"reason": v.kind.reason(), "message": v.body(), "field": v.field}))
+            .map(|v| json!({"reason": v.error_type.reason(), "message": v.body(), "field": v.field}))
             .collect();
         let mut details = json!({"name": name, "group": group, "kind": kind, "causes": causes});
         if group.is_empty() {
@@ -277,8 +279,8 @@ impl ApiError {
         if self.reason.is_empty() {
             status.as_object_mut().map(|s| s.remove("reason"));
         }
-        if let Some(details) = &self.details {
-            crate::object::set(&mut status, "details", details.clone());
+        if let (Some(details), Some(status)) = (&self.details, status.as_object_mut()) {
+            status.insert("details".into(), details.clone());
         }
         status
     }

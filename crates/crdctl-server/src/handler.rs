@@ -14,21 +14,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::negotiate::{self, BodyType, Representation};
 use crate::registry::crd::GROUP as CRD_GROUP;
 use crate::registry::event;
+use crate::request::{RequestInfo, parse_path};
 use crate::rest::{self, Body, Change, Endpoint, Kind, Params, Reply, Subresource};
-
-/// Adds one `Warning` header per distinct text.
-pub fn add_warnings(response: &mut Response, warnings: &[String]) {
-    let mut seen: Vec<&String> = Vec::new();
-    for text in warnings {
-        if seen.contains(&text) {
-            continue;
-        }
-        seen.push(text);
-        if let Some(value) = crate::warnings::header(text) {
-            response.headers_mut().append("Warning", value);
-        }
-    }
-}
 
 fn json_response(code: StatusCode, body: &Value) -> Response {
     bytes_response(code, to_json(body))
@@ -43,56 +30,6 @@ fn bytes_response(code: StatusCode, body: Vec<u8>) -> Response {
 fn to_json(body: &Value) -> Vec<u8> {
     // Writing a value into memory cannot fail.
     serde_json::to_vec(body).unwrap_or_default()
-}
-
-/// `PartialObjectMetadata` of an object.
-pub fn partial_metadata(object: &Value) -> Value {
-    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({}))})
-}
-
-/// The parsed path of an API request (kube-apiserver's `RequestInfo`).
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Path {
-    /// The API group (`""` for the core group under `/api`).
-    pub group: String,
-    /// The version; empty for group discovery.
-    pub version: String,
-    /// The namespace of a namespaced request.
-    pub namespace: Option<String>,
-    /// The resource (plural); `None` for discovery.
-    pub resource: Option<String>,
-    /// The object's name.
-    pub name: Option<String>,
-    /// The subresource (`status`).
-    pub subresource: Option<String>,
-}
-
-/// Splits `/api/v1/...` and `/apis/<g>/<v>/...` as kube-apiserver's RequestInfoFactory does.
-pub(crate) fn parse_path(path: &str) -> Option<Path> {
-    let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
-    let (group, rest) = match segments.split_first()? {
-        (&"api", rest) => ("", rest),
-        (&"apis", [group, rest @ ..]) => (*group, rest),
-        (&"apis", []) => return Some(Path::default()),
-        _ => return None,
-    };
-    let mut parsed = Path { group: group.to_string(), ..Path::default() };
-    let Some((version, rest)) = rest.split_first() else { return Some(parsed) };
-    parsed.version = version.to_string();
-    let rest = match rest {
-        ["namespaces", namespace, rest @ ..] if !rest.is_empty() => {
-            parsed.namespace = Some(namespace.to_string());
-            rest
-        }
-        other => other,
-    };
-    parsed.resource = rest.first().map(|s| s.to_string());
-    parsed.name = rest.get(1).map(|s| s.to_string());
-    parsed.subresource = rest.get(2).map(|s| s.to_string());
-    if rest.len() > 3 {
-        return None;
-    }
-    Some(parsed)
 }
 
 /// Every `/api` and `/apis` request.
@@ -129,7 +66,7 @@ pub async fn api(
 async fn route(
     state: &AppState,
     method: &Method,
-    path: Option<Path>,
+    path: Option<RequestInfo>,
     uri: &Uri,
     headers: &HeaderMap,
     params: Params,
@@ -204,7 +141,12 @@ async fn route(
 }
 
 /// Finds what a resource path addresses, with the version's deprecation warning.
-fn endpoint(state: &AppState, path: &Path, resource: &str, method: &Method) -> ApiResult<(Endpoint, Vec<String>)> {
+fn endpoint(
+    state: &AppState,
+    path: &RequestInfo,
+    resource: &str,
+    method: &Method,
+) -> ApiResult<(Endpoint, Vec<String>)> {
     let collection_read = *method == Method::GET && path.name.is_none();
     let base = |kind: Kind, type_kind: &str, namespaced: bool| Endpoint {
         kind,
@@ -274,14 +216,14 @@ fn render(
             to_json(&match items {
                 Some(items) => json!({
                     "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                    "metadata": body.get("metadata"), "items": items.iter().map(partial_metadata).collect::<Vec<_>>(),
+                    "metadata": body.get("metadata"), "items": items.iter().map(negotiate::partial_metadata).collect::<Vec<_>>(),
                 }),
-                None => partial_metadata(&body),
+                None => negotiate::partial_metadata(&body),
             })
         }
     };
     let mut response = bytes_response(code, body);
-    add_warnings(&mut response, &warnings);
+    crate::warnings::add(&mut response, &warnings);
     Ok(response)
 }
 
@@ -296,7 +238,7 @@ fn list_items(reply: &mut Reply) -> ApiResult<Option<Vec<Value>>> {
     })
 }
 
-fn discovery(state: &AppState, path: &Path, apis: bool, headers: &HeaderMap) -> ApiResult<Response> {
+fn discovery(state: &AppState, path: &RequestInfo, apis: bool, headers: &HeaderMap) -> ApiResult<Response> {
     let groups = if apis { crate::discovery::groups(&state.registry) } else { crate::discovery::core_groups() };
     let ranges = negotiate::accept_ranges(headers);
     if path.group.is_empty() && path.version.is_empty() {
@@ -329,30 +271,4 @@ fn discovery(state: &AppState, path: &Path, apis: bool, headers: &HeaderMap) -> 
     }
     let version = group.versions.iter().find(|v| v.version == path.version).ok_or_else(ApiError::no_route)?;
     Ok(json_response(StatusCode::OK, &crate::discovery::api_resource_list(&group.name, version)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_split_like_request_info() {
-        let path = parse_path("/apis/example.com/v1/namespaces/ns/crontabs/a/status").unwrap();
-        assert_eq!(
-            path,
-            Path {
-                group: "example.com".into(),
-                version: "v1".into(),
-                namespace: Some("ns".into()),
-                resource: Some("crontabs".into()),
-                name: Some("a".into()),
-                subresource: Some("status".into()),
-            }
-        );
-        let namespace = parse_path("/api/v1/namespaces/default").unwrap();
-        assert_eq!((namespace.resource.as_deref(), namespace.name.as_deref()), (Some("namespaces"), Some("default")));
-        assert_eq!(parse_path("/apis/example.com").unwrap().version, "");
-        assert!(parse_path("/apis/g/v/r/n/s/extra").is_none());
-        assert!(parse_path("/other").is_none());
-    }
 }

@@ -15,12 +15,18 @@
 //! Routing follows the store, not memory: [`registry::Registry`] watches the CRD keys, so
 //! several servers on one store agree.
 //!
-//! ```no_run
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! [`Server`] is the running server (`crdctl serve`); [`app`] is its one `Router`, for `main` and
+//! tests alike; [`testing::TestServer`] runs one in-process for a test, with the CRDs it needs.
+//!
+//! ```
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
+//!
 //! let store = Arc::new(crdctl_storage::memory::open());
 //! let server = crdctl_server::Server::start(crdctl_server::Config::default(), store).await?;
-//! println!("serving on {}", server.url());
+//! let version: serde_json::Value = reqwest::get(format!("{}/version", server.url())).await?.json().await?;
+//! assert_eq!(version["major"], "1");
+//! server.shutdown().await;
 //! # Ok(()) }
 //! ```
 
@@ -35,6 +41,7 @@ pub mod object;
 pub mod openapi;
 pub mod panic;
 pub mod registry;
+pub mod request;
 pub mod rest;
 pub mod selector;
 pub mod stats;

@@ -18,7 +18,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::handler::Path;
+use crate::request::RequestInfo;
 use crate::rest::Params;
 
 /// The metric of the last-request timestamps, as `retire-version` looks it up.
@@ -67,7 +67,7 @@ pub struct Request(RequestLabels);
 
 impl Request {
     /// The labels of a request to a resource path; `None` for discovery.
-    pub fn new(method: &Method, path: &Path, params: &Params, content_type: &str) -> Option<Request> {
+    pub fn new(method: &Method, path: &RequestInfo, params: &Params, content_type: &str) -> Option<Request> {
         let resource = path.resource.clone()?;
         let scope = match (&path.name, &path.namespace) {
             (Some(_), _) => "resource",
@@ -104,7 +104,7 @@ impl Metrics {
     }
 
     /// Notes that a deprecated version was requested.
-    pub fn record_deprecated(&self, path: &Path) {
+    pub fn record_deprecated(&self, path: &RequestInfo) {
         let Some(resource) = &path.resource else { return };
         self.deprecated
             .get_or_create(&DeprecatedLabels {
@@ -140,7 +140,7 @@ impl Metrics {
 
 /// Upstream's verb label: `LIST` and `WATCH` for collection reads, `APPLY` for server-side
 /// apply, `DELETECOLLECTION`, otherwise the HTTP method.
-fn verb(method: &Method, path: &Path, params: &Params, content_type: &str) -> &'static str {
+fn verb(method: &Method, path: &RequestInfo, params: &Params, content_type: &str) -> &'static str {
     match *method {
         Method::GET if params.is_watch() => "WATCH",
         Method::GET if path.name.is_none() => "LIST",

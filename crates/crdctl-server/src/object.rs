@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crdctl_model::field::{self, Path};
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -211,26 +212,19 @@ pub fn keep_server_fields(new: &mut Value, old: &Value) {
 }
 
 /// The name problems of `metadata.name` (a DNS-1123 subdomain), as `metadata.name` violations.
-pub fn name_violations(object: &Value) -> Vec<crdctl_model::validation::Violation> {
-    use crdctl_model::validation::{ErrorKind, Violation};
+pub fn name_violations(object: &Value) -> field::ErrorList {
+    name_errors(object, crdctl_model::names::dns1123_subdomain_errors)
+}
+
+/// `metadata.name`'s problems under a name rule (`ValidateObjectMeta` with a `ValidateNameFunc`):
+/// required unless a name is to be generated, then every reason the rule gives.
+pub fn name_errors(object: &Value, rule: fn(&str) -> Vec<String>) -> field::ErrorList {
     let name = name(object);
-    let has_generate = meta_str(object, "generateName").is_some_and(|g| !g.is_empty());
+    let metadata = Path::new("metadata");
+    let path = metadata.child("name");
     if name.is_empty() {
-        let detail = if has_generate { String::new() } else { "name or generateName is required".to_string() };
-        return vec![Violation {
-            field: "metadata.name".into(),
-            pointer: String::new(),
-            kind: ErrorKind::Required,
-            detail,
-        }];
+        let has_generate = meta_str(object, "generateName").is_some_and(|g| !g.is_empty());
+        return vec![path.required(if has_generate { "" } else { "name or generateName is required" })];
     }
-    crdctl_model::validation::dns1123_subdomain_errors(name)
-        .into_iter()
-        .map(|detail| Violation {
-            field: "metadata.name".into(),
-            pointer: String::new(),
-            kind: ErrorKind::Invalid(crdctl_model::validation::go_quote(name)),
-            detail,
-        })
-        .collect()
+    rule(name).into_iter().map(|detail| path.invalid(name, detail)).collect()
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use base64::Engine;
 use crdctl_conversion::Shape;
+use crdctl_model::field::{self, Path};
 use crdctl_storage::{Entry, ListOptions, Revision, StoreError};
 use serde_json::{Value, json};
 
@@ -865,13 +866,8 @@ async fn server_side_apply(
     params: &Params,
 ) -> ApiResult<Value> {
     let Some(manager) = params.field_manager.as_deref().filter(|m| !m.is_empty()) else {
-        let violation = crdctl_model::validation::Violation {
-            field: "fieldManager".into(),
-            pointer: String::new(),
-            kind: crdctl_model::validation::ErrorKind::Required,
-            detail: "is required for apply patch".into(),
-        };
-        return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", &[violation]));
+        let error = Path::new("fieldManager").required("is required for apply patch");
+        return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", &[error]));
     };
     if crate::object::meta_field(config, "managedFields").is_some_and(|m| !m.is_null()) {
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
@@ -909,12 +905,9 @@ fn change_object(endpoint: &Endpoint, name: &str, old: &Value, change: &Change) 
                     &endpoint.group,
                     &endpoint.type_kind,
                     name,
-                    &[crdctl_model::validation::Violation {
-                        field: "metadata.resourceVersion".into(),
-                        pointer: String::new(),
-                        kind: crdctl_model::validation::ErrorKind::Invalid("0x0".into()),
-                        detail: "must be specified for an update".into(),
-                    }],
+                    &[Path::new("metadata")
+                        .child("resourceVersion")
+                        .invalid(field::Raw("0x0".into()), "must be specified for an update")],
                 ));
             }
             (body.clone(), rv)

@@ -190,7 +190,7 @@ impl TestServer {
 
 #[cfg(feature = "kube")]
 fn record<B>(log: &Mutex<Vec<RecordedRequest>>, request: &http::Request<B>) {
-    let Some(path) = crate::handler::parse_path(request.uri().path()) else { return };
+    let Some(path) = crate::request::parse_path(request.uri().path()) else { return };
     let watch = request
         .uri()
         .query()

@@ -3,6 +3,7 @@
 //! apimachinery's `NewWarningHeader`).
 
 use axum::http::HeaderValue;
+use axum::response::Response;
 use crdctl_model::crd::CustomResourceDefinition;
 use crdctl_model::version;
 
@@ -37,6 +38,20 @@ pub fn header(text: &str) -> Option<HeaderValue> {
     }
     let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
     HeaderValue::from_str(&format!("299 - \"{escaped}\"")).ok()
+}
+
+/// Adds one `Warning` header per distinct text.
+pub fn add(response: &mut Response, warnings: &[String]) {
+    let mut seen: Vec<&String> = Vec::new();
+    for text in warnings {
+        if seen.contains(&text) {
+            continue;
+        }
+        seen.push(text);
+        if let Some(value) = header(text) {
+            response.headers_mut().append("Warning", value);
+        }
+    }
 }
 
 #[cfg(test)]

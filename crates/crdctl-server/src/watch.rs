@@ -60,7 +60,7 @@ pub async fn watch(
     let body = Body::from_stream(futures_util::StreamExt::map(lines, Ok::<Bytes, std::convert::Infallible>));
     let mut response = Response::new(body);
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    crate::handler::add_warnings(&mut response, &warnings);
+    crate::warnings::add(&mut response, &warnings);
     Ok(response)
 }
 
@@ -91,7 +91,7 @@ impl Stream {
                 let columns = self.endpoint.columns();
                 crate::table::table(&columns, &[object], json!({}), "Metadata", crate::object::now_seconds())
             }
-            Representation::Metadata if type_ != "ERROR" => crate::handler::partial_metadata(&object),
+            Representation::Metadata if type_ != "ERROR" => crate::negotiate::partial_metadata(&object),
             _ => object,
         };
         event_line(type_, &object)

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crdctl_model::schema::Schema;
+use crdctl_schema::Schema;
 use crdctl_server::fieldmanager::{self, Scope, set};
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -2,7 +2,15 @@
 //!
 //! This crate is the only one that knows about clap, terminals, output formats and exit codes.
 //! Each subcommand lives in `cmd/<name>.rs` as an `Args` struct and a thin `run` that calls the
-//! libraries and renders what they return.
+//! libraries and renders what they return: `check` ([`crdctl_safety`]), `validate`
+//! ([`crdctl_schema::definition`]), `convert` ([`crdctl_conversion`]), `serve`
+//! ([`crdctl_server`] on [`crdctl_storage`]), `migrate` and `retire-version` ([`crdctl_migrate`]).
+//!
+//! ```text
+//! $ crdctl check examples/crontab/3-v1-storage.yaml examples/crontab/4-webhook.yaml
+//! $ crdctl serve &
+//! $ KUBECONFIG=.crdctl/kubeconfig crdctl migrate crontabs.example.com
+//! ```
 
 mod cmd;
 mod output;

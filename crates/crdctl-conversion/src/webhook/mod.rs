@@ -86,7 +86,7 @@ impl WebhookClient {
             .user_agent("kube-apiserver-admission");
         let base = match (&config.url, &config.service) {
             (Some(url), None) => {
-                if let Some(problem) = crdctl_model::validation::validate_webhook_url(url).into_iter().next() {
+                if let Some(problem) = crdctl_model::webhook::validate_url(url).into_iter().next() {
                     return Err(setup(format!("invalid webhook url {url:?}: {problem}")));
                 }
                 url.clone()

@@ -1,15 +1,15 @@
 //! Go's formatting, which OLM's messages are made of: `encoding/json` text (sorted keys, HTML
 //! characters escaped), `%v` of floats (shortest digits, exponent from 1e+06), `%q` strings.
-//! The renderings themselves live in the model (`crdctl_model::schema::render`); this adds the
+//! The renderings themselves live in the model (`crdctl_model::go`); this adds the
 //! ones only OLM's texts use.
 
 use serde_json::Value;
 
-pub use crdctl_model::validation::go_quote as quote;
+pub use crdctl_model::go::quote;
 
 /// A value as Go's `encoding/json` writes it (compact, keys sorted, HTML characters escaped),
 /// and `%v` of a float64: the model's renderings, which the API-server messages use too.
-pub use crdctl_model::schema::render::{go_float as float_v, go_json as json_text};
+pub use crdctl_model::go::{float as float_v, json as json_text};
 
 /// `%v` of a bound: floats for `maximum`/`minimum`, decimal integers for the rest.
 pub fn number_v(value: &Value, is_float: bool) -> String {

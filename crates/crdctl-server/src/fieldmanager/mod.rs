@@ -21,7 +21,7 @@ pub mod typed;
 
 use std::collections::HashMap;
 
-use crdctl_model::schema::Schema;
+use crdctl_schema::Schema;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use crdctl_model::schema::{Additional, Schema};
+use crdctl_schema::{Additional, Schema};
 use serde_json::{Map, Value, json};
 
 use super::set::{Element, Set};

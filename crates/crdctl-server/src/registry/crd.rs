@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crdctl_model::Crd;
 use crdctl_model::crd::{API_VERSION_V1, KIND};
+use crdctl_model::field::{self, Path};
 use crdctl_safety::{Config, Dialect, Severity};
 use crdctl_storage::{ListOptions, Store, StoreError};
 use serde_json::{Value, json};
@@ -42,7 +43,7 @@ pub fn subject(name: &str) -> Subject<'_> {
     Subject { group: GROUP, resource: "customresourcedefinitions", name }
 }
 
-fn invalid(name: &str, violations: &[crdctl_model::validation::Violation]) -> ApiError {
+fn invalid(name: &str, violations: &[crdctl_model::field::Error]) -> ApiError {
     ApiError::invalid(GROUP, KIND, name, violations)
 }
 
@@ -93,7 +94,7 @@ fn check_type(object: &Value) -> Result<(), ApiError> {
         )));
     }
     // Go's decoder refuses a schema keyword of the wrong JSON type before anything else runs.
-    if let Some(err) = crdctl_model::schema::decode::go_decode_error(object) {
+    if let Some(err) = crdctl_schema::decode::go_decode_error(object) {
         return Err(ApiError::bad_request(format!(
             "CustomResourceDefinition in version \"v1\" cannot be handled as a CustomResourceDefinition: {err}"
         )));
@@ -177,7 +178,7 @@ pub fn prepare_create(object: &mut Value, registry: &Registry) -> Result<(), Api
     check_type(object)?;
     let crd = apply_defaults(object)?;
     let name = crate::object::name(object).to_string();
-    let violations = crdctl_model::validation::validate(&crd);
+    let violations = crdctl_schema::definition::validate(&crd);
     if !violations.is_empty() {
         return Err(invalid(&name, &violations));
     }
@@ -214,7 +215,7 @@ pub fn prepare_update(
         crate::object::meta_mut(new).insert("generation".into(), json!(generation + 1));
     }
     let (old_crd, new_crd) = (load(old)?, load(new)?);
-    let violations = crdctl_model::validation::validate_update(&new_crd, &old_crd);
+    let violations = crdctl_schema::definition::validate_update(&new_crd, &old_crd);
     if !violations.is_empty() {
         return Err(invalid(&name, &violations));
     }
@@ -222,15 +223,9 @@ pub fn prepare_update(
         let report = crdctl_safety::check(&old_crd, &new_crd, &Config::default());
         let lines = crdctl_safety::dialect::lines(&report, Dialect::Olm, Severity::Error);
         if !lines.is_empty() {
-            let findings: Vec<crdctl_model::validation::Violation> = lines
-                .into_iter()
-                .map(|line| crdctl_model::validation::Violation {
-                    field: "spec".into(),
-                    pointer: String::new(),
-                    kind: crdctl_model::validation::ErrorKind::Forbidden,
-                    detail: format!("CRD upgrade safety: {line}"),
-                })
-                .collect();
+            let spec = Path::new("spec");
+            let findings: field::ErrorList =
+                lines.into_iter().map(|line| spec.forbidden(format!("CRD upgrade safety: {line}"))).collect();
             return Err(invalid(&name, &findings));
         }
     }

@@ -71,7 +71,7 @@ pub fn admit(
     }
     let mut warnings = Vec::new();
     if let Some(schema) = crd.schema(version) {
-        let unknown = crdctl_model::schema::prune(object, schema);
+        let unknown = crdctl_schema::prune(object, schema);
         let texts: Vec<String> = unknown.iter().map(|path| format!("unknown field {path:?}")).collect();
         match field_validation {
             FieldValidation::Strict if !texts.is_empty() => {
@@ -85,11 +85,11 @@ pub fn admit(
             FieldValidation::Warn => warnings.extend(texts),
             _ => {}
         }
-        crdctl_model::schema::default(object, schema);
+        crdctl_schema::default(object, schema);
     }
     let mut violations = crate::object::name_violations(object);
     if let Some(schema) = crd.schema(version) {
-        let checked = crdctl_model::schema::check(object, old, schema);
+        let checked = crdctl_schema::check(object, old, schema);
         violations.extend(checked.errors);
         warnings.extend(checked.warnings);
     }

@@ -19,8 +19,8 @@ use crdctl_conversion::webhook::ServiceResolver;
 use crdctl_conversion::{ConversionError, Converter, Shape};
 use crdctl_model::Crd;
 use crdctl_model::crd::Version;
-use crdctl_model::json::{Fields, write_key};
-use crdctl_model::schema::Schema;
+use crdctl_model::json::{self, Fields, Splice};
+use crdctl_schema::Schema;
 use crdctl_storage::{Entry, EventKind, ListOptions, Revision, Store};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -174,8 +174,8 @@ impl ServedCrd {
                 )));
             };
             if let Some(schema) = self.schema(&stored_in) {
-                crdctl_model::schema::prune(object, schema);
-                crdctl_model::schema::default(object, schema);
+                crdctl_schema::prune(object, schema);
+                crdctl_schema::default(object, schema);
             }
         }
         let desired = self.api_version(version);
@@ -190,7 +190,7 @@ impl ServedCrd {
             let pruned = converted
                 .iter()
                 .map(|object| match schema {
-                    Some(schema) => crdctl_model::schema::prune_json(object.as_bytes(), schema)
+                    Some(schema) => crdctl_schema::prune_json(object.as_bytes(), schema)
                         .map_err(|err| ApiError::internal(format!("converted object: {err}"))),
                     None => Ok(object.as_bytes().to_vec()),
                 })
@@ -205,7 +205,7 @@ impl ServedCrd {
         let mut converted = self.convert(objects, version, shape).await?;
         if let Some(schema) = self.schema(version) {
             for (object, _) in converted.iter_mut().zip(&stored_in_desired).filter(|(_, unchanged)| !**unchanged) {
-                crdctl_model::schema::prune(object, schema);
+                crdctl_schema::prune(object, schema);
             }
         }
         Ok(Items::Values(converted))
@@ -230,10 +230,10 @@ impl ServedCrd {
             let stored_in = stored_as.rsplit_once('/').map(|(_, v)| v).filter(|v| self.version_json(v).is_some());
             let Some(stored_in) = stored_in.filter(|_| !converted || converts_itself.is_some()) else { break };
             if let Some(schema) = self.schema(stored_in) {
-                text = crdctl_model::schema::prune_and_default_json(&text, schema).map_err(failed)?;
+                text = crdctl_schema::prune_and_default_json(&text, schema).map_err(failed)?;
             }
             if let Some(schema) = self.schema(version).filter(|_| converted) {
-                text = crdctl_model::schema::prune_json(&text, schema).map_err(failed)?;
+                text = crdctl_schema::prune_json(&text, schema).map_err(failed)?;
             }
             texts.push(text);
         }
@@ -250,7 +250,7 @@ impl ServedCrd {
         let mut converted = self.convert(vec![object], &storage, Shape::Object).await?;
         let mut object = converted.pop().ok_or_else(|| ApiError::internal("conversion returned no object"))?;
         if let Some(schema) = self.schema(&storage) {
-            crdctl_model::schema::prune(&mut object, schema);
+            crdctl_schema::prune(&mut object, schema);
         }
         Ok(object)
     }
@@ -490,63 +490,12 @@ fn stored_text(bytes: &[u8], revision: Revision, api_version: Option<&str>) -> O
     let stored_as = fields.get("apiVersion").and_then(|v| serde_json::from_str(v.get()).ok()).unwrap_or_default();
     let new_api_version = api_version.and_then(|v| serde_json::to_string(v).ok());
     let resource_version = format!("\"{revision}\"");
-    let mut out = Vec::with_capacity(bytes.len() + 32);
-    let set_in = |out: &mut Vec<u8>, metadata: Option<&str>| {
-        // Without the key, spelled out or escaped, the version goes last, the fields unread.
-        if let Some(fields) = metadata
-            .filter(|text| !text.contains("\"resourceVersion\"") && !text.contains("\\u"))
-            .and_then(|text| text.strip_prefix('{')?.strip_suffix('}'))
-        {
-            let fields = fields.trim_matches([' ', '\t', '\n', '\r']);
-            out.push(b'{');
-            out.extend_from_slice(fields.as_bytes());
-            if !fields.is_empty() {
-                out.push(b',');
-            }
-            write_key(out, "resourceVersion");
-            out.extend_from_slice(resource_version.as_bytes());
-            out.push(b'}');
-            return;
-        }
-        let metadata = metadata.and_then(|text| Fields::parse(text).ok()).unwrap_or_default();
-        out.push(b'{');
-        for (name, value) in metadata.iter() {
-            write_key(out, name);
-            let value = if name == "resourceVersion" { resource_version.as_str() } else { value.get() };
-            out.extend_from_slice(value.as_bytes());
-            out.push(b',');
-        }
-        if metadata.get("resourceVersion").is_none() {
-            write_key(out, "resourceVersion");
-            out.extend_from_slice(resource_version.as_bytes());
-        } else {
-            out.pop();
-        }
-        out.push(b'}');
-    };
-    out.push(b'{');
-    for (name, value) in fields.iter() {
-        write_key(&mut out, name);
-        match (name, &new_api_version) {
-            ("metadata", _) => set_in(&mut out, Some(value.get())),
-            ("apiVersion", Some(new)) => out.extend_from_slice(new.as_bytes()),
-            _ => out.extend_from_slice(value.get().as_bytes()),
-        }
-        out.push(b',');
-    }
+    let metadata = [("resourceVersion", Splice::Set(&resource_version))];
     // What was missing goes last, in the order the value path adds it.
-    if fields.get("metadata").is_none() {
-        write_key(&mut out, "metadata");
-        set_in(&mut out, None);
-        out.push(b',');
-    }
-    if let Some(new) = new_api_version.as_deref().filter(|_| fields.get("apiVersion").is_none()) {
-        write_key(&mut out, "apiVersion");
-        out.extend_from_slice(new.as_bytes());
-        out.push(b',');
-    }
-    out.pop();
-    out.push(b'}');
+    let mut edits = vec![("metadata", Splice::Object(&metadata))];
+    edits.extend(new_api_version.as_deref().map(|new| ("apiVersion", Splice::Set(new))));
+    let mut out = Vec::with_capacity(bytes.len() + 32);
+    json::splice(&fields, &edits, &mut out);
     Some((stored_as, out))
 }
 

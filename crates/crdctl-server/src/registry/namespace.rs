@@ -29,22 +29,6 @@ pub fn new(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 }
 
-/// A DNS-1123 label's problems, in upstream's words.
-fn label_errors(name: &str) -> Vec<String> {
-    let mut problems = Vec::new();
-    if name.len() > 63 {
-        problems.push("must be no more than 63 characters".to_string());
-    }
-    let valid = !name.is_empty()
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if !valid {
-        problems.push("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string());
-    }
-    problems
-}
-
 /// Checks and fills a namespace on create.
 pub fn prepare_create(object: &mut Value) -> Result<(), ApiError> {
     let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
@@ -53,19 +37,11 @@ pub fn prepare_create(object: &mut Value) -> Result<(), ApiError> {
             "the API version in the data ({api_version}) does not match the expected API version (v1)"
         )));
     }
-    let name = crate::object::name(object).to_string();
-    let problems = label_errors(&name);
-    if name.is_empty() || !problems.is_empty() {
-        let violations: Vec<_> = crate::object::name_violations(object)
-            .into_iter()
-            .chain(problems.into_iter().map(|detail| crdctl_model::validation::Violation {
-                field: "metadata.name".into(),
-                pointer: String::new(),
-                kind: crdctl_model::validation::ErrorKind::Invalid(crdctl_model::validation::go_quote(&name)),
-                detail,
-            }))
-            .collect();
-        return Err(ApiError::invalid("", "Namespace", &name, &violations));
+    // A namespace's name is a DNS label (`ValidateNamespaceName`), not a subdomain.
+    let errors = crate::object::name_errors(object, crdctl_model::names::dns1123_label_errors);
+    if !errors.is_empty() {
+        let name = crate::object::name(object).to_string();
+        return Err(ApiError::invalid("", "Namespace", &name, &errors));
     }
     crate::object::prepare_create(object, None);
     object["spec"] = json!({"finalizers": ["kubernetes"]});

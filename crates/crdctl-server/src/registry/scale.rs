@@ -3,7 +3,7 @@
 //! `pkg/registry/customresource/etcd.go` (`scaleFromCustomResource`, `scaleUpdatedObjectInfo`)
 //! and `autoscaling/validation.ValidateScale`.
 
-use crdctl_model::validation::{ErrorKind, Violation};
+use crdctl_model::field::{Path, Raw};
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
@@ -63,16 +63,11 @@ pub fn apply(object: &mut Value, scale: &Value, crd: &ServedCrd, version: &str) 
             "autoscaling",
             "Scale",
             &name,
-            &[Violation {
-                field: "spec.replicas".into(),
-                pointer: String::new(),
-                kind: ErrorKind::Invalid(value),
-                detail: detail.into(),
-            }],
+            &[Path::new("spec").child("replicas").invalid(Raw(value), detail)],
         )
     };
     let Some(count) = replicas.as_i64().filter(|n| i32::try_from(*n).is_ok()) else {
-        return Err(invalid("must be a 32-bit integer", crdctl_model::schema::render::bad_value(&replicas)));
+        return Err(invalid("must be a 32-bit integer", crdctl_model::go::bad_value(&replicas)));
     };
     if count < 0 {
         return Err(invalid("must be greater than or equal to 0", count.to_string()));

@@ -43,8 +43,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             ));
         }
         let violations = match old.iter().find(|o| o.name() == crd.name()) {
-            Some(old) => crdctl_model::validation::validate_update(crd, old),
-            None => crdctl_model::validation::validate(crd),
+            Some(old) => crdctl_schema::definition::validate_update(crd, old),
+            None => crdctl_schema::definition::validate(crd),
         };
         problems.extend(violations.iter().map(|violation| {
             let position = crd.position(&violation.pointer).unwrap_or_default();
@@ -54,7 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 column: position.column,
                 crd: crd.name().to_string(),
                 field: violation.field.clone(),
-                reason: violation.kind.reason(),
+                reason: violation.error_type.reason(),
                 message: violation.body(),
             }
         }));

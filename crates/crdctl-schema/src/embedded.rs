@@ -6,22 +6,21 @@
 
 use serde_json::{Map, Value};
 
-use super::path::Loc;
-use super::render::bad_value;
+use crdctl_model::field::{self, ErrorType, Path};
+use crdctl_model::go::{self, bad_value};
+use crdctl_model::meta::{validate_annotations, validate_labels};
+use crdctl_model::names::dns1035_label_errors;
+
 use super::{Additional, Schema};
-use crate::validation::{
-    ErrorKind, TOTAL_ANNOTATION_BYTES, Violation, dns1035_label_errors, go_quote, label_value_errors,
-    qualified_name_errors,
-};
 
 /// Every problem with the embedded resources in `object`.
-pub fn validate_embedded(object: &Value, schema: &Schema) -> Vec<Violation> {
+pub fn validate_embedded(object: &Value, schema: &Schema) -> field::ErrorList {
     let mut out = Vec::new();
-    walk(object, schema, &Loc::Root, &mut out);
+    walk(object, schema, &Path::Root, &mut out);
     out
 }
 
-fn walk(value: &Value, schema: &Schema, loc: &Loc, out: &mut Vec<Violation>) {
+fn walk(value: &Value, schema: &Schema, loc: &Path, out: &mut field::ErrorList) {
     match value {
         Value::Object(fields) => {
             if schema.embedded_resource {
@@ -29,7 +28,7 @@ fn walk(value: &Value, schema: &Schema, loc: &Loc, out: &mut Vec<Violation>) {
             }
             for (name, child) in fields {
                 match (schema.properties.get(name), &schema.additional_properties) {
-                    (Some(property), _) => walk(child, property, &loc.field(name), out),
+                    (Some(property), _) => walk(child, property, &loc.child(name), out),
                     (None, Some(Additional::Schema(additional))) => walk(child, additional, &loc.key(name), out),
                     _ => {}
                 }
@@ -46,19 +45,19 @@ fn walk(value: &Value, schema: &Schema, loc: &Loc, out: &mut Vec<Violation>) {
     }
 }
 
-fn violation(loc: &Loc, kind: ErrorKind, detail: impl Into<String>) -> Violation {
-    Violation { field: loc.error_field(), pointer: loc.pointer(), kind, detail: detail.into() }
+fn violation(loc: &Path, kind: ErrorType, detail: impl Into<String>) -> field::Error {
+    field::Error { field: loc.error_field(), pointer: loc.pointer(), error_type: kind, detail: detail.into() }
 }
 
-fn embedded(fields: &Map<String, Value>, loc: &Loc, out: &mut Vec<Violation>) {
+fn embedded(fields: &Map<String, Value>, loc: &Path, out: &mut field::ErrorList) {
     for name in ["apiVersion", "kind"] {
         if !fields.contains_key(name) {
-            out.push(violation(&loc.field(name), ErrorKind::Required, "must not be empty"));
+            out.push(violation(&loc.child(name), ErrorType::Required, "must not be empty"));
         }
     }
     for (name, value) in fields {
-        let at = loc.field(name);
-        let invalid = |detail: String| violation(&at, ErrorKind::Invalid(bad_value(value)), detail);
+        let at = loc.child(name);
+        let invalid = |detail: String| violation(&at, ErrorType::Invalid(bad_value(value)), detail);
         match (name.as_str(), value.as_str()) {
             ("apiVersion" | "kind", None) => out.push(invalid("must be a string".into())),
             ("apiVersion" | "kind", Some("")) => out.push(invalid("must not be empty".into())),
@@ -80,9 +79,9 @@ fn embedded(fields: &Map<String, Value>, loc: &Loc, out: &mut Vec<Violation>) {
 /// `metadata.name` and `generateName` as `ValidatePathSegmentName` checks them, then labels
 /// and annotations as `ValidateLabels` and `ValidateAnnotations` do (errors at the map, not
 /// the key).
-fn metadata(value: &Value, loc: &Loc, out: &mut Vec<Violation>) {
+fn metadata(value: &Value, loc: &Path, out: &mut field::ErrorList) {
     let Some(fields) = value.as_object() else {
-        out.push(violation(loc, ErrorKind::Invalid(bad_value(value)), "must be an object"));
+        out.push(violation(loc, ErrorType::Invalid(bad_value(value)), "must be an object"));
         return;
     };
     for key in ["name", "generateName"] {
@@ -97,37 +96,15 @@ fn metadata(value: &Value, loc: &Loc, out: &mut Vec<Violation>) {
             }
         }
         for problem in problems {
-            let at = loc.field(key);
-            out.push(violation(&at, ErrorKind::Invalid(go_quote(name)), problem));
+            let at = loc.child(key);
+            out.push(violation(&at, ErrorType::Invalid(go::quote(name)), problem));
         }
     }
     if let Some(labels) = fields.get("labels").and_then(Value::as_object) {
-        let at = loc.field("labels");
-        for (key, value) in labels {
-            for problem in qualified_name_errors(key) {
-                out.push(violation(&at, ErrorKind::Invalid(go_quote(key)), problem));
-            }
-            let value = value.as_str().unwrap_or_default();
-            for problem in label_value_errors(value) {
-                out.push(violation(&at, ErrorKind::Invalid(go_quote(value)), problem));
-            }
-        }
+        out.extend(validate_labels(labels, &loc.child("labels")));
     }
     if let Some(annotations) = fields.get("annotations").and_then(Value::as_object) {
-        let at = loc.field("annotations");
-        for key in annotations.keys() {
-            for problem in qualified_name_errors(&key.to_lowercase()) {
-                out.push(violation(&at, ErrorKind::Invalid(go_quote(key)), problem));
-            }
-        }
-        let total: usize = annotations.iter().map(|(k, v)| k.len() + v.as_str().map_or(0, str::len)).sum();
-        if total > TOTAL_ANNOTATION_BYTES {
-            out.push(violation(
-                &at,
-                ErrorKind::TooLong,
-                format!("may not be more than {TOTAL_ANNOTATION_BYTES} bytes"),
-            ));
-        }
+        out.extend(validate_annotations(annotations, &loc.child("annotations")));
     }
 }
 

@@ -29,9 +29,9 @@ use kube_cel::cel::{self, Context, Program};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::path::Loc;
 use super::{Additional, Format, Schema, StringFormat, correlate};
-use crate::validation::{ErrorKind, Violation};
+use crdctl_model::field::Path;
+use crdctl_model::field::{self, ErrorType};
 
 /// One `x-kubernetes-validations` entry, compiled.
 #[derive(Debug, Clone)]
@@ -236,7 +236,7 @@ fn find(This(this): This<Arc<String>>, pattern: Arc<String>) -> Result<cel::Valu
 #[derive(Debug, Default)]
 pub struct RuleOutcome {
     /// Failed rules.
-    pub errors: Vec<Violation>,
+    pub errors: field::ErrorList,
     /// Failed rules on values the update did not change (ratcheted).
     pub warnings: Vec<String>,
 }
@@ -286,7 +286,7 @@ pub fn validate_rules_within(object: &Value, old: Option<&Value>, schema: &Schem
         let mut precise = false;
         loop {
             let mut run = Run { libraries, limits, precise, spent: 0, over: false, out: RuleOutcome::default() };
-            run.walk(schema, object, old, &Loc::Root);
+            run.walk(schema, object, old, &Path::Root);
             if !run.over || precise {
                 return run.out;
             }
@@ -318,7 +318,7 @@ impl Run<'_> {
         compiled: &CompiledRule,
         value: &Value,
         old: Option<&Value>,
-        loc: &Loc,
+        loc: &Path,
     ) -> bool {
         let (Some(decl), Some(most)) = (&schema.rule_type, rule.max_cost()) else { return true };
         let cost = if !self.precise || most <= CHEAP {
@@ -348,7 +348,7 @@ impl Run<'_> {
         false
     }
 
-    fn walk(&mut self, schema: &Schema, value: &Value, old: Option<&Value>, loc: &Loc) {
+    fn walk(&mut self, schema: &Schema, value: &Value, old: Option<&Value>, loc: &Path) {
         if self.over {
             return;
         }
@@ -366,7 +366,7 @@ impl Run<'_> {
                     };
                     if child_schema.has_rules {
                         let old_child = old_fields.and_then(|f| f.get(name));
-                        self.walk(child_schema, child, old_child, &loc.field(name));
+                        self.walk(child_schema, child, old_child, &loc.child(name));
                     }
                 }
             }
@@ -385,7 +385,7 @@ impl Run<'_> {
         }
     }
 
-    fn evaluate(&mut self, schema: &Schema, value: &Value, old: Option<&Value>, loc: &Loc) {
+    fn evaluate(&mut self, schema: &Schema, value: &Value, old: Option<&Value>, loc: &Path) {
         let this = to_cel(value, schema);
         let previous = old.map(|o| to_cel(o, schema));
         let unchanged = old.is_some_and(|o| o == value);
@@ -432,17 +432,17 @@ impl Run<'_> {
 }
 
 /// `field.Invalid(path, <schema type>, detail)`: how upstream reports a rule that could not run.
-fn type_error(loc: &Loc, schema: &Schema, detail: String) -> Violation {
+fn type_error(loc: &Path, schema: &Schema, detail: String) -> field::Error {
     let type_name = schema.types.first().cloned().unwrap_or_default();
-    Violation {
+    field::Error {
         field: loc.error_field(),
         pointer: loc.pointer(),
-        kind: ErrorKind::Invalid(crate::validation::go_quote(&type_name)),
+        error_type: ErrorType::Invalid(crdctl_model::go::quote(&type_name)),
         detail,
     }
 }
 
-fn failure(schema: &Schema, loc: &Loc, rule: &Rule, compiled: &CompiledRule, scope: &Context) -> Violation {
+fn failure(schema: &Schema, loc: &Path, rule: &Rule, compiled: &CompiledRule, scope: &Context) -> field::Error {
     let detail = compiled
         .message
         .as_ref()
@@ -455,20 +455,20 @@ fn failure(schema: &Schema, loc: &Loc, rule: &Rule, compiled: &CompiledRule, sco
     let (field, pointer) = if field_path.is_empty() {
         (loc.error_field(), loc.pointer())
     } else {
-        let child = loc.field(field_path);
+        let child = loc.child(field_path);
         (child.path(), child.pointer())
     };
     // Kubernetes 1.33 names the node's schema type where later versions print the value.
-    let shown = crate::validation::go_quote(schema.types.first().map_or("", String::as_str));
-    let kind = match rule.source.reason.as_deref() {
-        Some("FieldValueForbidden") => ErrorKind::Forbidden,
-        Some("FieldValueRequired") => ErrorKind::Required,
+    let shown = crdctl_model::go::quote(schema.types.first().map_or("", String::as_str));
+    let error_type = match rule.source.reason.as_deref() {
+        Some("FieldValueForbidden") => ErrorType::Forbidden,
+        Some("FieldValueRequired") => ErrorType::Required,
         Some("FieldValueDuplicate") => {
-            return Violation { field, pointer, kind: ErrorKind::Duplicate(shown), detail: String::new() };
+            return field::Error { field, pointer, error_type: ErrorType::Duplicate(shown), detail: String::new() };
         }
-        _ => ErrorKind::Invalid(shown),
+        _ => ErrorType::Invalid(shown),
     };
-    Violation { field, pointer, kind, detail }
+    field::Error { field, pointer, error_type, detail }
 }
 
 /// CEL's reserved words, which field names are escaped around (`__namespace__`).

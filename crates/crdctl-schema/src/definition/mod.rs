@@ -2,7 +2,7 @@
 //!
 //! Each rule lives in the submodule of its concern, mirroring apiextensions'
 //! `pkg/apis/apiextensions/validation`. Rules never stop at the first problem: they return every
-//! [`Violation`], each with the API server's field path and message body, so `crdctl validate`
+//! [`field::Error`], each with the API server's field path and message body, so `crdctl validate`
 //! prints what `kubectl apply` would print, one line per cause.
 //!
 //! Field paths follow the API server's internal names, which differ from v1 in a few places
@@ -16,226 +16,8 @@ mod schemas;
 pub mod stored_versions;
 mod versions;
 
-use std::fmt;
-
-use serde_json::Value;
-
-use crate::Crd;
-use crate::SourceApiVersion;
-
-pub use conversion::validate_webhook_url;
-pub use names::{
-    TOTAL_ANNOTATION_BYTES, dns1035_label_errors, dns1123_subdomain_errors, label_value_errors, qualified_name_errors,
-};
-
-/// One problem with a definition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
-    /// The API server's field path, e.g. `spec.versions[0].name`.
-    pub field: String,
-    /// The JSON pointer of the node in the v1 document, for source positions.
-    pub pointer: String,
-    /// What kind of problem, with the offending value where the API server prints one.
-    pub kind: ErrorKind,
-    /// The detail after the kind, e.g. `must contain unique version names`.
-    pub detail: String,
-}
-
-/// The API server's error types (`field.ErrorType`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// `Required value`.
-    Required,
-    /// `Forbidden`.
-    Forbidden,
-    /// `Invalid value: <value>`; the value is rendered as the API server renders it.
-    Invalid(String),
-    /// `Unsupported value: <value>: supported values: ...`.
-    NotSupported(String, Vec<String>),
-    /// `Invalid value: <value>` for a value of the wrong type (`field.TypeInvalid`).
-    TypeInvalid(String),
-    /// `Too long`; the detail says the limit.
-    TooLong,
-    /// `Too many: <count>`; the detail says the limit.
-    TooMany(String),
-    /// `Duplicate value: <value>`.
-    Duplicate(String),
-}
-
-impl ErrorKind {
-    /// The cause reason the API server puts in a `Status` (`FieldValueInvalid`, ...).
-    pub fn reason(&self) -> &'static str {
-        match self {
-            ErrorKind::Required => "FieldValueRequired",
-            ErrorKind::Forbidden => "FieldValueForbidden",
-            ErrorKind::Invalid(_) => "FieldValueInvalid",
-            ErrorKind::NotSupported(..) => "FieldValueNotSupported",
-            ErrorKind::TypeInvalid(_) => "FieldValueTypeInvalid",
-            ErrorKind::TooLong => "FieldValueTooLong",
-            ErrorKind::TooMany(_) => "FieldValueTooMany",
-            ErrorKind::Duplicate(_) => "FieldValueDuplicate",
-        }
-    }
-}
-
-impl Violation {
-    /// The message body without the field, e.g. `Required value: required when strategy is set to Webhook`.
-    pub fn body(&self) -> String {
-        let mut body = match &self.kind {
-            ErrorKind::Required => "Required value".to_string(),
-            ErrorKind::Forbidden => "Forbidden".to_string(),
-            ErrorKind::Invalid(value) | ErrorKind::TypeInvalid(value) => format!("Invalid value: {value}"),
-            ErrorKind::TooLong => "Too long".to_string(),
-            ErrorKind::TooMany(count) => format!("Too many: {count}"),
-            ErrorKind::Duplicate(value) => format!("Duplicate value: {value}"),
-            ErrorKind::NotSupported(value, supported) => {
-                let quoted: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
-                format!("Unsupported value: {value}: supported values: {}", quoted.join(", "))
-            }
-        };
-        if !self.detail.is_empty() {
-            body.push_str(": ");
-            body.push_str(&self.detail);
-        }
-        body
-    }
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.body())
-    }
-}
-
-/// A field path and the JSON pointer of the same node, built together.
-#[derive(Debug, Clone)]
-pub(crate) struct Path {
-    field: String,
-    pointer: String,
-}
-
-impl Path {
-    pub(crate) fn root(name: &str) -> Path {
-        Path { field: name.to_string(), pointer: format!("/{name}") }
-    }
-
-    pub(crate) fn child(&self, name: &str) -> Path {
-        self.child_at(name, name)
-    }
-
-    /// A child whose internal field name differs from its place in the v1 document.
-    pub(crate) fn child_at(&self, name: &str, v1_pointer_segments: &str) -> Path {
-        Path { field: format!("{}.{name}", self.field), pointer: format!("{}/{v1_pointer_segments}", self.pointer) }
-    }
-
-    /// A map key, as `field.Path.Key` writes it: `properties[spec]`.
-    pub(crate) fn key(&self, key: &str) -> Path {
-        Path {
-            field: format!("{}[{key}]", self.field),
-            pointer: format!("{}/{}", self.pointer, key.replace('~', "~0").replace('/', "~1")),
-        }
-    }
-
-    pub(crate) fn index(&self, idx: usize) -> Path {
-        Path { field: format!("{}[{idx}]", self.field), pointer: format!("{}/{idx}", self.pointer) }
-    }
-
-    pub(crate) fn required(&self, detail: &str) -> Violation {
-        self.violation(ErrorKind::Required, detail)
-    }
-
-    pub(crate) fn forbidden(&self, detail: &str) -> Violation {
-        self.violation(ErrorKind::Forbidden, detail)
-    }
-
-    pub(crate) fn invalid(&self, value: impl Into<GoValue>, detail: &str) -> Violation {
-        self.violation(ErrorKind::Invalid(value.into().0), detail)
-    }
-
-    pub(crate) fn not_supported(&self, value: &str, supported: &[&str]) -> Violation {
-        let supported = supported.iter().map(|s| s.to_string()).collect();
-        self.violation(ErrorKind::NotSupported(go_quote(value), supported), "")
-    }
-
-    fn violation(&self, kind: ErrorKind, detail: &str) -> Violation {
-        Violation { field: self.field.clone(), pointer: self.pointer.clone(), kind, detail: detail.to_string() }
-    }
-}
-
-/// A value rendered the way `field.ErrorBody` prints it: strings quoted, numbers and booleans
-/// bare, anything else as JSON.
-pub(crate) struct GoValue(String);
-
-/// A value already rendered as Go prints it (`%#v` of a struct or slice).
-#[derive(Clone)]
-pub(crate) struct Raw(pub String);
-
-impl From<Raw> for GoValue {
-    fn from(value: Raw) -> Self {
-        GoValue(value.0)
-    }
-}
-
-impl From<&str> for GoValue {
-    fn from(value: &str) -> Self {
-        GoValue(go_quote(value))
-    }
-}
-impl From<&String> for GoValue {
-    fn from(value: &String) -> Self {
-        GoValue(go_quote(value))
-    }
-}
-impl From<i64> for GoValue {
-    fn from(value: i64) -> Self {
-        GoValue(value.to_string())
-    }
-}
-impl From<bool> for GoValue {
-    fn from(value: bool) -> Self {
-        GoValue(value.to_string())
-    }
-}
-impl From<&[String]> for GoValue {
-    fn from(value: &[String]) -> Self {
-        GoValue(serde_json::to_string(value).unwrap_or_default())
-    }
-}
-impl From<&Value> for GoValue {
-    fn from(value: &Value) -> Self {
-        GoValue(serde_json::to_string(value).unwrap_or_default())
-    }
-}
-
-/// Quotes a string like Go's `%q`.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() => {
-                if (c as u32) <= 0xffff {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+use crdctl_model::field::{self, Path};
+use crdctl_model::{Crd, SourceApiVersion};
 
 /// Which checks apply; the API server derives them from the request and the old object.
 #[derive(Debug, Clone, Copy)]
@@ -255,7 +37,7 @@ pub(crate) struct Options {
 /// The server resets `status` on create, so `status.storedVersions` is taken to be the first
 /// storage version, as `PrepareForCreate` sets it. v1beta1 input is checked as the last API
 /// servers that accepted v1beta1 did: schemas optional, `preserveUnknownFields: true` allowed.
-pub fn validate(crd: &Crd) -> Vec<Violation> {
+pub fn validate(crd: &Crd) -> field::ErrorList {
     let is_v1 = crd.source_api_version == SourceApiVersion::V1;
     let options = Options {
         require_schema: is_v1,
@@ -269,7 +51,7 @@ pub fn validate(crd: &Crd) -> Vec<Violation> {
     violations.extend(validate_spec(crd, options));
     violations.extend(names::validate_names(
         &crd.definition.status.accepted_names,
-        &Path::root("status").child("acceptedNames"),
+        &Path::new("status").child("acceptedNames"),
     ));
     violations.extend(stored_versions::validate(&stored, &crd.definition.spec.versions));
     violations
@@ -279,7 +61,7 @@ pub fn validate(crd: &Crd) -> Vec<Violation> {
 ///
 /// `status` comes from `old` (the main resource cannot change it), with the new storage version
 /// appended, as `PrepareForUpdate` does; this is where removing a stored version is caught.
-pub fn validate_update(new: &Crd, old: &Crd) -> Vec<Violation> {
+pub fn validate_update(new: &Crd, old: &Crd) -> field::ErrorList {
     let old_def = &old.definition;
     let old_review_versions = old_def
         .spec
@@ -306,14 +88,14 @@ pub fn validate_update(new: &Crd, old: &Crd) -> Vec<Violation> {
     violations.extend(names::validate_immutable(&new.definition.spec, &old_def.spec, options));
     violations.extend(names::validate_names(
         &new.definition.status.accepted_names,
-        &Path::root("status").child("acceptedNames"),
+        &Path::new("status").child("acceptedNames"),
     ));
     violations.extend(stored_versions::validate(&stored, &new.definition.spec.versions));
     violations
 }
 
-fn validate_spec(crd: &Crd, options: Options) -> Vec<Violation> {
-    let spec = Path::root("spec");
+fn validate_spec(crd: &Crd, options: Options) -> field::ErrorList {
+    let spec = Path::new("spec");
     let mut violations = names::validate_group_and_scope(&crd.definition.spec, &spec);
     violations.extend(versions::validate(crd, options, &spec));
     violations.extend(names::validate_spec_names(&crd.definition.spec.names, &spec.child("names")));
@@ -329,7 +111,7 @@ fn validate_spec(crd: &Crd, options: Options) -> Vec<Violation> {
 
 #[cfg(test)]
 pub(crate) mod test_support {
-    use crate::Crd;
+    use crdctl_model::Crd;
 
     /// A valid v1 CRD; tests patch it with YAML text replacements.
     pub const VALID: &str = "\
@@ -360,7 +142,7 @@ spec:
 
     #[track_caller]
     pub fn crd(text: &str) -> Crd {
-        crate::load::load_str("test.yaml", text).expect("test CRD loads").remove(0)
+        crdctl_model::load::load_str("test.yaml", text).expect("test CRD loads").remove(0)
     }
 
     /// Validates `text` and renders each violation as the API server prints it.
@@ -384,12 +166,6 @@ mod tests {
     #[test]
     fn the_fixture_is_valid() {
         assert_eq!(check(VALID), Vec::<String>::new());
-    }
-
-    #[test]
-    fn go_quote_matches_percent_q() {
-        assert_eq!(go_quote("a\"b\\c\nd\u{0}"), r#""a\"b\\c\nd\x00""#);
-        assert_eq!(go_quote("üäö"), "\"üäö\"");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `x-kubernetes-validations` compiled as the API server compiles them on CRD create and
 //! update (apiextensions' `pkg/apis/apiextensions/validation`): each rule and message
 //! expression must parse and check against the type of its node
-//! ([`crate::schema::cel::checker`]), a rule must evaluate to a bool and a message to a string,
+//! ([`crate::cel::checker`]), a rule must evaluate to a bool and a message to a string,
 //! and both must fit the budget. A rule, run on every value the schema lets one request hold,
 //! may cost at most 10 million units, and all of a schema's expressions together 100 million.
 //! A rule's cost is its estimate for one value times how many such values a request can hold:
@@ -11,9 +11,9 @@
 //! As upstream, rules are compiled only where the schema is structural and the node and
 //! everything below it has no other error: an invalid schema cannot be typed.
 
-use super::{Path, Violation};
-use crate::schema::cel::{CompileError, Rule};
-use crate::schema::{Additional, Schema};
+use crate::cel::{CompileError, Rule};
+use crate::{Additional, Schema};
+use crdctl_model::field::{self, Path};
 
 /// Per expression (`StaticEstimatedCostLimit`).
 const EXPRESSION_LIMIT: u64 = 10_000_000;
@@ -25,16 +25,18 @@ const SCHEMA_LIMIT: u64 = 100_000_000;
 struct Total {
     cost: u64,
     /// At most four, costliest first; expressions under 1% of the limit are not named.
-    most_expensive: Vec<(Path, u64)>,
+    most_expensive: Vec<(field::Error, u64)>,
 }
 
 impl Total {
-    fn observe(&mut self, path: Path, cost: u64) {
+    fn observe(&mut self, path: &Path, cost: u64) {
         self.cost = self.cost.saturating_add(cost);
         if cost < SCHEMA_LIMIT / 100 {
             return;
         }
-        self.most_expensive.push((path, cost));
+        let error =
+            path.forbidden("contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema");
+        self.most_expensive.push((error, cost));
         self.most_expensive.sort_by_key(|(_, cost)| std::cmp::Reverse(*cost));
         self.most_expensive.truncate(4);
     }
@@ -42,7 +44,7 @@ impl Total {
 
 /// Every rule of `schema` (a version's `openAPIV3Schema`, at `path`) that the API server would
 /// not compile or that is over budget; `schema_errors` are the schema's other errors.
-pub(crate) fn validate(schema: &Schema, path: &Path, schema_errors: &[Violation]) -> Vec<Violation> {
+pub(crate) fn validate(schema: &Schema, path: &Path, schema_errors: &[field::Error]) -> field::ErrorList {
     let mut out = Vec::new();
     if !schema.has_rules {
         return out;
@@ -51,21 +53,17 @@ pub(crate) fn validate(schema: &Schema, path: &Path, schema_errors: &[Violation]
     let mut walk = Walk { schema_errors, total: &mut total, out: &mut out };
     walk.node(schema, Some(1), path);
     if total.cost > SCHEMA_LIMIT {
-        for (rule, _) in &total.most_expensive {
-            out.push(rule.forbidden(
-                "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
-            ));
-        }
+        out.extend(total.most_expensive.into_iter().map(|(error, _)| error));
         let name = "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema";
-        out.push(path.forbidden(&over_budget(name, total.cost, SCHEMA_LIMIT)));
+        out.push(path.forbidden(over_budget(name, total.cost, SCHEMA_LIMIT)));
     }
     out
 }
 
 struct Walk<'a> {
-    schema_errors: &'a [Violation],
+    schema_errors: &'a [field::Error],
     total: &'a mut Total,
-    out: &'a mut Vec<Violation>,
+    out: &'a mut field::ErrorList,
 }
 
 impl Walk<'_> {
@@ -74,10 +72,9 @@ impl Walk<'_> {
         if !schema.has_rules {
             return;
         }
-        let invalid_here = self
-            .schema_errors
-            .iter()
-            .any(|e| e.field == path.field || e.field.starts_with(&format!("{}.", path.field)));
+        let here = path.path();
+        let invalid_here =
+            self.schema_errors.iter().any(|e| e.field == here || e.field.starts_with(&format!("{here}.")));
         if !invalid_here && let Some(decl) = &schema.rule_type {
             let times = cardinality.unwrap_or_else(|| decl.max_cardinality());
             for (i, rule) in schema.rules.iter().enumerate() {
@@ -122,9 +119,9 @@ impl Walk<'_> {
         };
         let cost = if failed.is_some() { 0 } else { checked.cost.max.saturating_mul(times) };
         if cost > EXPRESSION_LIMIT {
-            self.out.push(at.child("rule").forbidden(&over_budget("estimated rule cost", cost, EXPRESSION_LIMIT)));
+            self.out.push(at.child("rule").forbidden(over_budget("estimated rule cost", cost, EXPRESSION_LIMIT)));
         }
-        self.total.observe(at.child("rule"), cost);
+        self.total.observe(&at.child("rule"), cost);
         if let Some(detail) = failed {
             self.out.push(at.child("rule").invalid(written.clone(), &detail));
         }
@@ -141,7 +138,7 @@ impl Walk<'_> {
                 let detail = over_budget("estimated messageExpression cost", message.cost.max, EXPRESSION_LIMIT);
                 self.out.push(at.child("messageExpression").forbidden(&detail));
             }
-            self.total.observe(at.child("messageExpression"), message.cost.max);
+            self.total.observe(&at.child("messageExpression"), message.cost.max);
         }
     }
 }
@@ -173,8 +170,8 @@ fn over_budget(name: &str, cost: u64, limit: u64) -> String {
 }
 
 /// The entry as upstream prints the invalid value: `apiextensions.ValidationRule{Rule:"…", …}`.
-fn go_rule(source: &crate::schema::cel::RuleSource) -> super::Raw {
-    let quoted = super::go_quote;
+fn go_rule(source: &crate::cel::RuleSource) -> crdctl_model::field::Raw {
+    let quoted = crdctl_model::go::quote;
     let reason = match &source.reason {
         Some(reason) => format!("&\"{reason}\""),
         None => "(*apiextensions.FieldValueErrorReason)(nil)".into(),
@@ -183,7 +180,7 @@ fn go_rule(source: &crate::schema::cel::RuleSource) -> super::Raw {
         Some(value) => format!("&{value}"),
         None => "(*bool)(nil)".into(),
     };
-    super::Raw(format!(
+    crdctl_model::field::Raw(format!(
         "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{reason}, FieldPath:{}, OptionalOldSelf:{optional}}}",
         quoted(&source.rule),
         quoted(&source.message),

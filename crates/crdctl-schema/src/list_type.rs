@@ -5,32 +5,32 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::path::Loc;
-use super::render::{bad_value, go_json};
 use super::{Additional, Schema};
-use crate::validation::{ErrorKind, Violation};
+use crdctl_model::field::Path;
+use crdctl_model::field::{self, ErrorType};
+use crdctl_model::go::{self, bad_value};
 
 /// Every duplicate in a `set` or `map` list of `object`, reported at its second occurrence.
-pub fn validate_list_types(object: &Value, schema: &Schema) -> Vec<Violation> {
+pub fn validate_list_types(object: &Value, schema: &Schema) -> field::ErrorList {
     let mut out = Vec::new();
     if let Value::Object(fields) = object {
-        walk_object(fields, schema, &Loc::Root, &mut out);
+        walk_object(fields, schema, &Path::Root, &mut out);
     }
     out
 }
 
-fn walk_object(fields: &Map<String, Value>, schema: &Schema, loc: &Loc, out: &mut Vec<Violation>) {
+fn walk_object(fields: &Map<String, Value>, schema: &Schema, loc: &Path, out: &mut field::ErrorList) {
     for (name, child) in fields {
         if let Some(Additional::Schema(additional)) = &schema.additional_properties {
             walk(child, additional, &loc.key(name), out);
         }
         if let Some(property) = schema.properties.get(name) {
-            walk(child, property, &loc.field(name), out);
+            walk(child, property, &loc.child(name), out);
         }
     }
 }
 
-fn walk(value: &Value, schema: &Schema, loc: &Loc, out: &mut Vec<Violation>) {
+fn walk(value: &Value, schema: &Schema, loc: &Path, out: &mut field::ErrorList) {
     match value {
         Value::Object(fields) => walk_object(fields, schema, loc, out),
         Value::Array(items) => {
@@ -55,11 +55,11 @@ fn walk(value: &Value, schema: &Schema, loc: &Loc, out: &mut Vec<Violation>) {
     }
 }
 
-fn duplicate(loc: &Loc, value: &Value) -> Violation {
-    Violation {
+fn duplicate(loc: &Path, value: &Value) -> field::Error {
+    field::Error {
         field: loc.path(),
         pointer: loc.pointer(),
-        kind: ErrorKind::Duplicate(bad_value(value)),
+        error_type: ErrorType::Duplicate(bad_value(value)),
         detail: String::new(),
     }
 }
@@ -71,7 +71,7 @@ fn identity(value: &Value) -> String {
         Value::Number(n) if n.is_f64() => format!("f{n}"),
         Value::Number(n) => format!("i{n}"),
         Value::String(s) => format!("s{s}"),
-        other => format!("j{}", go_json(other)),
+        other => format!("j{}", go::json(other)),
     }
 }
 
@@ -89,13 +89,13 @@ fn second_occurrences(items: &[Value]) -> Vec<usize> {
     out
 }
 
-fn check_map(items: &[Value], schema: &Schema, loc: &Loc, out: &mut Vec<Violation>) {
+fn check_map(items: &[Value], schema: &Schema, loc: &Path, out: &mut field::ErrorList) {
     if let Some((idx, item)) = items.iter().enumerate().find(|(_, item)| !item.is_null() && !item.is_object()) {
         let loc = loc.index(idx);
-        out.push(Violation {
+        out.push(field::Error {
             field: loc.path(),
             pointer: loc.pointer(),
-            kind: ErrorKind::Invalid(bad_value(item)),
+            error_type: ErrorType::Invalid(bad_value(item)),
             detail: "must be an object for an array of list-type map".into(),
         });
         return;

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeSet;
 
-use crdctl_model::schema::{Schema, validate, validate_list_types, validate_rules};
-use crdctl_model::validation::ErrorKind;
+use crdctl_model::field::ErrorType;
+use crdctl_schema::{Schema, validate, validate_list_types, validate_rules};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -97,10 +97,10 @@ struct ListCase {
     errors: Vec<(String, String)>,
 }
 
-fn error_type(kind: &ErrorKind) -> &'static str {
+fn error_type(kind: &ErrorType) -> &'static str {
     match kind {
-        ErrorKind::Duplicate(_) => "Duplicate",
-        ErrorKind::Invalid(_) => "Invalid",
+        ErrorType::Duplicate(_) => "Duplicate",
+        ErrorType::Invalid(_) => "Invalid",
         _ => "other",
     }
 }
@@ -114,7 +114,7 @@ fn list_sets_and_maps_table() {
         let schema = case.schema.as_ref().map(Schema::new).unwrap_or_default();
         let mut seen: Vec<(String, String)> = validate_list_types(&case.object, &schema)
             .iter()
-            .map(|v| (error_type(&v.kind).to_string(), v.field.clone()))
+            .map(|v| (error_type(&v.error_type).to_string(), v.field.clone()))
             .collect();
         let mut expected = case.errors.clone();
         seen.sort();
@@ -242,7 +242,7 @@ fn ratcheting_table() {
         .iter()
         .filter_map(|case| {
             let schema = Schema::new(&case.schema);
-            let errors = crdctl_model::schema::validate_update(&case.new, &case.old, &schema);
+            let errors = crdctl_schema::validate_update(&case.new, &case.old, &schema);
             // Without the old object the same value must fail, or the case shows nothing.
             let unratcheted = validate(&case.new, &schema);
             let ok = errors.is_empty() == case.valid && (!case.valid || !unratcheted.is_empty());
@@ -277,7 +277,7 @@ fn cel_rules_ratchet_unchanged_values() {
 /// first rule is refused with upstream's error and no other rule runs.
 #[test]
 fn cel_validation_limit() {
-    use crdctl_model::schema::{Limits, validate_rules_within};
+    use crdctl_schema::{Limits, validate_rules_within};
     let schema = Schema::new(&serde_json::json!({"type": "object", "properties": {"val1": {"type": "integer"}},
         "x-kubernetes-validations": [{"rule": "self.val1 > 0"}, {"rule": "self.val1 < 0", "message": "never checked"}]}));
     let object = serde_json::json!({"val1": i64::MAX});

@@ -12,9 +12,9 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{Path, Raw, Violation};
-use crate::schema::Schema;
-use crate::schema::cel::RuleSource;
+use crate::Schema;
+use crate::cel::RuleSource;
+use crdctl_model::field::{self, Path, Raw};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Level {
@@ -40,7 +40,7 @@ fn additional(schema: &Value) -> Option<&Value> {
 }
 
 /// Every problem with one version's schema, at `path` (`spec.versions[i].schema.openAPIV3Schema`).
-pub(crate) fn validate(schema: &Value, path: &Path) -> Vec<Violation> {
+pub(crate) fn validate(schema: &Value, path: &Path) -> field::ErrorList {
     let mut structural = Vec::new();
     invariants(schema, Level::Root, path, &mut structural);
     completeness(schema, schema, path, path, &mut structural);
@@ -73,7 +73,7 @@ fn is_int_or_string_any_of(branches: Option<&Value>) -> bool {
             .all(|(b, t)| b.as_object().is_some_and(|o| o.len() == 1) && text(b, "type") == t)
 }
 
-fn invariants(s: &Value, level: Level, path: &Path, out: &mut Vec<Violation>) {
+fn invariants(s: &Value, level: Level, path: &Path, out: &mut field::ErrorList) {
     let kind = text(s, "type");
     if kind == "array" && s.get("items").is_none() {
         out.push(path.child("items").required("must be specified"));
@@ -149,7 +149,8 @@ fn invariants(s: &Value, level: Level, path: &Path, out: &mut Vec<Violation>) {
         }
     }
     if let Some(metadata) = properties(s).and_then(|p| p.get("metadata")) {
-        let metadata_path = path.child("properties").key("metadata");
+        let properties_path = path.child("properties");
+        let metadata_path = properties_path.key("metadata");
         if check_metadata && text(metadata, "type") != "object" {
             out.push(metadata_path.child("type").invalid(text(metadata, "type"), "must be object"));
         }
@@ -182,7 +183,7 @@ fn value_validation(
     skip_any_of: bool,
     skip_first_all_of_any_of: bool,
     path: &Path,
-    out: &mut Vec<Violation>,
+    out: &mut field::ErrorList,
 ) {
     let branches = |key: &str| v.get(key).and_then(Value::as_array).into_iter().flatten().enumerate();
     if !skip_any_of {
@@ -203,12 +204,12 @@ fn value_validation(
         && let Err(err) = regex::Regex::new(pattern)
     {
         out.push(
-            path.child("pattern").invalid(pattern, &format!("must be a valid regular expression, but isn't: {err}")),
+            path.child("pattern").invalid(pattern, format!("must be a valid regular expression, but isn't: {err}")),
         );
     }
 }
 
-fn nested(v: &Value, skip_any_of: bool, path: &Path, out: &mut Vec<Violation>) {
+fn nested(v: &Value, skip_any_of: bool, path: &Path, out: &mut field::ErrorList) {
     value_validation(v, skip_any_of, false, path, out);
     if let Some(items) = v.get("items").filter(|i| i.is_object()) {
         nested(items, false, &path.child("items"), out);
@@ -259,7 +260,7 @@ fn nested(v: &Value, skip_any_of: bool, path: &Path, out: &mut Vec<Violation>) {
 }
 
 /// Fields that `allOf`/`anyOf`/`oneOf`/`not` branches of `v` mention must exist in the shape `s`.
-fn completeness(v: &Value, s: &Value, s_path: &Path, v_path: &Path, out: &mut Vec<Violation>) {
+fn completeness(v: &Value, s: &Value, s_path: &Path, v_path: &Path, out: &mut field::ErrorList) {
     if let Some(not) = v.get("not").filter(|n| n.is_object()) {
         nested_completeness(not, Some(s), s_path, &v_path.child("not"), out);
     }
@@ -270,9 +271,9 @@ fn completeness(v: &Value, s: &Value, s_path: &Path, v_path: &Path, out: &mut Ve
     }
 }
 
-fn nested_completeness(v: &Value, s: Option<&Value>, s_path: &Path, v_path: &Path, out: &mut Vec<Violation>) {
+fn nested_completeness(v: &Value, s: Option<&Value>, s_path: &Path, v_path: &Path, out: &mut field::ErrorList) {
     let Some(s) = s else {
-        out.push(s_path.required(&format!("because it is defined in {}", v_path.field)));
+        out.push(s_path.required(format!("because it is defined in {}", v_path.path())));
         return;
     };
     completeness(v, s, s_path, v_path, out);
@@ -287,11 +288,13 @@ fn nested_completeness(v: &Value, s: Option<&Value>, s_path: &Path, v_path: &Pat
     }
     for (name, property) in properties(v).into_iter().flatten() {
         let shape = properties(s).and_then(|p| p.get(name));
-        let s_child = s_path.child("properties").key(name);
-        let v_child = v_path.child("properties").key(name);
+        let s_properties = s_path.child("properties");
+        let v_properties = v_path.child("properties");
+        let s_child = s_properties.key(name);
+        let v_child = v_properties.key(name);
         match shape {
             Some(shape) => nested_completeness(property, Some(shape), &s_child, &v_child, out),
-            None => out.push(s_child.required(&format!("because it is defined in {}", v_child.field))),
+            None => out.push(s_child.required(format!("because it is defined in {}", v_child.path()))),
         }
     }
 }
@@ -300,31 +303,29 @@ fn nested_completeness(v: &Value, s: Option<&Value>, s_path: &Path, v_path: &Pat
 /// rules and CEL rules alike (apiextensions' `schema/defaulting/validation.go`, with defaults
 /// required to be pruned as for apiextensions.k8s.io/v1). Errors are placed under
 /// `<node>.default`, as upstream places kube-openapi's.
-fn defaults(s: &Value, path: &Path, out: &mut Vec<Violation>) {
+fn defaults(s: &Value, path: &Path, out: &mut field::ErrorList) {
     if let Some(default) = s.get("default").filter(|d| !d.is_null()) {
-        let node = crate::schema::Schema::new(s);
+        let node = crate::Schema::new(s);
         let default_path = path.child("default");
         let mut pruned = default.clone();
-        crate::schema::prune(&mut pruned, &node);
+        crate::prune(&mut pruned, &node);
         if pruned != *default {
-            out.push(
-                default_path.invalid(Raw(crate::schema::render::bad_value(default)), "must not have unknown fields"),
-            );
+            out.push(default_path.invalid(Raw(crdctl_model::go::bad_value(default)), "must not have unknown fields"));
         }
-        let mut errors = crate::schema::validate(default, &node);
+        let mut errors = crate::validate(default, &node);
         if errors.is_empty() {
-            errors = crate::schema::validate_rules(default, Some(default), &node).errors;
+            errors = crate::validate_rules(default, Some(default), &node).errors;
         }
         if errors.is_empty() {
-            errors = crate::schema::validate_rules(default, None, &node).errors;
+            errors = crate::validate_rules(default, None, &node).errors;
         }
         for mut error in errors {
             error.field = if error.field == "<nil>" {
-                default_path.field.clone()
+                default_path.path()
             } else {
-                format!("{}.{}", default_path.field, error.field)
+                format!("{}.{}", default_path.path(), error.field)
             };
-            error.pointer = default_path.pointer.clone();
+            error.pointer = default_path.pointer();
             out.push(error);
         }
     }
@@ -337,7 +338,7 @@ fn defaults(s: &Value, path: &Path, out: &mut Vec<Violation>) {
 }
 
 /// The API-server-specific keyword rules of `ValidateCustomResourceDefinitionOpenAPISchema`.
-fn keywords(s: &Value, path: &Path, out: &mut Vec<Violation>) {
+fn keywords(s: &Value, path: &Path, out: &mut field::ErrorList) {
     if flag(s, "uniqueItems") {
         out.push(
             path.child("uniqueItems")
@@ -370,7 +371,7 @@ fn keywords(s: &Value, path: &Path, out: &mut Vec<Violation>) {
     }
 }
 
-fn list_type(s: &Value, path: &Path, out: &mut Vec<Violation>) {
+fn list_type(s: &Value, path: &Path, out: &mut field::ErrorList) {
     let list_type = s.get("x-kubernetes-list-type").and_then(Value::as_str);
     let kind = text(s, "type");
     let keys: Vec<&str> = s
@@ -432,7 +433,7 @@ fn list_type(s: &Value, path: &Path, out: &mut Vec<Violation>) {
         );
         return;
     }
-    let quoted: Vec<String> = keys.iter().map(|k| crate::validation::go_quote(k)).collect();
+    let quoted: Vec<String> = keys.iter().map(|k| crdctl_model::go::quote(k)).collect();
     let keys_value = || Raw(format!("[]string{{{}}}", quoted.join(", ")));
     for (idx, key) in keys.iter().enumerate() {
         match properties(items).and_then(|p| p.get(*key)) {
@@ -459,11 +460,12 @@ fn list_type(s: &Value, path: &Path, out: &mut Vec<Violation>) {
 
 /// `x-kubernetes-validations`: each rule present, and its message, reason and field path
 /// usable. Compiling them is [`super::cel`]'s, once the schema is known to be structural.
-fn rules(s: &Value, path: &Path, out: &mut Vec<Violation>) {
+fn rules(s: &Value, path: &Path, out: &mut field::ErrorList) {
     const REASONS: [&str; 4] =
         ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"];
     for (i, entry) in s.get("x-kubernetes-validations").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let rule_path = path.child("x-kubernetes-validations").index(i);
+        let rules_path = path.child("x-kubernetes-validations");
+        let rule_path = rules_path.index(i);
         let source = &RuleSource::deserialize(entry).unwrap_or_default();
         let message = source.message.trim();
         if source.rule.trim().is_empty() {
@@ -514,7 +516,7 @@ mod tests {
         let mut problems = Vec::new();
         for case in &cases {
             let seen: Vec<String> =
-                validate(&case.schema, &Path::root("openAPIV3Schema")).iter().map(ToString::to_string).collect();
+                validate(&case.schema, &Path::new("openAPIV3Schema")).iter().map(ToString::to_string).collect();
             let ok = match &case.error_prefix {
                 Some(prefix) => seen.len() == 1 && seen[0].starts_with(prefix),
                 None => seen == case.errors,

@@ -3,32 +3,36 @@
 
 use serde_json::{Value, json};
 
-use super::{Options, Path, Violation, names::dns1035_label_errors};
-use crate::Crd;
-use crate::crd::Version;
+use super::Options;
+use crdctl_model::Crd;
+use crdctl_model::crd::Version;
+use crdctl_model::field::{self, Path};
+use crdctl_model::names::dns1035_label_errors;
 
 /// Longest `deprecationWarning` in bytes (Go's `len`).
 const MAX_DEPRECATION_WARNING_BYTES: usize = 256;
 
-pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Violation> {
+pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> field::ErrorList {
     let spec = &crd.definition.spec;
     let versions_path = spec_path.child("versions");
     let mut violations = Vec::new();
 
-    let schema_path = |idx: usize| versions_path.index(idx).child("schema").child("openAPIV3Schema");
     let pruning = spec.preserve_unknown_fields != Some(true);
     for (idx, version) in spec.versions.iter().enumerate() {
+        let version_path = versions_path.index(idx);
+        let schema = version_path.child("schema");
+        let schema_path = schema.child("openAPIV3Schema");
         if let Some(schema) = crd.schema(idx) {
             // Structural schemas are required where schemas are (apiextensions.k8s.io/v1).
             if options.require_schema {
-                violations.extend(super::schemas::validate(schema, &schema_path(idx)));
+                violations.extend(super::schemas::validate(schema, &schema_path));
             }
             continue;
         }
         if options.require_schema {
-            violations.push(schema_path(idx).required("schemas are required"));
+            violations.push(schema_path.required("schemas are required"));
         } else if pruning && version.served {
-            violations.push(schema_path(idx).required("because otherwise all fields are pruned"));
+            violations.push(schema_path.required("because otherwise all fields are pruned"));
         }
     }
 
@@ -36,7 +40,7 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Vio
         let path = versions_path.index(idx);
         let errors = dns1035_label_errors(&version.name);
         if !errors.is_empty() {
-            violations.push(path.child("name").invalid(&version.name, &errors.join(",")));
+            violations.push(path.child("name").invalid(&version.name, errors.join(",")));
         }
         if let Some(warning) = &version.deprecation_warning {
             for error in deprecation_warning_errors(version.deprecated, warning) {
@@ -60,7 +64,7 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Vio
                 violations.push(
                     spec_path
                         .child(field)
-                        .forbidden(&format!("top-level and per-version {what} are mutually exclusive")),
+                        .forbidden(format!("top-level and per-version {what} are mutually exclusive")),
                 );
             }
         }
@@ -71,7 +75,7 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Vio
         ];
         for (all_same, what, top_level) in identical {
             if all_same {
-                violations.push(versions_path.invalid(&versions_value(&spec.versions), &format!("per-version {what} may not all be set to identical values (top-level {top_level} should be used instead)")));
+                violations.push(versions_path.invalid(&versions_value(&spec.versions), format!("per-version {what} may not all be set to identical values (top-level {top_level} should be used instead)")));
             }
         }
     }
@@ -91,7 +95,7 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> Vec<Vio
         let path = spec_path.child("version");
         let errors = dns1035_label_errors(version);
         if !errors.is_empty() {
-            violations.push(path.invalid(version, &errors.join(",")));
+            violations.push(path.invalid(version, errors.join(",")));
         }
         if spec.versions.first().is_some_and(|first| &first.name != version) {
             violations.push(path.invalid(version, "must match the first version in spec.versions"));

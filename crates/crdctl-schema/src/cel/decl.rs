@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use super::escape;
-use crate::schema::{Additional, Schema};
+use crate::{Additional, Schema};
 
 /// The largest request the API server accepts, which bounds every unbounded value.
 pub const MAX_REQUEST_SIZE_BYTES: u64 = 3 * 1024 * 1024;

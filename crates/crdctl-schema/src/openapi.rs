@@ -10,33 +10,33 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::path::Loc;
-use super::render::{bad_value, go_float, go_json};
 use super::{Additional, Format, Schema, correlate};
-use crate::validation::{ErrorKind, Violation};
+use crdctl_model::field::Path;
+use crdctl_model::field::{self, ErrorType};
+use crdctl_model::go::{self, bad_value};
 
 /// Validates `object` against `schema`; every violation, in the order the validators found them.
-pub fn validate(object: &Value, schema: &Schema) -> Vec<Violation> {
-    node(schema, object, None, &Loc::Root).errors
+pub fn validate(object: &Value, schema: &Schema) -> field::ErrorList {
+    node(schema, object, None, &Path::Root).errors
 }
 
 /// Validates an update with ratcheting (on by default since Kubernetes 1.30): a value equal to
 /// the value it corresponds to in `old` passes whatever it holds, so a tightened schema does
 /// not block updates that leave old values alone. Values correspond through properties, map
 /// keys and the items of `set` and `map` lists (upstream's `CorrelatedObject`).
-pub fn validate_update(object: &Value, old: &Value, schema: &Schema) -> Vec<Violation> {
-    node(schema, object, Some(old), &Loc::Root).errors
+pub fn validate_update(object: &Value, old: &Value, schema: &Schema) -> field::ErrorList {
+    node(schema, object, Some(old), &Path::Root).errors
 }
 
 /// A validator's result: errors, and how many checks applied (kube-openapi's `MatchCount`).
 #[derive(Default)]
 struct Outcome {
-    errors: Vec<Violation>,
+    errors: field::ErrorList,
     matches: usize,
 }
 
 impl Outcome {
-    fn error(violation: Violation) -> Outcome {
+    fn error(violation: field::Error) -> Outcome {
         Outcome { errors: vec![violation], matches: 0 }
     }
 
@@ -51,35 +51,35 @@ impl Outcome {
 }
 
 /// A field error at `loc`.
-fn violation(loc: &Loc, kind: ErrorKind, detail: String) -> Violation {
-    Violation { field: loc.error_field(), pointer: loc.pointer(), kind, detail }
+fn violation(loc: &Path, kind: ErrorType, detail: String) -> field::Error {
+    field::Error { field: loc.error_field(), pointer: loc.pointer(), error_type: kind, detail }
 }
 
 /// kube-openapi's `%s in body …` messages name the node by its path.
-fn in_body(loc: &Loc, rest: &str) -> String {
+fn in_body(loc: &Path, rest: &str) -> String {
     format!("{} in body {rest}", loc.path())
 }
 
 /// `field.Invalid(path, value, message)`: the translation of every kube-openapi error without
 /// a dedicated field-error type.
-fn invalid(loc: &Loc, value: String, message: String) -> Violation {
-    violation(loc, ErrorKind::Invalid(value), message)
+fn invalid(loc: &Path, value: String, message: String) -> field::Error {
+    violation(loc, ErrorType::Invalid(value), message)
 }
 
 /// kube-openapi's errors that are not `*Validation` (composite and range errors) become
 /// `field.Invalid(nil, "", message)`: no field, an empty value.
-fn unplaced(message: String) -> Violation {
-    Violation {
-        field: Loc::Root.error_field(),
+fn unplaced(message: String) -> field::Error {
+    field::Error {
+        field: Path::Root.error_field(),
         pointer: String::new(),
-        kind: ErrorKind::Invalid("\"\"".into()),
+        error_type: ErrorType::Invalid("\"\"".into()),
         detail: message,
     }
 }
 
-fn type_invalid(loc: &Loc, expected: &str, actual: &str) -> Violation {
-    let value = crate::validation::go_quote(actual);
-    violation(loc, ErrorKind::TypeInvalid(value.clone()), in_body(loc, &format!("must be of type {expected}: {value}")))
+fn type_invalid(loc: &Path, expected: &str, actual: &str) -> field::Error {
+    let value = crdctl_model::go::quote(actual);
+    violation(loc, ErrorType::TypeInvalid(value.clone()), in_body(loc, &format!("must be of type {expected}: {value}")))
 }
 
 /// A JSON number as Go's unstructured decoding holds it.
@@ -107,7 +107,7 @@ impl Num {
     fn render(self) -> String {
         match self {
             Num::Int(i) => i.to_string(),
-            Num::Float(f) => go_float(f),
+            Num::Float(f) => go::float(f),
         }
     }
 }
@@ -132,7 +132,7 @@ fn is_json_integer(f: f64) -> bool {
     f.is_finite() && f.abs() <= (1u64 << 53) as f64 && (f - f.trunc()).abs() < 1e-9
 }
 
-fn node(schema: &Schema, value: &Value, old: Option<&Value>, loc: &Loc) -> Outcome {
+fn node(schema: &Schema, value: &Value, old: Option<&Value>, loc: &Path) -> Outcome {
     let mut outcome = Outcome::default();
     if old == Some(value) {
         return outcome;
@@ -175,7 +175,7 @@ fn node(schema: &Schema, value: &Value, old: Option<&Value>, loc: &Loc) -> Outco
     outcome
 }
 
-fn type_check(schema: &Schema, value: &Value, loc: &Loc) -> Outcome {
+fn type_check(schema: &Schema, value: &Value, loc: &Path) -> Outcome {
     let (actual, data_format) = value_type(value);
     let format = if schema.format.is_some() { schema.format_name.as_str() } else { "" };
     let string_or_array = value.is_string() || value.is_array();
@@ -196,7 +196,7 @@ fn type_check(schema: &Schema, value: &Value, loc: &Loc) -> Outcome {
     Outcome { errors: vec![], matches: 1 }
 }
 
-fn composition(schema: &Schema, value: &Value, old: Option<&Value>, loc: &Loc) -> Outcome {
+fn composition(schema: &Schema, value: &Value, old: Option<&Value>, loc: &Path) -> Outcome {
     let mut main = Outcome::default();
     if !schema.any_of.is_empty() {
         let mut best: Option<Outcome> = None;
@@ -273,12 +273,12 @@ fn composition(schema: &Schema, value: &Value, old: Option<&Value>, loc: &Loc) -
     main
 }
 
-fn string(schema: &Schema, s: &str, loc: &Loc) -> Outcome {
+fn string(schema: &Schema, s: &str, loc: &Path) -> Outcome {
     let length = || s.chars().count() as i64;
     if let Some(max) = schema.max_length
         && length() > max
     {
-        return Outcome::error(violation(loc, ErrorKind::TooLong, format!("may not be more than {max} bytes")));
+        return Outcome::error(violation(loc, ErrorType::TooLong, format!("may not be more than {max} bytes")));
     }
     if let Some(min) = schema.min_length
         && length() < min
@@ -301,7 +301,7 @@ fn string(schema: &Schema, s: &str, loc: &Loc) -> Outcome {
 /// kube-openapi's number validator as Kubernetes 1.33 runs it: bounds and `multipleOf`, in
 /// integer arithmetic for integer values (a bound is truncated to an integer there) and in
 /// floating point otherwise. That version checks no `int32`/`float` ranges.
-fn number(schema: &Schema, n: Num, loc: &Loc) -> Outcome {
+fn number(schema: &Schema, n: Num, loc: &Path) -> Outcome {
     let mut outcome = Outcome::default();
     let value = n.render();
     if let Some(factor) = schema.multiple_of {
@@ -314,10 +314,10 @@ fn number(schema: &Schema, n: Num, loc: &Loc) -> Outcome {
                     (i % factor != 0).then(|| (factor.to_string(), false))
                 }
             }
-            Num::Float(_) if factor <= 0.0 => Some((go_float(factor), true)),
+            Num::Float(_) if factor <= 0.0 => Some((go::float(factor), true)),
             Num::Float(data) => {
                 let multiple = if factor < 1.0 { 1.0 / factor * data } else { data / factor };
-                (!is_json_integer(multiple)).then(|| (go_float(factor), false))
+                (!is_json_integer(multiple)).then(|| (go::float(factor), false))
             }
         };
         if let Some((factor, not_positive)) = failure {
@@ -332,7 +332,7 @@ fn number(schema: &Schema, n: Num, loc: &Loc) -> Outcome {
             });
         }
     }
-    let bound = |limit: f64, exclusive: bool, above: bool| -> Option<Violation> {
+    let bound = |limit: f64, exclusive: bool, above: bool| -> Option<field::Error> {
         let (fails, shown) = match n {
             Num::Int(i) => {
                 let limit = limit as i64;
@@ -346,7 +346,7 @@ fn number(schema: &Schema, n: Num, loc: &Loc) -> Outcome {
                 } else {
                     data < limit || (exclusive && data == limit)
                 };
-                (fails, go_float(limit))
+                (fails, go::float(limit))
             }
         };
         let relation = match (above, exclusive) {
@@ -367,7 +367,7 @@ fn number(schema: &Schema, n: Num, loc: &Loc) -> Outcome {
     outcome
 }
 
-fn array(schema: &Schema, items: &[Value], old: Option<&Vec<Value>>, loc: &Loc) -> Outcome {
+fn array(schema: &Schema, items: &[Value], old: Option<&Vec<Value>>, loc: &Path) -> Outcome {
     let mut outcome = Outcome::default();
     if let Some(item_schema) = &schema.items {
         for (idx, item) in items.iter().enumerate() {
@@ -394,9 +394,9 @@ fn array(schema: &Schema, items: &[Value], old: Option<&Vec<Value>>, loc: &Loc) 
 }
 
 /// `field.TooMany`, which upstream also uses for `maxProperties`.
-fn too_many(loc: &Loc, actual: i64, max: i64) -> Violation {
+fn too_many(loc: &Path, actual: i64, max: i64) -> field::Error {
     let unit = if max == 1 { "item" } else { "items" };
-    violation(loc, ErrorKind::TooMany(actual.to_string()), format!("must have at most {max} {unit}"))
+    violation(loc, ErrorType::TooMany(actual.to_string()), format!("must have at most {max} {unit}"))
 }
 
 /// Whether a value equals an `enum` entry as kube-openapi compares them: the entry was decoded
@@ -430,16 +430,16 @@ fn deep_equal(value: &Value, entry: &Value) -> bool {
     }
 }
 
-fn enumeration(schema: &Schema, value: &Value, loc: &Loc) -> Outcome {
+fn enumeration(schema: &Schema, value: &Value, loc: &Path) -> Outcome {
     let Some(entries) = schema.enumeration.as_ref().filter(|e| !e.is_empty()) else { return Outcome::default() };
     if !value.is_null() && entries.iter().any(|entry| !entry.is_null() && enum_matches(value, entry)) {
         return Outcome::default();
     }
-    let supported = entries.iter().map(|e| e.as_str().map_or_else(|| go_json(e), str::to_string)).collect();
-    Outcome::error(violation(loc, ErrorKind::NotSupported(bad_value(value), supported), String::new()))
+    let supported = entries.iter().map(|e| e.as_str().map_or_else(|| go::json(e), str::to_string)).collect();
+    Outcome::error(violation(loc, ErrorType::NotSupported(bad_value(value), supported), String::new()))
 }
 
-fn object(schema: &Schema, fields: &Map<String, Value>, old: Option<&Map<String, Value>>, loc: &Loc) -> Outcome {
+fn object(schema: &Schema, fields: &Map<String, Value>, old: Option<&Map<String, Value>>, loc: &Path) -> Outcome {
     let mut outcome = Outcome::default();
     let count = fields.len() as i64;
     if let Some(min) = schema.min_properties
@@ -460,9 +460,9 @@ fn object(schema: &Schema, fields: &Map<String, Value>, old: Option<&Map<String,
         let property = schema.properties.get(name);
         let old_child = old.and_then(|old| old.get(name));
         match (&schema.additional_properties, property) {
-            (_, Some(property)) => outcome.merge(node(property, child, old_child, &loc.field(name))),
+            (_, Some(property)) => outcome.merge(node(property, child, old_child, &loc.child(name))),
             (Some(Additional::Schema(additional)), None) => {
-                outcome.merge(node(additional, child, old_child, &loc.field(name)))
+                outcome.merge(node(additional, child, old_child, &loc.child(name)))
             }
             (Some(Additional::Forbidden), None) => {
                 let message = format!("{}.{name} in body is a forbidden property", loc.path());
@@ -473,7 +473,7 @@ fn object(schema: &Schema, fields: &Map<String, Value>, old: Option<&Map<String,
     }
     for name in &schema.required {
         if !fields.contains_key(name) {
-            outcome.errors.push(violation(&loc.field(name), ErrorKind::Required, String::new()));
+            outcome.errors.push(violation(&loc.child(name), ErrorType::Required, String::new()));
         }
     }
     outcome

@@ -7,42 +7,72 @@
 //! compiled once, formats resolved against the ones the API server checks, so validating an
 //! object walks plain structs instead of looking keywords up in JSON maps.
 //!
+//! [`cel`] compiles, type-checks, costs and runs `x-kubernetes-validations` rules; [`check`] runs
+//! everything the API server's strategy runs on a write. [`definition`] validates a whole
+//! CustomResourceDefinition as the API server does on create and update, which needs all of the
+//! above (its schemas must be structural, their defaults must validate, their rules compile).
+//! Problems are [`crdctl_model::field::Error`]s.
+//!
 //! Upstream counterparts: apiextensions' `pkg/apiserver/schema` (`structural.go`, `pruning`,
-//! `defaulting`, `listtype`), `pkg/apiserver/validation` (the translation of kube-openapi's
-//! results into field errors) and kube-openapi's `pkg/validation/validate`, whose validator
-//! order and messages [`validate`] follows. Field paths are written as the API server writes
-//! them: `spec.items[0].name`.
+//! `defaulting`, `listtype`, `cel`), `pkg/apiserver/validation` (the translation of
+//! kube-openapi's results into field errors), `pkg/apis/apiextensions/validation`
+//! ([`definition`]) and kube-openapi's `pkg/validation/validate`, whose validator order and
+//! messages [`validate`] follows. Field paths are written as the API server writes them:
+//! `spec.items[0].name`.
+//!
+//! ```
+//! use serde_json::json;
+//!
+//! let schema = crdctl_schema::Schema::new(&json!({
+//!     "type": "object",
+//!     "properties": {"spec": {
+//!         "type": "object",
+//!         "properties": {"replicas": {"type": "integer", "default": 1, "maximum": 5}},
+//!         "x-kubernetes-validations": [{"rule": "self.replicas % 2 == 1", "message": "must be odd"}],
+//!     }},
+//! }));
+//! let mut object = json!({"spec": {"extra": true}});
+//! assert_eq!(crdctl_schema::prune(&mut object, &schema), ["spec.extra"]);
+//! crdctl_schema::default(&mut object, &schema);
+//! assert_eq!(object, json!({"spec": {"replicas": 1}}));
+//! assert!(crdctl_schema::check(&object, None, &schema).errors.is_empty());
+//!
+//! let too_many = json!({"spec": {"replicas": 6}});
+//! let errors: Vec<String> =
+//!     crdctl_schema::check(&too_many, None, &schema).errors.iter().map(ToString::to_string).collect();
+//! assert_eq!(errors, [
+//!     "spec.replicas: Invalid value: 6: spec.replicas in body should be less than or equal to 5",
+//!     r#"spec: Invalid value: "object": must be odd"#,
+//! ]);
+//! ```
 
 pub mod cel;
 pub mod decode;
-mod default;
+pub mod definition;
 mod embedded;
 mod formats;
 mod list_type;
 mod openapi;
-mod path;
-mod prune;
-pub mod render;
+mod read;
 
 use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::validation::{ErrorKind, Violation};
+use crdctl_model::field::{self, ErrorType, Path, Raw};
 
 pub use cel::{Limits, Rule, RuleOutcome, validate_rules, validate_rules_within};
-pub use default::default;
 pub use embedded::validate_embedded;
 pub use formats::{Format, StringFormat};
 pub use list_type::validate_list_types;
 pub use openapi::{validate, validate_update};
-pub use prune::{prune, prune_and_default_json, prune_json};
+pub use read::{FieldRead, NullRead, ReadPlan, Steps, default, prune, prune_and_default_json, prune_json};
 
 /// What [`check`] found.
 #[derive(Debug, Default)]
 pub struct Checked {
     /// Violations, in upstream's order: OpenAPI, list types, CEL rules.
-    pub errors: Vec<Violation>,
+    pub errors: field::ErrorList,
     /// Warnings: rules that failed on values the update did not change (ratcheted).
     pub warnings: Vec<String>,
 }
@@ -66,21 +96,19 @@ pub fn check(object: &Value, old: Option<&Value>, schema: &Schema) -> Checked {
     }
     let blocking = errors.iter().any(|e| {
         matches!(
-            e.kind,
-            ErrorKind::NotSupported(..)
-                | ErrorKind::Required
-                | ErrorKind::TooLong
-                | ErrorKind::TooMany(_)
-                | ErrorKind::TypeInvalid(_)
+            e.error_type,
+            ErrorType::NotSupported(..)
+                | ErrorType::Required
+                | ErrorType::TooLong
+                | ErrorType::TooMany(_)
+                | ErrorType::TypeInvalid(_)
         )
     });
     if blocking {
-        errors.push(Violation {
-            field: "<nil>".into(),
-            pointer: String::new(),
-            kind: ErrorKind::Invalid("null".into()),
-            detail: "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
-        });
+        errors.push(Path::Root.invalid(
+            Raw("null".into()),
+            "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+        ));
         return Checked { errors, warnings: Vec::new() };
     }
     let rules = validate_rules(object, old, schema);
@@ -165,6 +193,8 @@ pub struct Schema {
     pub rule_type: Option<std::sync::Arc<cel::decl::Decl>>,
     /// Whether this node or any below it has rules (so rule checks can skip whole subtrees).
     pub has_rules: bool,
+    /// What pruning and defaulting do here.
+    pub read: ReadPlan,
 }
 
 /// `additionalProperties`: a schema, or `false`.
@@ -287,9 +317,16 @@ impl Schema {
             rules: keywords.validations.iter().map(Rule::new).collect(),
             rule_type: None,
             has_rules: false,
+            read: ReadPlan::default(),
         }
+        .with_read_plan(resource_root)
         .with_rule_flag()
         .with_rule_type(resource_root)
+    }
+
+    fn with_read_plan(mut self, resource_root: bool) -> Schema {
+        self.read = ReadPlan::new(&self, resource_root);
+        self
     }
 
     /// Types the node's rules, and bounds what each evaluation of them can cost.

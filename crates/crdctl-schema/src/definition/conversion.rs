@@ -3,17 +3,14 @@
 //! Field paths use the API server's internal names (`webhookClientConfig`,
 //! `conversionReviewVersions` directly under `spec.conversion`), because that is what it prints.
 
-use super::{
-    Options, Path, Violation,
-    names::{dns1035_label_errors, dns1123_subdomain_errors},
-};
-use crate::crd::{ServiceReference, Spec};
+use super::Options;
+use crdctl_model::crd::{ServiceReference, Spec};
+use crdctl_model::field::{self, Path};
+use crdctl_model::names::{dns1035_label_errors, dns1123_subdomain_errors};
 
 /// ConversionReview versions the API server can send.
 const ACCEPTED_REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
-const URL_FORM: &str = "; desired format: https://host[/path]";
-
-pub(super) fn validate(spec: &Spec, options: Options, spec_path: &Path) -> Vec<Violation> {
+pub(super) fn validate(spec: &Spec, options: Options, spec_path: &Path) -> field::ErrorList {
     let Some(conversion) = &spec.conversion else {
         return Vec::new();
     };
@@ -39,8 +36,11 @@ pub(super) fn validate(spec: &Spec, options: Options, spec_path: &Path) -> Vec<V
         match client_config {
             None => violations.push(client_config_path.required("required when strategy is set to Webhook")),
             Some(config) => match (&config.url, &config.service) {
-                (Some(url), None) => violations
-                    .extend(validate_webhook_url(url).into_iter().map(|e| e.at(&client_config_path.child("url")))),
+                (Some(url), None) => violations.extend(
+                    crdctl_model::webhook::validate_url(url)
+                        .into_iter()
+                        .map(|e| e.at(&client_config_path.child("url"))),
+                ),
                 (None, Some(service)) => {
                     violations.extend(validate_service(service, &client_config_path.child("service")))
                 }
@@ -68,7 +68,7 @@ pub(super) fn has_accepted_review_version_or_is_empty(versions: &[String]) -> bo
     versions.is_empty() || versions.iter().any(|v| ACCEPTED_REVIEW_VERSIONS.contains(&v.as_str()))
 }
 
-fn validate_review_versions(versions: &[String], require_recognized: bool, path: &Path) -> Vec<Violation> {
+fn validate_review_versions(versions: &[String], require_recognized: bool, path: &Path) -> field::ErrorList {
     if versions.is_empty() {
         return vec![path.required("")];
     }
@@ -85,14 +85,14 @@ fn validate_review_versions(versions: &[String], require_recognized: bool, path:
     }
     if require_recognized && !versions.iter().any(|v| ACCEPTED_REVIEW_VERSIONS.contains(&v.as_str())) {
         violations.push(
-            path.invalid(versions, &format!("must include at least one of {}", ACCEPTED_REVIEW_VERSIONS.join(", "))),
+            path.invalid(versions, format!("must include at least one of {}", ACCEPTED_REVIEW_VERSIONS.join(", "))),
         );
     }
     violations
 }
 
 /// `ValidateWebhookService`.
-fn validate_service(service: &ServiceReference, path: &Path) -> Vec<Violation> {
+fn validate_service(service: &ServiceReference, path: &Path) -> field::ErrorList {
     let mut violations = Vec::new();
     if service.name.is_empty() {
         violations.push(path.child("name").required("service name is required"));
@@ -123,116 +123,14 @@ fn validate_service(service: &ServiceReference, path: &Path) -> Vec<Violation> {
     let rest = rest.strip_suffix('/').unwrap_or(rest);
     for (idx, segment) in rest.split('/').enumerate() {
         if segment.is_empty() {
-            violations.push(path.invalid(url_path, &format!("segment[{idx}] may not be empty")));
+            violations.push(path.invalid(url_path, format!("segment[{idx}] may not be empty")));
             continue;
         }
         for error in dns1123_subdomain_errors(segment) {
-            violations.push(path.invalid(url_path, &format!("segment[{idx}]: {error}")));
+            violations.push(path.invalid(url_path, format!("segment[{idx}]: {error}")));
         }
     }
     violations
-}
-
-/// A problem with a webhook URL, before it is given a field path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UrlError {
-    /// `Some(value)` for `Invalid value: <value>`, `None` for `Required value`.
-    pub invalid_value: Option<String>,
-    /// The detail.
-    pub detail: String,
-}
-
-impl UrlError {
-    fn at(&self, path: &Path) -> Violation {
-        match &self.invalid_value {
-            Some(value) => path.invalid(value, &self.detail),
-            None => path.required(&self.detail),
-        }
-    }
-}
-
-impl std::fmt::Display for UrlError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.detail)
-    }
-}
-
-/// `ValidateWebhookURL` with https forced: the scheme must be https, with a host, and without
-/// user information, query or fragment. The webhook client calls this too, before any request.
-pub fn validate_webhook_url(url: &str) -> Vec<UrlError> {
-    let parsed = match GoUrl::parse(url) {
-        Ok(parsed) => parsed,
-        Err(reason) => {
-            return vec![UrlError {
-                invalid_value: None,
-                detail: format!("url must be a valid URL: parse {}: {reason}{URL_FORM}", super::go_quote(url)),
-            }];
-        }
-    };
-    let mut errors = Vec::new();
-    let mut invalid =
-        |value: &str, detail: String| errors.push(UrlError { invalid_value: Some(value.to_string()), detail });
-    if parsed.scheme != "https" {
-        invalid(parsed.scheme, format!("'https' is the only allowed URL scheme{URL_FORM}"));
-    }
-    if parsed.host.is_empty() {
-        invalid(parsed.host, format!("host must be specified{URL_FORM}"));
-    }
-    if let Some(user) = parsed.user {
-        invalid(user, "user information is not permitted in the URL".into());
-    }
-    if !parsed.fragment.is_empty() {
-        invalid(parsed.fragment, "fragments are not permitted in the URL".into());
-    }
-    if !parsed.query.is_empty() {
-        invalid(parsed.query, "query parameters are not permitted in the URL".into());
-    }
-    errors
-}
-
-/// The parts of Go's `url.Parse` that webhook validation looks at.
-struct GoUrl<'a> {
-    scheme: &'a str,
-    user: Option<&'a str>,
-    host: &'a str,
-    query: &'a str,
-    fragment: &'a str,
-}
-
-impl<'a> GoUrl<'a> {
-    fn parse(url: &'a str) -> Result<GoUrl<'a>, &'static str> {
-        if url.chars().any(|c| (c as u32) < 0x20 || c == '\u{7f}') {
-            return Err("net/url: invalid control character in URL");
-        }
-        let (rest, fragment) = url.split_once('#').unwrap_or((url, ""));
-        let (scheme, rest) = match rest.split_once(':') {
-            Some(("", _)) => return Err("missing protocol scheme"),
-            Some((scheme, after)) if is_scheme(scheme) => (scheme, after),
-            _ => ("", rest),
-        };
-        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let (mut user, mut host) = (None, "");
-        if let Some(authority_and_path) = rest.strip_prefix("//") {
-            let authority = authority_and_path.split('/').next().unwrap_or("");
-            host = authority;
-            if let Some((userinfo, after)) = authority.rsplit_once('@') {
-                user = Some(userinfo);
-                host = after;
-            }
-            if let Some((_, port)) = host.rsplit_once(':').filter(|_| !host.ends_with(']'))
-                && !port.bytes().all(|b| b.is_ascii_digit())
-            {
-                return Err("invalid port after host");
-            }
-        }
-        Ok(GoUrl { scheme, user, host, query, fragment })
-    }
-}
-
-fn is_scheme(candidate: &str) -> bool {
-    let mut bytes = candidate.bytes();
-    bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
-        && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
 }
 
 #[cfg(test)]

@@ -1,26 +1,63 @@
-//! JSON values printed the way the Go API server (Kubernetes 1.33) prints them in messages:
-//! `%v` for numbers, `%q` for strings and null, `%#v` (Go syntax) for objects and lists, and
-//! `encoding/json` (sorted keys, HTML-safe escapes) where upstream marshals.
+//! Values printed the way the Go API server (Kubernetes 1.33) prints them in messages: `%q` for
+//! strings ([`quote`]), `%v` for numbers ([`float`], [`number`]), `%#v` (Go syntax) for objects
+//! and lists ([`syntax`]), and `encoding/json` (sorted keys, HTML-safe escapes) where upstream
+//! marshals ([`json`]).
+//!
+//! ```
+//! use crdctl_model::go;
+//!
+//! assert_eq!(go::quote("a\"b\n"), r#""a\"b\n""#);
+//! assert_eq!(go::float(1e6), "1e+06");
+//! assert_eq!(go::json(&serde_json::json!({"b": 1, "a": "<"})), r#"{"a":"\u003c","b":1}"#);
+//! ```
 
 use serde_json::Value;
 
-use crate::validation::go_quote;
+/// Quotes a string like Go's `%q`.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => {
+                if (c as u32) <= 0xffff {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                } else {
+                    out.push_str(&format!("\\U{:08x}", c as u32));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
 
 /// A bad value as `field.Error.ErrorBody` prints it: null as `"null"`, objects and lists in
 /// Go syntax (`map[string]interface {}{"name":"a"}`).
 pub fn bad_value(value: &Value) -> String {
     match value {
-        Value::Null => go_quote("null"),
-        Value::String(s) => go_quote(s),
-        Value::Number(n) => go_number(n),
+        Value::Null => quote("null"),
+        Value::String(s) => quote(s),
+        Value::Number(n) => number(n),
         Value::Bool(b) => b.to_string(),
-        _ => go_syntax(value),
+        _ => syntax(value),
     }
 }
 
 /// `fmt.Sprintf("%#v", v)` of a decoded JSON value: maps with sorted keys, `interface {}(nil)`
 /// for a null inside a container.
-pub fn go_syntax(value: &Value) -> String {
+pub fn syntax(value: &Value) -> String {
     let mut out = String::new();
     write_go_syntax(value, &mut out);
     out
@@ -30,8 +67,8 @@ fn write_go_syntax(value: &Value, out: &mut String) {
     match value {
         Value::Null => out.push_str("interface {}(nil)"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&go_number(n)),
-        Value::String(s) => out.push_str(&go_quote(s)),
+        Value::Number(n) => out.push_str(&number(n)),
+        Value::String(s) => out.push_str(&quote(s)),
         Value::Array(items) => {
             out.push_str("[]interface {}{");
             for (idx, item) in items.iter().enumerate() {
@@ -50,7 +87,7 @@ fn write_go_syntax(value: &Value, out: &mut String) {
                 if idx > 0 {
                     out.push_str(", ");
                 }
-                out.push_str(&go_quote(name));
+                out.push_str(&quote(name));
                 out.push(':');
                 write_go_syntax(&fields[name], out);
             }
@@ -60,10 +97,10 @@ fn write_go_syntax(value: &Value, out: &mut String) {
 }
 
 /// A number as Go's `%v` prints an `int64` or a `float64`.
-pub fn go_number(n: &serde_json::Number) -> String {
+pub fn number(n: &serde_json::Number) -> String {
     match (n.as_i64(), n.as_f64()) {
         (Some(i), _) if !n.is_f64() => i.to_string(),
-        (_, Some(f)) => go_float(f),
+        (_, Some(f)) => float(f),
         _ => n.to_string(),
     }
 }
@@ -110,7 +147,7 @@ fn fixed_form(negative: bool, digits: &str, exponent: i32) -> String {
 
 /// `fmt.Sprintf("%v", f)`: the shortest digits, in exponent form below 1e-4 and from 1e6 on
 /// (`strconv.FormatFloat(f, 'g', -1, 64)`).
-pub fn go_float(f: f64) -> String {
+pub fn float(f: f64) -> String {
     if f == 0.0 {
         return if f.is_sign_negative() { "-0".into() } else { "0".into() };
     }
@@ -147,7 +184,7 @@ fn json_float(f: f64) -> String {
 }
 
 /// `json.Marshal` of a decoded value: object keys sorted, `<`, `>`, `&` and U+2028/9 escaped.
-pub fn go_json(value: &Value) -> String {
+pub fn json(value: &Value) -> String {
     let mut out = String::new();
     write_json(value, &mut out);
     out
@@ -213,6 +250,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn quote_matches_percent_q() {
+        assert_eq!(quote("a\"b\\c\nd\u{0}"), r#""a\"b\\c\nd\x00""#);
+        assert_eq!(quote("üäö"), "\"üäö\"");
+    }
+
+    #[test]
     fn floats_print_as_go_percent_v() {
         for (f, go) in [
             (1.5, "1.5"),
@@ -225,14 +268,14 @@ mod tests {
             (-2.5e-7, "-2.5e-07"),
             (1e21, "1e+21"),
         ] {
-            assert_eq!(go_float(f), go, "{f}");
+            assert_eq!(float(f), go, "{f}");
         }
     }
 
     #[test]
     fn json_matches_encoding_json() {
         let value = json!({"b": [1, 2.5, 1e21, 1e-7, 100.0], "a": "<&>", "c": null});
-        assert_eq!(go_json(&value), r#"{"a":"\u003c\u0026\u003e","b":[1,2.5,1e+21,1e-7,100],"c":null}"#);
+        assert_eq!(json(&value), r#"{"a":"\u003c\u0026\u003e","b":[1,2.5,1e+21,1e-7,100],"c":null}"#);
     }
 
     #[test]

@@ -1022,7 +1022,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::schema::Schema;
+    use crate::Schema;
 
     #[derive(Deserialize)]
     struct Case {

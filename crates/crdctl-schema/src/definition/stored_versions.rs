@@ -3,23 +3,24 @@
 
 use serde_json::Value;
 
-use super::{Path, Violation};
-use crate::crd::Version;
+use crdctl_model::crd::Version;
+use crdctl_model::field::{self, Path};
 
-pub(super) fn validate(stored_versions: &[String], versions: &[Version]) -> Vec<Violation> {
-    let path = Path::root("status").child("storedVersions");
+pub(super) fn validate(stored_versions: &[String], versions: &[Version]) -> field::ErrorList {
+    let status = Path::new("status");
+    let path = status.child("storedVersions");
     if stored_versions.is_empty() {
         return vec![path.invalid(&Value::Array(Vec::new()), "must have at least one stored version")];
     }
     let mut violations = Vec::new();
     for version in versions.iter().filter(|v| v.storage) {
         if !stored_versions.contains(&version.name) {
-            violations.push(path.invalid(stored_versions, &format!("must have the storage version {}", version.name)));
+            violations.push(path.invalid(stored_versions, format!("must have the storage version {}", version.name)));
         }
     }
     for (idx, stored) in stored_versions.iter().enumerate() {
         if !versions.iter().any(|v| &v.name == stored) {
-            violations.push(path.index(idx).invalid(stored, &missing_stored_version_detail(stored)));
+            violations.push(path.index(idx).invalid(stored, missing_stored_version_detail(stored)));
         }
     }
     violations

@@ -1,0 +1,73 @@
+//! The parsed path of an API request, as kube-apiserver's `RequestInfoFactory` splits it: what
+//! routing, metrics and the test server's request log read.
+
+/// The parsed path of an API request (kube-apiserver's `RequestInfo`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct RequestInfo {
+    /// The API group (`""` for the core group under `/api`).
+    pub group: String,
+    /// The version; empty for group discovery.
+    pub version: String,
+    /// The namespace of a namespaced request.
+    pub namespace: Option<String>,
+    /// The resource (plural); `None` for discovery.
+    pub resource: Option<String>,
+    /// The object's name.
+    pub name: Option<String>,
+    /// The subresource (`status`).
+    pub subresource: Option<String>,
+}
+
+/// Splits `/api/v1/...` and `/apis/<g>/<v>/...` as kube-apiserver's RequestInfoFactory does.
+pub(crate) fn parse_path(path: &str) -> Option<RequestInfo> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    let (group, rest) = match segments.split_first()? {
+        (&"api", rest) => ("", rest),
+        (&"apis", [group, rest @ ..]) => (*group, rest),
+        (&"apis", []) => return Some(RequestInfo::default()),
+        _ => return None,
+    };
+    let mut parsed = RequestInfo { group: group.to_string(), ..RequestInfo::default() };
+    let Some((version, rest)) = rest.split_first() else { return Some(parsed) };
+    parsed.version = version.to_string();
+    let rest = match rest {
+        ["namespaces", namespace, rest @ ..] if !rest.is_empty() => {
+            parsed.namespace = Some(namespace.to_string());
+            rest
+        }
+        other => other,
+    };
+    parsed.resource = rest.first().map(|s| s.to_string());
+    parsed.name = rest.get(1).map(|s| s.to_string());
+    parsed.subresource = rest.get(2).map(|s| s.to_string());
+    if rest.len() > 3 {
+        return None;
+    }
+    Some(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_split_like_request_info() {
+        let path = parse_path("/apis/example.com/v1/namespaces/ns/crontabs/a/status").unwrap();
+        assert_eq!(
+            path,
+            RequestInfo {
+                group: "example.com".into(),
+                version: "v1".into(),
+                namespace: Some("ns".into()),
+                resource: Some("crontabs".into()),
+                name: Some("a".into()),
+                subresource: Some("status".into()),
+            }
+        );
+        let namespace = parse_path("/api/v1/namespaces/default").unwrap();
+        assert_eq!((namespace.resource.as_deref(), namespace.name.as_deref()), (Some("namespaces"), Some("default")));
+        assert_eq!(parse_path("/apis/example.com").unwrap().version, "");
+        assert!(parse_path("/apis/g/v/r/n/s/extra").is_none());
+        assert!(parse_path("/other").is_none());
+    }
+}
