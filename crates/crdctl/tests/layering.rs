@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::util::repo_root;
+use crate::util::{files_under, repo_root};
 
 /// Each crate and the crdctl crates it may depend on (normal dependencies, not dev ones).
 const ALLOWED: &[(&str, &[&str])] = &[
@@ -102,7 +102,7 @@ fn a_circle_is_found() {
 /// through `crate::`. The crate root (`lib.rs`, `main.rs`) declares and re-exports, so it is no node.
 fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for file in rust_files(src) {
+    for file in files_under(src, "rs") {
         let relative = file.strip_prefix(src).unwrap();
         let top = relative.components().next().unwrap().as_os_str().to_string_lossy();
         let top = top.trim_end_matches(".rs").to_string();
@@ -117,19 +117,6 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let modules: BTreeSet<String> = graph.keys().cloned().collect();
     graph.values_mut().for_each(|imports| imports.retain(|module| modules.contains(module)));
     graph
-}
-
-fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(rust_files(&path));
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            files.push(path);
-        }
-    }
-    files
 }
 
 /// The first segment after every `crate::` in code (comments left out), `use crate::{a, b::c}`

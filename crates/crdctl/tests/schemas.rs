@@ -2,17 +2,13 @@
 //! of the corpus is accepted, and five real operators' objects validate with upstream's
 //! messages, CEL rules included.
 
-use std::path::Path;
-
 use crate::serve::{Backend, Kubectl, Served, kubectl_versions};
-use crate::util::{corpus, crdctl};
+use crate::util::{corpus, crdctl, files_under};
 
 /// The corpus CRDs under `real/`, each as apiextensions.k8s.io/v1 (legacy v1beta1 files are
 /// upgraded with `crdctl convert-crd`, since a Kubernetes 1.33 API no longer serves v1beta1).
 fn real_crds() -> Vec<(String, String)> {
-    let mut files: Vec<_> = walk(&corpus().join("real"));
-    files.sort();
-    files
+    files_under(&corpus().join("real"), "yaml")
         .into_iter()
         .map(|path| {
             let converted = crdctl(&["convert-crd", path.to_str().unwrap()]);
@@ -20,19 +16,6 @@ fn real_crds() -> Vec<(String, String)> {
             (path.file_name().unwrap().to_string_lossy().into_owned(), converted.stdout)
         })
         .collect()
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else if path.extension().is_some_and(|e| e == "yaml") {
-            out.push(path);
-        }
-    }
-    out
 }
 
 /// Runs `test` once per kubectl version, each against a fresh server on `backend`.

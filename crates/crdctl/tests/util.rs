@@ -54,20 +54,26 @@ pub fn corpus() -> PathBuf {
 
 /// Every YAML file in the corpus, sorted.
 pub fn corpus_files() -> Vec<PathBuf> {
+    let files = files_under(&corpus(), "yaml");
+    assert!(files.len() >= 77, "corpus has {} files", files.len());
+    files
+}
+
+/// Every file under `dir` (recursively) whose extension is `extension`, sorted.
+pub fn files_under(dir: &Path, extension: &str) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    let mut pending = vec![corpus()];
+    let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 pending.push(path);
-            } else if path.extension().is_some_and(|e| e == "yaml") {
+            } else if path.extension().is_some_and(|e| e == extension) {
                 files.push(path);
             }
         }
     }
     files.sort();
-    assert!(files.len() >= 77, "corpus has {} files", files.len());
     files
 }
 
