@@ -45,19 +45,15 @@ fn walk(value: &Value, schema: &Schema, loc: &Path, out: &mut field::ErrorList) 
     }
 }
 
-fn violation(loc: &Path, kind: ErrorType, detail: impl Into<String>) -> field::Error {
-    field::Error { field: loc.error_field(), pointer: loc.pointer(), error_type: kind, detail: detail.into() }
-}
-
 fn embedded(fields: &Map<String, Value>, loc: &Path, out: &mut field::ErrorList) {
     for name in ["apiVersion", "kind"] {
         if !fields.contains_key(name) {
-            out.push(violation(&loc.child(name), ErrorType::Required, "must not be empty"));
+            out.push(loc.child(name).error(ErrorType::Required, "must not be empty"));
         }
     }
     for (name, value) in fields {
         let at = loc.child(name);
-        let invalid = |detail: String| violation(&at, ErrorType::Invalid(bad_value(value)), detail);
+        let invalid = |detail: String| at.error(ErrorType::Invalid(bad_value(value)), detail);
         match (name.as_str(), value.as_str()) {
             ("apiVersion" | "kind", None) => out.push(invalid("must be a string".into())),
             ("apiVersion" | "kind", Some("")) => out.push(invalid("must not be empty".into())),
@@ -81,7 +77,7 @@ fn embedded(fields: &Map<String, Value>, loc: &Path, out: &mut field::ErrorList)
 /// the key).
 fn metadata(value: &Value, loc: &Path, out: &mut field::ErrorList) {
     let Some(fields) = value.as_object() else {
-        out.push(violation(loc, ErrorType::Invalid(bad_value(value)), "must be an object"));
+        out.push(loc.error(ErrorType::Invalid(bad_value(value)), "must be an object"));
         return;
     };
     for key in ["name", "generateName"] {
@@ -97,7 +93,7 @@ fn metadata(value: &Value, loc: &Path, out: &mut field::ErrorList) {
         }
         for problem in problems {
             let at = loc.child(key);
-            out.push(violation(&at, ErrorType::Invalid(go::quote(name)), problem));
+            out.push(at.error(ErrorType::Invalid(go::quote(name)), problem));
         }
     }
     if let Some(labels) = fields.get("labels").and_then(Value::as_object) {

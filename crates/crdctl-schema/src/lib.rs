@@ -71,7 +71,7 @@ pub use read::{FieldRead, NullRead, ReadPlan, Steps, default, prune, prune_and_d
 /// What [`check`] found.
 #[derive(Debug, Default)]
 pub struct Checked {
-    /// Violations, in upstream's order: OpenAPI, list types, CEL rules.
+    /// Field errors, in upstream's order: OpenAPI, list types, CEL rules.
     pub errors: field::ErrorList,
     /// Warnings: rules that failed on values the update did not change (ratcheted).
     pub warnings: Vec<String>,

@@ -15,7 +15,7 @@ use crdctl_model::field::Path;
 use crdctl_model::field::{self, ErrorType};
 use crdctl_model::go::{self, bad_value};
 
-/// Validates `object` against `schema`; every violation, in the order the validators found them.
+/// Validates `object` against `schema`; every error, in the order the validators found them.
 pub fn validate(object: &Value, schema: &Schema) -> field::ErrorList {
     node(schema, object, None, &Path::Root).errors
 }
@@ -36,8 +36,8 @@ struct Outcome {
 }
 
 impl Outcome {
-    fn error(violation: field::Error) -> Outcome {
-        Outcome { errors: vec![violation], matches: 0 }
+    fn error(error: field::Error) -> Outcome {
+        Outcome { errors: vec![error], matches: 0 }
     }
 
     fn merge(&mut self, other: Outcome) {
@@ -50,11 +50,6 @@ impl Outcome {
     }
 }
 
-/// A field error at `loc`.
-fn violation(loc: &Path, kind: ErrorType, detail: String) -> field::Error {
-    field::Error { field: loc.error_field(), pointer: loc.pointer(), error_type: kind, detail }
-}
-
 /// kube-openapi's `%s in body …` messages name the node by its path.
 fn in_body(loc: &Path, rest: &str) -> String {
     format!("{} in body {rest}", loc.path())
@@ -63,23 +58,18 @@ fn in_body(loc: &Path, rest: &str) -> String {
 /// `field.Invalid(path, value, message)`: the translation of every kube-openapi error without
 /// a dedicated field-error type.
 fn invalid(loc: &Path, value: String, message: String) -> field::Error {
-    violation(loc, ErrorType::Invalid(value), message)
+    loc.error(ErrorType::Invalid(value), message)
 }
 
 /// kube-openapi's errors that are not `*Validation` (composite and range errors) become
 /// `field.Invalid(nil, "", message)`: no field, an empty value.
 fn unplaced(message: String) -> field::Error {
-    field::Error {
-        field: Path::Root.error_field(),
-        pointer: String::new(),
-        error_type: ErrorType::Invalid("\"\"".into()),
-        detail: message,
-    }
+    Path::Root.invalid("", message)
 }
 
 fn type_invalid(loc: &Path, expected: &str, actual: &str) -> field::Error {
     let value = crdctl_model::go::quote(actual);
-    violation(loc, ErrorType::TypeInvalid(value.clone()), in_body(loc, &format!("must be of type {expected}: {value}")))
+    loc.error(ErrorType::TypeInvalid(value.clone()), in_body(loc, &format!("must be of type {expected}: {value}")))
 }
 
 /// A JSON number as Go's unstructured decoding holds it.
@@ -278,7 +268,7 @@ fn string(schema: &Schema, s: &str, loc: &Path) -> Outcome {
     if let Some(max) = schema.max_length
         && length() > max
     {
-        return Outcome::error(violation(loc, ErrorType::TooLong, format!("may not be more than {max} bytes")));
+        return Outcome::error(loc.error(ErrorType::TooLong, format!("may not be more than {max} bytes")));
     }
     if let Some(min) = schema.min_length
         && length() < min
@@ -396,7 +386,7 @@ fn array(schema: &Schema, items: &[Value], old: Option<&Vec<Value>>, loc: &Path)
 /// `field.TooMany`, which upstream also uses for `maxProperties`.
 fn too_many(loc: &Path, actual: i64, max: i64) -> field::Error {
     let unit = if max == 1 { "item" } else { "items" };
-    violation(loc, ErrorType::TooMany(actual.to_string()), format!("must have at most {max} {unit}"))
+    loc.error(ErrorType::TooMany(actual.to_string()), format!("must have at most {max} {unit}"))
 }
 
 /// Whether a value equals an `enum` entry as kube-openapi compares them: the entry was decoded
@@ -436,7 +426,7 @@ fn enumeration(schema: &Schema, value: &Value, loc: &Path) -> Outcome {
         return Outcome::default();
     }
     let supported = entries.iter().map(|e| e.as_str().map_or_else(|| go::json(e), str::to_string)).collect();
-    Outcome::error(violation(loc, ErrorType::NotSupported(bad_value(value), supported), String::new()))
+    Outcome::error(loc.error(ErrorType::NotSupported(bad_value(value), supported), String::new()))
 }
 
 fn object(schema: &Schema, fields: &Map<String, Value>, old: Option<&Map<String, Value>>, loc: &Path) -> Outcome {
@@ -473,7 +463,7 @@ fn object(schema: &Schema, fields: &Map<String, Value>, old: Option<&Map<String,
     }
     for name in &schema.required {
         if !fields.contains_key(name) {
-            outcome.errors.push(violation(&loc.child(name), ErrorType::Required, String::new()));
+            outcome.errors.push(loc.child(name).error(ErrorType::Required, String::new()));
         }
     }
     outcome

@@ -211,8 +211,8 @@ pub fn keep_server_fields(new: &mut Value, old: &Value) {
     meta.remove("resourceVersion");
 }
 
-/// The name problems of `metadata.name` (a DNS-1123 subdomain), as `metadata.name` violations.
-pub fn name_violations(object: &Value) -> field::ErrorList {
+/// The problems of `metadata.name` as a DNS-1123 subdomain, the name rule of most kinds.
+pub fn subdomain_name_errors(object: &Value) -> field::ErrorList {
     name_errors(object, crdctl_model::names::dns1123_subdomain_errors)
 }
 

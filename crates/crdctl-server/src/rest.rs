@@ -624,7 +624,7 @@ pub async fn create(
         }
         Kind::Event(shape) => {
             object = event::to_storage(object, *shape)?;
-            let violations = crate::object::name_violations(&object);
+            let violations = crate::object::subdomain_name_errors(&object);
             if !violations.is_empty() {
                 let name = crate::object::name(&object).to_string();
                 return Err(ApiError::invalid(&endpoint.group, "Event", &name, &violations));

@@ -433,13 +433,7 @@ impl Run<'_> {
 
 /// `field.Invalid(path, <schema type>, detail)`: how upstream reports a rule that could not run.
 fn type_error(loc: &Path, schema: &Schema, detail: String) -> field::Error {
-    let type_name = schema.types.first().cloned().unwrap_or_default();
-    field::Error {
-        field: loc.error_field(),
-        pointer: loc.pointer(),
-        error_type: ErrorType::Invalid(crdctl_model::go::quote(&type_name)),
-        detail,
-    }
+    loc.invalid(schema.types.first().map_or("", String::as_str), detail)
 }
 
 fn failure(schema: &Schema, loc: &Path, rule: &Rule, compiled: &CompiledRule, scope: &Context) -> field::Error {

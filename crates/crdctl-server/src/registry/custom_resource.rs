@@ -87,7 +87,7 @@ pub fn admit(
         }
         crdctl_schema::default(object, schema);
     }
-    let mut violations = crate::object::name_violations(object);
+    let mut violations = crate::object::subdomain_name_errors(object);
     if let Some(schema) = crd.schema(version) {
         let checked = crdctl_schema::check(object, old, schema);
         violations.extend(checked.errors);
