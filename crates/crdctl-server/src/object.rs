@@ -110,6 +110,27 @@ pub fn set(object: &mut Value, key: &str, value: Value) {
     fields_mut(object).insert(key.to_string(), value);
 }
 
+/// The type of a body written to a built-in endpoint: an `apiVersion` or `kind` the body left
+/// out (or empty) is the endpoint's, as upstream's decoder defaults them from the URL; one the
+/// body does give must be the endpoint's, with upstream's message otherwise.
+pub fn check_type(object: &mut Value, api_version: &str, kind: &str) -> Result<(), ApiError> {
+    let Some(fields) = object.as_object_mut() else { return Ok(()) };
+    for (field, expected, what) in [("apiVersion", api_version, "API version"), ("kind", kind, "kind")] {
+        match fields.get(field).and_then(Value::as_str).unwrap_or_default() {
+            "" => {
+                fields.insert(field.into(), Value::String(expected.into()));
+            }
+            given if given != expected => {
+                return Err(ApiError::bad_request(format!(
+                    "the {what} in the data ({given}) does not match the expected {what} ({expected})"
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// A field of `metadata` (`pointer("/metadata/…")` without parsing a pointer).
 pub fn meta_field<'a>(object: &'a Value, field: &str) -> Option<&'a Value> {
     object.get("metadata")?.get(field)

@@ -21,7 +21,7 @@ use crate::negotiate::{BodyType, PATCH_TYPES, Representation};
 use crate::registry::custom_resource::FieldValidation;
 use crate::registry::scale;
 use crate::registry::{Items, ServedCrd, crd, custom_resource, event, namespace};
-use crate::selector::{FieldSelector, LabelSelector};
+use crate::selector::{FieldSelector, LabelSelector, SelectableFields};
 use crate::table::Column;
 
 /// How long an update keeps retrying races it did not ask to detect (upstream's
@@ -303,6 +303,16 @@ impl Endpoint {
         }
     }
 
+    /// The field selector of a list or watch of this resource.
+    pub fn field_selector(&self, params: &Params) -> ApiResult<FieldSelector> {
+        let fields = match &self.kind {
+            Kind::Namespace => namespace::SELECTABLE_FIELDS,
+            Kind::Event(_) => event::SELECTABLE_FIELDS,
+            Kind::Crd | Kind::Custom(_) => SelectableFields::METADATA,
+        };
+        FieldSelector::parse(params.field_selector.as_deref().unwrap_or_default(), self.namespaced, fields)
+    }
+
     /// The Table columns.
     pub fn columns(&self) -> Vec<Column> {
         match &self.kind {
@@ -429,8 +439,8 @@ impl ListRead {
     }
 }
 
-/// Whether a stored object matches the selectors. Only its name, namespace and labels are read:
-/// a list without selectors takes every entry unread.
+/// Whether a stored object matches the selectors. Only its name, namespace and labels are read
+/// unless a field selector names other fields: a list without selectors takes every entry unread.
 fn selected(entry: &Entry, labels: &LabelSelector, fields: &FieldSelector) -> ApiResult<bool> {
     #[derive(serde::Deserialize)]
     struct Object {
@@ -449,9 +459,9 @@ fn selected(entry: &Entry, labels: &LabelSelector, fields: &FieldSelector) -> Ap
         return Ok(true);
     }
     let view = match serde_json::from_slice::<Object>(&entry.value) {
-        Ok(Object { metadata }) => json!({"metadata": metadata}),
+        Ok(Object { metadata }) if fields.reads_only_metadata() => json!({"metadata": metadata}),
         // What the view cannot read (a key written twice, say), the whole object can.
-        Err(_) => decode_entry(entry)?,
+        _ => decode_entry(entry)?,
     };
     Ok(labels.matches(&view) && fields.matches(&view))
 }
@@ -459,7 +469,7 @@ fn selected(entry: &Entry, labels: &LabelSelector, fields: &FieldSelector) -> Ap
 /// Reads a list, or one page of it.
 pub async fn read_list(state: &AppState, endpoint: &Endpoint, params: &Params) -> ApiResult<ListRead> {
     let labels = LabelSelector::parse(params.label_selector.as_deref().unwrap_or_default())?;
-    let fields = FieldSelector::parse(params.field_selector.as_deref().unwrap_or_default(), endpoint.namespaced)?;
+    let fields = endpoint.field_selector(params)?;
     let prefix = endpoint.prefix();
     let (mut revision, mut min_revision, mut start_after) = match params.continue_.as_deref().filter(|c| !c.is_empty())
     {
@@ -932,6 +942,7 @@ async fn admit_update(
     let mut warnings = Vec::new();
     match (&endpoint.kind, status) {
         (Kind::Namespace, _) => {
+            crate::object::check_type(&mut new, "v1", "Namespace")?;
             crate::object::keep_server_fields(&mut new, old);
             crate::object::set(&mut new, "status", old.get("status").cloned().unwrap_or_else(|| json!({})));
         }

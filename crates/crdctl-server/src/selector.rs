@@ -89,18 +89,52 @@ impl LabelSelector {
     }
 }
 
-/// A field selector over `metadata.name` and `metadata.namespace`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldSelector(Vec<(String, bool, String)>);
+/// The fields of a kind a field selector can name beyond `metadata.name` (and
+/// `metadata.namespace` for namespaced kinds), as upstream's `GetAttrs` sets them: the labels,
+/// and how to read one from a stored object.
+#[derive(Debug, Clone, Copy)]
+pub struct SelectableFields {
+    /// The labels.
+    pub labels: &'static [&'static str],
+    /// The value of `label` in an object; a field the object lacks reads as `""`.
+    pub value: fn(&Value, &str) -> String,
+}
+
+impl SelectableFields {
+    /// Only `metadata.name` and `metadata.namespace`, as for custom resources.
+    pub const METADATA: SelectableFields = SelectableFields { labels: &[], value: field_value };
+}
+
+/// The string at a field label's path (`involvedObject.name` → `/involvedObject/name`).
+pub fn field_value(object: &Value, label: &str) -> String {
+    let mut node = Some(object);
+    for step in label.split('.') {
+        node = node.and_then(|n| n.get(step));
+    }
+    node.and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+/// A field selector: `field=value` and `field!=value` terms, all of which must hold.
+#[derive(Debug, Clone)]
+pub struct FieldSelector {
+    terms: Vec<(String, bool, String)>,
+    fields: SelectableFields,
+}
 
 impl FieldSelector {
     /// Whether the selector selects everything.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.terms.is_empty()
     }
 
-    /// Parses `?fieldSelector=`; `namespaced` decides whether `metadata.namespace` is allowed.
-    pub fn parse(text: &str, namespaced: bool) -> Result<FieldSelector, ApiError> {
+    /// Whether matching reads only `metadata` (so a list can skip the rest of each object).
+    pub fn reads_only_metadata(&self) -> bool {
+        self.terms.iter().all(|(field, _, _)| field.starts_with("metadata."))
+    }
+
+    /// Parses `?fieldSelector=` for a kind with `fields`; `namespaced` decides whether
+    /// `metadata.namespace` is allowed.
+    pub fn parse(text: &str, namespaced: bool, fields: SelectableFields) -> Result<FieldSelector, ApiError> {
         let mut terms = Vec::new();
         for part in split_top_level(text) {
             let (field, equal, value) = if let Some((f, v)) = part.split_once("!=") {
@@ -111,20 +145,25 @@ impl FieldSelector {
                 return Err(ApiError::bad_request(format!("invalid field selector: {part:?}")));
             };
             let field = field.trim();
-            if field != "metadata.name" && !(namespaced && field == "metadata.namespace") {
+            let known = field == "metadata.name"
+                || (namespaced && field == "metadata.namespace")
+                || fields.labels.contains(&field);
+            if !known {
                 return Err(ApiError::bad_request(format!("field label not supported: {field}")));
             }
             terms.push((field.to_string(), equal, value.trim().to_string()));
         }
-        Ok(FieldSelector(terms))
+        Ok(FieldSelector { terms, fields })
     }
 
     /// Whether the object matches every term.
     pub fn matches(&self, object: &Value) -> bool {
-        self.0.iter().all(|(field, equal, value)| {
-            let pointer = format!("/{}", field.replace('.', "/"));
-            let actual = object.pointer(&pointer).and_then(Value::as_str).unwrap_or_default();
-            (actual == value) == *equal
+        self.terms.iter().all(|(field, equal, value)| {
+            let actual = match field.as_str() {
+                "metadata.name" | "metadata.namespace" => field_value(object, field),
+                label => (self.fields.value)(object, label),
+            };
+            (actual == *value) == *equal
         })
     }
 }
@@ -156,12 +195,18 @@ mod tests {
     }
 
     #[test]
-    fn field_selectors_allow_name_and_namespace_only() {
-        let object = json!({"metadata": {"name": "a", "namespace": "ns"}});
-        assert!(FieldSelector::parse("metadata.name=a", true).unwrap().matches(&object));
-        assert!(!FieldSelector::parse("metadata.namespace!=ns", true).unwrap().matches(&object));
-        let err = FieldSelector::parse("spec.x=1", true).unwrap_err();
+    fn field_selectors_allow_metadata_and_the_kinds_own_labels() {
+        let object = json!({"metadata": {"name": "a", "namespace": "ns"}, "status": {"phase": "Active"}});
+        let parse = |text| FieldSelector::parse(text, true, SelectableFields::METADATA);
+        assert!(parse("metadata.name=a").unwrap().matches(&object));
+        assert!(!parse("metadata.namespace!=ns").unwrap().matches(&object));
+        assert!(parse("metadata.name=a").unwrap().reads_only_metadata());
+        let err = parse("spec.x=1").unwrap_err();
         assert_eq!(err.message, "field label not supported: spec.x");
-        assert!(FieldSelector::parse("metadata.namespace=ns", false).is_err());
+        assert!(FieldSelector::parse("metadata.namespace=ns", false, SelectableFields::METADATA).is_err());
+        let phase = SelectableFields { labels: &["status.phase"], value: field_value };
+        let selector = FieldSelector::parse("status.phase=Active,metadata.name!=b", true, phase).unwrap();
+        assert!(selector.matches(&object) && !selector.reads_only_metadata());
+        assert!(!FieldSelector::parse("status.phase=Terminating", true, phase).unwrap().matches(&object));
     }
 }

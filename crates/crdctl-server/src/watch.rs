@@ -33,7 +33,7 @@ pub async fn watch(
     warnings: Vec<String>,
 ) -> ApiResult<Response> {
     let labels = LabelSelector::parse(params.label_selector.as_deref().unwrap_or_default())?;
-    let fields = FieldSelector::parse(params.field_selector.as_deref().unwrap_or_default(), endpoint.namespaced)?;
+    let fields = endpoint.field_selector(&params)?;
     let explicit = params.resource_version.as_deref().filter(|rv| !rv.is_empty() && *rv != "0");
     let send_initial = params.send_initial_events.unwrap_or(explicit.is_none());
     let (initial, from) = match explicit {

@@ -727,8 +727,92 @@ async fn namespaces_and_generated_names(backend: Backend) {
     assert!(created.body["metadata"]["name"].as_str().unwrap().starts_with("nightly."));
 }
 
+/// Events and namespaces as upstream serves them: the type taken from the URL when the body has
+/// none, and the field selectors of each kind (upstream's event `GetAttrs` and
+/// `NamespaceToSelectableFields`), on lists and watches, in both event shapes.
+async fn built_in_types_and_their_field_selectors(backend: Backend) {
+    let api = Api::on(backend).await;
+    const EVENTS: &str = "/api/v1/namespaces/default/events";
+    // No apiVersion or kind, as kopf sends Events: the URL's; a wrong one is refused.
+    let event = |name: &str, kind: &str, object: &str, source: Value| {
+        json!({"metadata": {"name": name}, "involvedObject": {"kind": kind, "name": object, "namespace": "default",
+            "uid": format!("uid-{object}"), "apiVersion": "example.com/v1"},
+            "reason": "Reconciled", "type": "Normal", "message": "done", "source": source})
+    };
+    let created = api.post(EVENTS, &event("a.1", "CronTab", "a", json!({"component": "crontab-controller"}))).await;
+    assert_eq!(created.code, 201, "{created:?}");
+    assert_eq!((created.body["apiVersion"].as_str(), created.body["kind"].as_str()), (Some("v1"), Some("Event")));
+    let mut warning = event("b.1", "CronTab", "b", json!({}));
+    warning["type"] = json!("Warning");
+    warning["reportingComponent"] = json!("kubelet");
+    assert_eq!(api.post(EVENTS, &warning).await.code, 201);
+    assert_eq!(
+        api.post(EVENTS, &event("d.1", "Deployment", "a", json!({"component": "deployment-controller"}))).await.code,
+        201
+    );
+    let mut wrong = event("c.1", "CronTab", "c", json!({}));
+    wrong["kind"] = json!("Pod");
+    let refused = api.post(EVENTS, &wrong).await;
+    assert_eq!(refused.code, 400);
+    assert_eq!(refused.body["message"], "the kind in the data (Pod) does not match the expected kind (Event)");
+    let namespace = api.post("/api/v1/namespaces", &json!({"metadata": {"name": "team-b"}})).await;
+    assert_eq!((namespace.code, namespace.body["kind"].as_str()), (201, Some("Namespace")), "{namespace:?}");
+
+    let names = |answer: &Answer| -> Vec<String> {
+        assert_eq!(answer.code, 200, "{answer:?}");
+        answer.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // What `kubectl describe crontab a` asks for.
+    let describe =
+        "involvedObject.name=a,involvedObject.namespace=default,involvedObject.kind=CronTab,involvedObject.uid=uid-a";
+    for (selector, expected) in [
+        (describe, vec!["a.1"]),
+        ("involvedObject.name=a", vec!["a.1", "d.1"]),
+        ("involvedObject.kind!=CronTab", vec!["d.1"]),
+        ("type=Warning", vec!["b.1"]),
+        ("source=kubelet", vec!["b.1"]),
+        ("source=crontab-controller,reason=Reconciled", vec!["a.1"]),
+        ("reportingComponent=kubelet", vec!["b.1"]),
+        ("involvedObject.apiVersion=example.com/v1,metadata.name=d.1", vec!["d.1"]),
+    ] {
+        assert_eq!(names(&api.get(&format!("{EVENTS}?fieldSelector={selector}")).await), expected, "{selector}");
+        let events_k8s_io = format!("/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector={selector}");
+        assert_eq!(names(&api.get(&events_k8s_io).await), expected, "events.k8s.io: {selector}");
+    }
+    let unsupported = api.get(&format!("{EVENTS}?fieldSelector=regarding.name=a")).await;
+    assert_eq!(
+        (unsupported.code, unsupported.body["message"].as_str()),
+        (400, Some("field label not supported: regarding.name"))
+    );
+    assert_eq!(
+        names(&api.get("/api/v1/namespaces?fieldSelector=status.phase=Active,metadata.name=team-b").await),
+        ["team-b"]
+    );
+    assert_eq!(names(&api.get("/api/v1/namespaces?fieldSelector=name=team-b").await), ["team-b"]);
+    assert!(names(&api.get("/api/v1/namespaces?fieldSelector=status.phase=Terminating").await).is_empty());
+
+    // A watch selects the same way.
+    let rv = api.get(EVENTS).await.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let url = format!(
+        "{}{EVENTS}?watch=true&resourceVersion={rv}&fieldSelector=involvedObject.kind=Deployment",
+        api.server.url()
+    );
+    let mut watch = api.http.get(url).send().await.unwrap();
+    assert_eq!(api.post(EVENTS, &event("a.2", "CronTab", "a", json!({}))).await.code, 201);
+    assert_eq!(api.post(EVENTS, &event("d.2", "Deployment", "a", json!({}))).await.code, 201);
+    let chunk = tokio::time::timeout(Duration::from_secs(5), watch.chunk()).await.unwrap().unwrap().unwrap();
+    let line: Value = serde_json::from_slice(chunk.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!((line["type"].as_str(), line["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("d.2")));
+}
+
 on_each_backend!(
     namespaces_and_generated_names,
+    built_in_types_and_their_field_selectors,
     crd_lifecycle,
     discovery,
     custom_resources,

@@ -6,6 +6,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::{ApiError, Subject};
+use crate::selector::{SelectableFields, field_value};
 
 /// Where events are stored.
 pub const PREFIX: &str = "/registry/events/";
@@ -81,26 +82,40 @@ pub fn present(object: Value, shape: Shape) -> Value {
     }
 }
 
-/// Checks a written event's `apiVersion` and `kind` and returns it in the stored (core) shape.
-pub fn to_storage(object: Value, shape: Shape) -> Result<Value, ApiError> {
-    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
-    if api_version != shape.api_version() {
-        return Err(ApiError::bad_request(format!(
-            "the API version in the data ({api_version}) does not match the expected API version ({})",
-            shape.api_version()
-        )));
-    }
-    let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
-    if kind != "Event" {
-        return Err(ApiError::bad_request(format!(
-            "the kind in the data ({kind}) does not match the expected kind (Event)"
-        )));
-    }
+/// Checks a written event's `apiVersion` and `kind` (taken from the URL when the body has none)
+/// and returns it in the stored (core) shape.
+pub fn to_storage(mut object: Value, shape: Shape) -> Result<Value, ApiError> {
+    crate::object::check_type(&mut object, shape.api_version(), "Event")?;
     let Value::Object(fields) = object else { return Err(ApiError::bad_request("an Event must be an object")) };
     let mut fields = if shape == Shape::Events { renamed(fields, true) } else { fields };
     fields.insert("apiVersion".into(), Value::String(Shape::Core.api_version().into()));
     Ok(Value::Object(fields))
 }
+
+/// The fields an event list can select on, as upstream's event `GetAttrs`: the involved
+/// object's, `reason`, `reportingComponent`, `source` (the source component, else the reporting
+/// controller) and `type`, read from the stored (core) shape.
+pub const SELECTABLE_FIELDS: SelectableFields = SelectableFields {
+    labels: &[
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    ],
+    value: |event, label| match label {
+        "source" => Some(field_value(event, "source.component"))
+            .filter(|component| !component.is_empty())
+            .unwrap_or_else(|| field_value(event, "reportingComponent")),
+        label => field_value(event, label),
+    },
+};
 
 /// What errors about event `name` name.
 pub fn subject<'a>(group: &'a str, name: &'a str) -> Subject<'a> {

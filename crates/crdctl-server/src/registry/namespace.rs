@@ -4,12 +4,23 @@
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Subject};
+use crate::selector::{SelectableFields, field_value};
 
 /// Where namespaces are stored.
 pub const PREFIX: &str = "/registry/namespaces/";
 
 /// The verbs of `namespaces`: no `deletecollection`.
 pub const VERBS: [&str; 7] = ["create", "delete", "get", "list", "patch", "update", "watch"];
+
+/// The fields a namespace list can select on (upstream's `NamespaceToSelectableFields`; `name`
+/// is kept there for compatibility).
+pub const SELECTABLE_FIELDS: SelectableFields = SelectableFields {
+    labels: &["status.phase", "name"],
+    value: |namespace, label| match label {
+        "name" => field_value(namespace, "metadata.name"),
+        label => field_value(namespace, label),
+    },
+};
 
 /// Namespaces every cluster has; none of them can be deleted.
 pub const BUILT_IN: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -31,12 +42,7 @@ pub fn new(name: &str) -> Value {
 
 /// Checks and fills a namespace on create.
 pub fn prepare_create(object: &mut Value) -> Result<(), ApiError> {
-    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-    if api_version != "v1" || object.get("kind").and_then(Value::as_str) != Some("Namespace") {
-        return Err(ApiError::bad_request(format!(
-            "the API version in the data ({api_version}) does not match the expected API version (v1)"
-        )));
-    }
+    crate::object::check_type(object, "v1", "Namespace")?;
     // A namespace's name is a DNS label (`ValidateNamespaceName`), not a subdomain.
     let errors = crate::object::name_errors(object, crdctl_model::names::dns1123_label_errors);
     if !errors.is_empty() {
