@@ -124,6 +124,43 @@ fn is_name_token(value: &str) -> bool {
         && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
+/// apimachinery's `IsValidPathSegmentName`: a name that is one segment of a URL path (RBAC
+/// objects, embedded resources) may not be `.` or `..`, nor contain `/` or `%`.
+pub fn path_segment_name_errors(name: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if name == "." || name == ".." {
+        errors.push(format!("may not be '{name}'"));
+    }
+    errors.extend(path_segment_prefix_errors(name));
+    errors
+}
+
+/// apimachinery's `IsValidPathSegmentPrefix`, for a `generateName`.
+pub fn path_segment_prefix_errors(prefix: &str) -> Vec<String> {
+    ["/", "%"].iter().filter(|c| prefix.contains(*c)).map(|c| format!("may not contain '{c}'")).collect()
+}
+
+const CONFIG_MAP_KEY_MAX: usize = 253;
+const CONFIG_MAP_KEY_ERROR: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
+
+/// apimachinery's `IsConfigMapKey`: the keys of a ConfigMap's or a Secret's data.
+pub fn config_map_key_errors(key: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if key.len() > CONFIG_MAP_KEY_MAX {
+        errors.push(format!("must be no more than {CONFIG_MAP_KEY_MAX} characters"));
+    }
+    if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+        errors.push(CONFIG_MAP_KEY_ERROR.to_string());
+    }
+    match key {
+        "." => errors.push("must not be '.'".to_string()),
+        ".." => errors.push("must not be '..'".to_string()),
+        key if key.starts_with("..") => errors.push("must not start with '..'".to_string()),
+        _ => {}
+    }
+    errors
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +173,17 @@ mod tests {
         assert!(dns1123_subdomain_errors("stable.example.com").is_empty());
         assert_eq!(dns1123_subdomain_errors("Example.com"), [DNS1123_SUBDOMAIN_ERROR]);
         assert_eq!(dns1123_subdomain_errors("a..b").len(), 1);
+    }
+
+    #[test]
+    fn path_segments_and_config_keys() {
+        assert!(path_segment_name_errors("system:controller:x").is_empty());
+        assert_eq!(path_segment_name_errors(".."), ["may not be '..'"]);
+        assert_eq!(path_segment_name_errors("a/b%"), ["may not contain '/'", "may not contain '%'"]);
+        assert!(config_map_key_errors("tls.crt").is_empty());
+        assert_eq!(config_map_key_errors("a b"), [CONFIG_MAP_KEY_ERROR]);
+        assert_eq!(config_map_key_errors("..x"), ["must not start with '..'"]);
+        assert_eq!(config_map_key_errors(""), [CONFIG_MAP_KEY_ERROR]);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crdctl_model::field::{self, ErrorType, Path};
 use crdctl_model::go::{self, bad_value};
 use crdctl_model::meta::{validate_annotations, validate_labels};
-use crdctl_model::names::dns1035_label_errors;
+use crdctl_model::names::{dns1035_label_errors, path_segment_name_errors, path_segment_prefix_errors};
 
 use super::{Additional, Schema};
 
@@ -82,15 +82,7 @@ fn metadata(value: &Value, loc: &Path, out: &mut field::ErrorList) {
     };
     for key in ["name", "generateName"] {
         let Some(name) = fields.get(key).and_then(Value::as_str) else { continue };
-        let mut problems = Vec::new();
-        if key == "name" && (name == "." || name == "..") {
-            problems.push(format!("may not be '{name}'"));
-        }
-        for forbidden in ["/", "%"] {
-            if name.contains(forbidden) {
-                problems.push(format!("may not contain '{forbidden}'"));
-            }
-        }
+        let problems = if key == "name" { path_segment_name_errors(name) } else { path_segment_prefix_errors(name) };
         for problem in problems {
             let at = loc.child(key);
             out.push(at.error(ErrorType::Invalid(go::quote(name)), problem));

@@ -61,37 +61,69 @@ fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(digest.get(..8).unwrap_or_default())
 }
 
+/// The rows of the built-in table in `group`/`version`.
+fn built_in_resources(group: &str, version: &str) -> Vec<Resource> {
+    let rows = crate::registry::builtin::RESOURCES.iter().filter(|r| r.group == group && r.version == version);
+    rows.map(|r| Resource {
+        name: r.resource.into(),
+        singular: r.singular.into(),
+        namespaced: r.namespaced,
+        kind: (r.group.into(), r.version.into(), r.kind.into()),
+        verbs: r.verbs.to_vec(),
+        short_names: r.short_names.iter().map(|s| s.to_string()).collect(),
+        categories: r.categories.iter().map(|s| s.to_string()).collect(),
+        storage_version_hash: Some(storage_version_hash(r.group, r.version, r.kind)),
+    })
+    .collect()
+}
+
+/// The groups of the built-in table other than core, in table order, each with its versions.
+fn built_in_groups() -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    for row in crate::registry::builtin::RESOURCES.iter().filter(|r| !r.group.is_empty()) {
+        if groups.iter().any(|g| g.name == row.group) {
+            continue;
+        }
+        let mut versions: Vec<&str> =
+            crate::registry::builtin::RESOURCES.iter().filter(|r| r.group == row.group).map(|r| r.version).collect();
+        versions.dedup();
+        let versions = versions
+            .into_iter()
+            .map(|v| GroupVersion { version: v.into(), resources: built_in_resources(row.group, v) })
+            .collect();
+        groups.push(Group { name: row.group.into(), versions });
+    }
+    groups
+}
+
 fn core_group() -> Group {
     let kind = |k: &str| (String::new(), "v1".to_string(), k.to_string());
-    Group {
-        name: String::new(),
-        versions: vec![GroupVersion {
-            version: "v1".into(),
-            resources: vec![
-                events_resource(String::new()),
-                Resource {
-                    name: "namespaces".into(),
-                    singular: "namespace".into(),
-                    namespaced: false,
-                    kind: kind("Namespace"),
-                    verbs: crate::registry::namespace::VERBS.to_vec(),
-                    short_names: vec!["ns".into()],
-                    categories: vec![],
-                    storage_version_hash: Some(storage_version_hash("", "v1", "Namespace")),
-                },
-                Resource {
-                    name: "namespaces/status".into(),
-                    singular: String::new(),
-                    namespaced: false,
-                    kind: kind("Namespace"),
-                    verbs: SUBRESOURCE_VERBS.to_vec(),
-                    short_names: vec![],
-                    categories: vec![],
-                    storage_version_hash: None,
-                },
-            ],
-        }],
-    }
+    let mut resources = vec![
+        events_resource(String::new()),
+        Resource {
+            name: "namespaces".into(),
+            singular: "namespace".into(),
+            namespaced: false,
+            kind: kind("Namespace"),
+            verbs: crate::registry::namespace::VERBS.to_vec(),
+            short_names: vec!["ns".into()],
+            categories: vec![],
+            storage_version_hash: Some(storage_version_hash("", "v1", "Namespace")),
+        },
+        Resource {
+            name: "namespaces/status".into(),
+            singular: String::new(),
+            namespaced: false,
+            kind: kind("Namespace"),
+            verbs: SUBRESOURCE_VERBS.to_vec(),
+            short_names: vec![],
+            categories: vec![],
+            storage_version_hash: None,
+        },
+    ];
+    resources.extend(built_in_resources("", "v1"));
+    resources.sort_by(|a, b| a.name.cmp(&b.name));
+    Group { name: String::new(), versions: vec![GroupVersion { version: "v1".into(), resources }] }
 }
 
 fn events_resource(group: String) -> Resource {
@@ -151,9 +183,11 @@ fn apiextensions_group() -> Group {
     }
 }
 
-/// The groups of `/apis`: apiextensions and events, then every group with an Established CRD.
+/// The groups of `/apis`: apiextensions, events and the built-in table's, then every group with
+/// an Established CRD.
 pub fn groups(registry: &Registry) -> Vec<Group> {
     let mut groups = vec![apiextensions_group(), events_group()];
+    groups.extend(built_in_groups());
     let crds = registry.all();
     let mut names: Vec<&str> = crds.values().filter(|c| c.established()).map(|c| c.group()).collect();
     names.sort_unstable();

@@ -13,7 +13,7 @@ use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::negotiate::{self, BodyType, Representation};
 use crate::registry::crd::GROUP as CRD_GROUP;
-use crate::registry::event;
+use crate::registry::{builtin, event};
 use crate::request::{RequestInfo, parse_path};
 use crate::rest::{self, Body, Change, Endpoint, Kind, Params, Reply, Subresource};
 
@@ -170,6 +170,14 @@ fn endpoint(
             return Ok((base(Kind::Event(shape), "Event", true), Vec::new()));
         }
         _ => {}
+    }
+    if let Some(built_in) = builtin::find(&path.group, &path.version, resource) {
+        match (built_in.namespaced, path.namespace.is_some()) {
+            (false, true) => return Err(ApiError::no_route()),
+            (true, false) if !collection_read => return Err(ApiError::no_route()),
+            _ => {}
+        }
+        return Ok((base(Kind::BuiltIn(built_in), built_in.kind, built_in.namespaced), Vec::new()));
     }
     let served = state.registry.by_resource(&path.group, resource).filter(|crd| crd.serving());
     let served = served.ok_or_else(ApiError::no_route)?;

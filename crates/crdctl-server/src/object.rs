@@ -195,8 +195,9 @@ pub fn set_name(object: &mut Value, name: String) {
     meta_mut(object).insert("name".into(), Value::String(name));
 }
 
-/// Fills what the server owns on create: `uid`,
-/// `creationTimestamp`, `generation`; drops `resourceVersion` and `deletionTimestamp`.
+/// Fills what the server owns on create (`uid`, `creationTimestamp`) and drops what it sets
+/// later (`resourceVersion`, `deletionTimestamp`). `generation` is the strategy's: only kinds
+/// with a spec count them ([`start_generation`]).
 pub fn prepare_create(object: &mut Value, namespace: Option<&str>) {
     let meta = meta_mut(object);
     if let Some(namespace) = namespace {
@@ -204,10 +205,14 @@ pub fn prepare_create(object: &mut Value, namespace: Option<&str>) {
     }
     meta.insert("uid".into(), Value::String(new_uid()));
     meta.insert("creationTimestamp".into(), Value::String(now_timestamp()));
-    meta.insert("generation".into(), Value::from(1));
     for owned in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
         meta.remove(owned);
     }
+}
+
+/// `metadata.generation: 1`, for kinds whose strategy counts spec changes (CRDs, custom resources).
+pub fn start_generation(object: &mut Value) {
+    meta_mut(object).insert("generation".into(), Value::from(1));
 }
 
 /// Keeps what the client may not change on update: `uid`, `creationTimestamp`, `generation`,

@@ -18,6 +18,7 @@ use crate::AppState;
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
 use crate::negotiate::{BodyType, PATCH_TYPES, Representation};
+use crate::registry::builtin::BuiltIn;
 use crate::registry::custom_resource::FieldValidation;
 use crate::registry::scale;
 use crate::registry::{Items, ServedCrd, crd, custom_resource, event, namespace};
@@ -40,6 +41,8 @@ pub enum Kind {
     Custom(Arc<ServedCrd>),
     /// Events, in the core `v1` or the `events.k8s.io/v1` shape.
     Event(event::Shape),
+    /// A resource of the built-in table.
+    BuiltIn(&'static BuiltIn),
 }
 
 /// A resource at a version, in a namespace or across all of them.
@@ -225,6 +228,7 @@ impl Endpoint {
             Kind::Crd => crd::key(name),
             Kind::Custom(served) => format!("{}{name}", served.prefix(self.namespace.as_deref())),
             Kind::Event(_) => event::key(self.namespace.as_deref(), name),
+            Kind::BuiltIn(resource) => format!("{}{name}", resource.namespace_prefix(self.namespace.as_deref())),
         }
     }
 
@@ -235,6 +239,7 @@ impl Endpoint {
             Kind::Crd => crate::registry::CRD_PREFIX.to_string(),
             Kind::Custom(served) => served.prefix(self.namespace.as_deref()),
             Kind::Event(_) => event::prefix(self.namespace.as_deref()),
+            Kind::BuiltIn(resource) => resource.namespace_prefix(self.namespace.as_deref()),
         }
     }
 
@@ -247,7 +252,7 @@ impl Endpoint {
         };
         let schema = match &self.kind {
             Kind::Custom(served) => served.schema(&self.version),
-            Kind::Crd | Kind::Namespace => None,
+            Kind::Crd | Kind::Namespace | Kind::BuiltIn(_) => None,
             Kind::Event(_) => return None,
         };
         Some(fieldmanager::Scope {
@@ -285,6 +290,7 @@ impl Endpoint {
     pub fn allows(&self, verb: &str) -> bool {
         match &self.kind {
             Kind::Namespace => namespace::VERBS.contains(&verb),
+            Kind::BuiltIn(resource) => resource.verbs.contains(&verb),
             Kind::Crd | Kind::Custom(_) | Kind::Event(_) => true,
         }
     }
@@ -299,7 +305,7 @@ impl Endpoint {
         match &self.kind {
             Kind::Custom(served) => served.has_status(&self.version),
             Kind::Crd | Kind::Namespace => true,
-            Kind::Event(_) => false,
+            Kind::Event(_) | Kind::BuiltIn(_) => false,
         }
     }
 
@@ -308,6 +314,7 @@ impl Endpoint {
         let fields = match &self.kind {
             Kind::Namespace => namespace::SELECTABLE_FIELDS,
             Kind::Event(_) => event::SELECTABLE_FIELDS,
+            Kind::BuiltIn(resource) => resource.fields,
             Kind::Crd | Kind::Custom(_) => SelectableFields::METADATA,
         };
         FieldSelector::parse(params.field_selector.as_deref().unwrap_or_default(), self.namespaced, fields)
@@ -317,7 +324,7 @@ impl Endpoint {
     pub fn columns(&self) -> Vec<Column> {
         match &self.kind {
             Kind::Custom(served) => crate::table::custom_resource_columns(served.printer_columns(&self.version)),
-            Kind::Crd | Kind::Namespace | Kind::Event(_) => crate::table::created_at_columns(),
+            Kind::Crd | Kind::Namespace | Kind::Event(_) | Kind::BuiltIn(_) => crate::table::created_at_columns(),
         }
     }
 
@@ -331,7 +338,7 @@ impl Endpoint {
     pub async fn present_items(&self, objects: Vec<Value>, shape: Shape) -> ApiResult<Items> {
         match &self.kind {
             Kind::Custom(served) => served.read_items_as(objects, &self.version, shape).await,
-            Kind::Crd | Kind::Namespace => Ok(Items::Values(objects)),
+            Kind::Crd | Kind::Namespace | Kind::BuiltIn(_) => Ok(Items::Values(objects)),
             Kind::Event(shape) => {
                 Ok(Items::Values(objects.into_iter().map(|object| event::present(object, *shape)).collect()))
             }
@@ -615,19 +622,19 @@ pub async fn create(
     if let Some(prefix) = &generate_from {
         crate::object::set_name(&mut object, state.config.names.generate(prefix));
     }
+    if let Some(namespace) = &endpoint.namespace {
+        let body_namespace = crate::object::meta_str(&object, "namespace").unwrap_or(namespace);
+        if body_namespace != namespace {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        require_namespace(state, namespace).await?;
+    }
     match &endpoint.kind {
         Kind::Namespace => namespace::prepare_create(&mut object)?,
         Kind::Crd => crd::prepare_create(&mut object, &state.registry)?,
         Kind::Custom(served) => {
-            if let Some(namespace) = &endpoint.namespace {
-                let body_namespace = crate::object::meta_str(&object, "namespace").unwrap_or(namespace);
-                if body_namespace != namespace {
-                    return Err(ApiError::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
-                    ));
-                }
-                require_namespace(state, namespace).await?;
-            }
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
             warnings = custom_resource::admit(&mut object, None, served, &endpoint.version, field_validation)?;
             custom_resource::prepare_create(&mut object, served, &endpoint.version, endpoint.namespace.as_deref());
@@ -639,6 +646,10 @@ pub async fn create(
                 let name = crate::object::name(&object).to_string();
                 return Err(ApiError::invalid(&endpoint.group, "Event", &name, &violations));
             }
+            crate::object::prepare_create(&mut object, endpoint.namespace.as_deref());
+        }
+        Kind::BuiltIn(resource) => {
+            resource.prepare_create(&mut object)?;
             crate::object::prepare_create(&mut object, endpoint.namespace.as_deref());
         }
     }
@@ -952,6 +963,10 @@ async fn admit_update(
             new = event::to_storage(new, *shape)?;
             crate::object::keep_server_fields(&mut new, old);
         }
+        (Kind::BuiltIn(resource), _) => {
+            resource.prepare_update(&mut new, old)?;
+            crate::object::keep_server_fields(&mut new, old);
+        }
         (Kind::Custom(served), _) => {
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
             warnings = custom_resource::admit(&mut new, Some(old), served, &endpoint.version, field_validation)?;
@@ -1043,7 +1058,7 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
                 delete_namespace_content(state, name).await?;
                 state.store.delete(&key, Some(current.mod_revision)).await.map(|e| e.prev)
             }
-            Kind::Custom(_) | Kind::Event(_) if !crate::object::finalizers(&object).is_empty() => {
+            Kind::Custom(_) | Kind::Event(_) | Kind::BuiltIn(_) if !crate::object::finalizers(&object).is_empty() => {
                 if crate::object::meta_field(&object, "deletionTimestamp").is_some() {
                     return Ok(Reply::ok(endpoint.present_entry(&current).await?));
                 }
@@ -1052,7 +1067,7 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
                 crate::object::meta_mut(&mut object).insert("deletionGracePeriodSeconds".into(), json!(0));
                 state.store.update(&key, encode(&object)?, current.mod_revision).await.map(Some)
             }
-            Kind::Custom(_) | Kind::Event(_) => {
+            Kind::Custom(_) | Kind::Event(_) | Kind::BuiltIn(_) => {
                 state.store.delete(&key, Some(current.mod_revision)).await.map(|_| None)
             }
         };
@@ -1084,11 +1099,13 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
     Err(ApiError::conflict(endpoint.subject(name)))
 }
 
-/// Deletes every namespaced custom resource in `namespace`.
+/// Deletes every namespaced object in `namespace`: custom resources, events and built-ins.
 async fn delete_namespace_content(state: &AppState, namespace: &str) -> ApiResult<()> {
     let mut prefixes: Vec<String> =
         state.registry.all().values().filter(|crd| crd.namespaced()).map(|crd| crd.prefix(Some(namespace))).collect();
     prefixes.push(event::prefix(Some(namespace)));
+    let built_in = crate::registry::builtin::RESOURCES.iter().filter(|resource| resource.namespaced);
+    prefixes.extend(built_in.map(|resource| resource.namespace_prefix(Some(namespace))));
     for prefix in prefixes {
         let page = state
             .store

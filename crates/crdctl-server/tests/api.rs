@@ -810,8 +810,119 @@ async fn built_in_types_and_their_field_selectors(backend: Backend) {
     assert_eq!((line["type"].as_str(), line["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("d.2")));
 }
 
+/// The built-in table: ConfigMaps, Secrets, ServiceAccounts, Leases and RBAC objects served as
+/// upstream serves them (discovery, scope, the type from the URL, Secret `stringData`,
+/// `immutable`, selectors, and a namespace's deletion taking them along).
+async fn built_in_resources(backend: Backend) {
+    let api = Api::on(backend).await;
+    assert_eq!(api.post("/api/v1/namespaces", &json!({"metadata": {"name": "team-c"}})).await.code, 201);
+    const CONFIG_MAPS: &str = "/api/v1/namespaces/team-c/configmaps";
+
+    // Discovery lists them as upstream does.
+    let core = api.get("/api/v1").await.body;
+    let find =
+        |list: &Value, name: &str| list["resources"].as_array().unwrap().iter().find(|r| r["name"] == name).cloned();
+    let config_maps = find(&core, "configmaps").unwrap();
+    assert_eq!((config_maps["kind"].as_str(), config_maps["shortNames"].clone()), (Some("ConfigMap"), json!(["cm"])));
+    assert_eq!(
+        config_maps["verbs"],
+        json!(["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"])
+    );
+    assert_eq!(find(&core, "serviceaccounts").unwrap()["shortNames"], json!(["sa"]));
+    let rbac = api.get("/apis/rbac.authorization.k8s.io/v1").await.body;
+    assert_eq!(find(&rbac, "clusterroles").unwrap()["namespaced"], false);
+    assert_eq!(find(&rbac, "roles").unwrap()["namespaced"], true);
+    let groups = api.get("/apis").await.body.to_string();
+    assert!(groups.contains("coordination.k8s.io/v1") && groups.contains("rbac.authorization.k8s.io/v1"), "{groups}");
+
+    // A ConfigMap without apiVersion and kind, as a typed client may send it.
+    let created = api
+        .post(CONFIG_MAPS, &json!({"metadata": {"name": "settings", "labels": {"app": "web"}}, "data": {"a": "1"}}))
+        .await;
+    assert_eq!(created.code, 201, "{created:?}");
+    assert_eq!((created.body["apiVersion"].as_str(), created.body["kind"].as_str()), (Some("v1"), Some("ConfigMap")));
+    assert!(created.body["metadata"]["uid"].is_string() && created.body["metadata"].get("generation").is_none());
+    assert_eq!(created.body["metadata"]["managedFields"][0]["operation"], "Update");
+    let mut updated = created.body.clone();
+    updated["data"]["b"] = json!("2");
+    assert_eq!(api.put(&format!("{CONFIG_MAPS}/settings"), &updated).await.code, 200);
+    let patched = api
+        .patch(&format!("{CONFIG_MAPS}/settings"), "application/merge-patch+json", &json!({"data": {"a": null}}))
+        .await;
+    assert_eq!(patched.body["data"], json!({"b": "2"}), "{patched:?}");
+    let stale = api.put(&format!("{CONFIG_MAPS}/settings"), &updated).await;
+    assert_eq!(stale.code, 409, "an update from an old resourceVersion conflicts");
+    let selected = api.get("/api/v1/configmaps?labelSelector=app=web").await.body;
+    assert_eq!(selected["items"].as_array().unwrap().len(), 1);
+    assert_eq!(selected["kind"], "ConfigMapList");
+    let refused = api.post("/api/v1/namespaces/missing/configmaps", &json!({"metadata": {"name": "x"}})).await;
+    assert_eq!((refused.code, refused.body["message"].as_str()), (404, Some(r#"namespaces "missing" not found"#)));
+    let generated = api.post(CONFIG_MAPS, &json!({"metadata": {"generateName": "run-"}})).await;
+    assert!(generated.body["metadata"]["name"].as_str().unwrap().starts_with("run-"), "{generated:?}");
+
+    // Secrets: stringData written into data, type defaulted, keys and immutability checked.
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}, "stringData": {"token": "s3cr3t"}, "immutable": true});
+    let created = api.post("/api/v1/namespaces/team-c/secrets", &secret).await;
+    assert_eq!(created.code, 201, "{created:?}");
+    assert_eq!(
+        (created.body["data"]["token"].as_str(), created.body["type"].as_str()),
+        (Some("czNjcjN0"), Some("Opaque"))
+    );
+    assert!(created.body.get("stringData").is_none());
+    let changed = api
+        .patch(
+            "/api/v1/namespaces/team-c/secrets/token",
+            "application/merge-patch+json",
+            &json!({"data": {"token": "eA=="}}),
+        )
+        .await;
+    assert_eq!(changed.code, 422, "{changed:?}");
+    assert_eq!(
+        changed.body["message"],
+        "Secret \"token\" is invalid: data: Forbidden: field is immutable when `immutable` is set"
+    );
+    assert_eq!(
+        api.get("/api/v1/namespaces/team-c/secrets?fieldSelector=type=Opaque").await.body["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // Cluster-scoped RBAC objects have no namespaced path; their names may hold colons.
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "system:crontab-reader"},
+        "rules": [{"apiGroups": ["example.com"], "resources": ["crontabs"], "verbs": ["get", "list"]}]});
+    assert_eq!(api.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", &role).await.code, 201);
+    assert_eq!(api.get("/apis/rbac.authorization.k8s.io/v1/namespaces/team-c/clusterroles").await.code, 404);
+    // A Lease, as leader election takes and renews it.
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "crontab-controller"},
+        "spec": {"holderIdentity": "pod-a", "leaseDurationSeconds": 15}});
+    let taken = api.post("/apis/coordination.k8s.io/v1/namespaces/team-c/leases", &lease).await;
+    assert_eq!(taken.code, 201, "{taken:?}");
+    let mut renewed = taken.body.clone();
+    renewed["spec"]["holderIdentity"] = json!("pod-b");
+    assert_eq!(
+        api.put("/apis/coordination.k8s.io/v1/namespaces/team-c/leases/crontab-controller", &renewed).await.code,
+        200
+    );
+    assert_eq!(
+        api.put("/apis/coordination.k8s.io/v1/namespaces/team-c/leases/crontab-controller", &renewed).await.code,
+        409
+    );
+
+    // Deleting the namespace takes its objects along.
+    assert_eq!(api.delete("/api/v1/namespaces/team-c").await.code, 200);
+    for path in
+        [CONFIG_MAPS, "/api/v1/namespaces/team-c/secrets", "/apis/coordination.k8s.io/v1/namespaces/team-c/leases"]
+    {
+        assert_eq!(api.get(path).await.body["items"], json!([]), "{path}");
+    }
+    assert_eq!(api.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/system:crontab-reader").await.code, 200);
+}
+
 on_each_backend!(
     namespaces_and_generated_names,
+    built_in_resources,
     built_in_types_and_their_field_selectors,
     crd_lifecycle,
     discovery,

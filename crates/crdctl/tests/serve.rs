@@ -402,8 +402,85 @@ fn kubectl_drives_the_seed_story(backend: Backend) {
     }
 }
 
+/// One file mixing a CRD, its objects and built-in objects (a ConfigMap, a Secret with
+/// `stringData`, a ServiceAccount, a Lease, RBAC), applied server-side twice: the second apply
+/// changes nothing. Then the built-ins as kubectl reads them, and a namespace's deletion.
+fn kubectl_applies_crds_and_built_in_objects_together(backend: Backend) {
+    let manifest = format!(
+        "{crd}---
+apiVersion: v1
+kind: Namespace
+metadata: {{name: team-d}}
+---
+apiVersion: example.com/v1
+kind: CronTab
+metadata: {{name: nightly, namespace: team-d}}
+host: h
+port: \"1\"
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: settings, namespace: team-d}}
+data: {{schedule: '@nightly'}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: credentials, namespace: team-d}}
+stringData: {{password: hunter2}}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: crontab-controller, namespace: team-d}}
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {{name: crontab-controller, namespace: team-d}}
+spec: {{holderIdentity: pod-a, leaseDurationSeconds: 15}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: crontab-editor, namespace: team-d}}
+rules: [{{apiGroups: [example.com], resources: [crontabs], verbs: ['*']}}]
+",
+        crd = example("3-v1-storage.yaml")
+    );
+    for version in kubectl_versions() {
+        let served = Served::start_on(backend, &[]);
+        let k = Kubectl::new(&version, &served);
+        let first = k.run_with(&["apply", "--server-side", "-f", "-"], Some(&manifest));
+        // The CRD may not be served yet when its objects arrive: apply again until it is.
+        if first.code != 0 {
+            assert!(first.stderr.contains("crontab") || first.stderr.contains("CronTab"), "{}: {first:?}", k.name());
+            k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+            let again = k.run_with(&["apply", "--server-side", "-f", "-"], Some(&manifest));
+            assert_eq!(again.code, 0, "{}: {again:?}", k.name());
+        }
+        let before = k.json(&["get", "configmaps,secrets,serviceaccounts,leases,roles,crontabs", "-n", "team-d"]);
+        let second = k.run_with(&["apply", "--server-side", "-f", "-"], Some(&manifest));
+        assert_eq!(second.code, 0, "{}: {second:?}", k.name());
+        assert!(second.stdout.lines().all(|line| line.ends_with("serverside-applied")), "{}: {second:?}", k.name());
+        let after = k.json(&["get", "configmaps,secrets,serviceaccounts,leases,roles,crontabs", "-n", "team-d"]);
+        let versions = |list: &Value| -> Vec<String> {
+            list["items"].as_array().unwrap().iter().map(|i| i["metadata"]["resourceVersion"].to_string()).collect()
+        };
+        assert_eq!(versions(&after).len(), 6, "{}: {after}", k.name());
+        assert_eq!(versions(&before), versions(&after), "{}: the second apply changed nothing", k.name());
+        let secret = k.json(&["get", "secret", "credentials", "-n", "team-d"]);
+        assert_eq!(
+            (secret["data"]["password"].as_str(), secret["type"].as_str()),
+            (Some("aHVudGVyMg=="), Some("Opaque"))
+        );
+        let names = k.ok(&["get", "cm", "-n", "team-d", "-o", "name"]).stdout;
+        assert_eq!(names.trim(), "configmap/settings", "{}", k.name());
+        k.ok(&["delete", "namespace", "team-d"]);
+        let left = k.ok(&["get", "configmaps,leases,crontabs", "-A", "-o", "name"]).stdout;
+        assert_eq!(left.trim(), "", "{}: the namespace took its objects along", k.name());
+    }
+}
+
 on_each_backend!(
     kubectl_drives_the_seed_story,
+    kubectl_applies_crds_and_built_in_objects_together,
     data_survives_a_restart_and_sigterm_exits_cleanly,
     webhook_conversion_through_the_example_over_tls,
     acknowledged_writes_survive_sigkill,

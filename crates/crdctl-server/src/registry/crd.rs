@@ -183,6 +183,7 @@ pub fn prepare_create(object: &mut Value, registry: &Registry) -> Result<(), Api
         return Err(invalid(&name, &violations));
     }
     crate::object::prepare_create(object, None);
+    crate::object::start_generation(object);
     object["status"] = json!({"storedVersions": storage_version(object).into_iter().collect::<Vec<_>>()});
     set_conditions(object, registry);
     crate::object::meta_mut(object).insert("finalizers".into(), json!([CLEANUP_FINALIZER]));

@@ -103,6 +103,7 @@ pub fn admit(
 /// Server-owned fields on create; `status` is dropped when it is a subresource.
 pub fn prepare_create(object: &mut Value, crd: &ServedCrd, version: &str, namespace: Option<&str>) {
     crate::object::prepare_create(object, namespace);
+    crate::object::start_generation(object);
     if crd.has_status(version)
         && let Some(fields) = object.as_object_mut()
     {

@@ -5,6 +5,7 @@
 //! Upstream counterparts: apiextensions' `pkg/apiserver/customresource_handler.go`
 //! (`crdInfo`, serving info per CRD) and `pkg/registry/`.
 
+pub mod builtin;
 pub mod crd;
 pub mod custom_resource;
 pub mod event;
