@@ -8,6 +8,11 @@ async fn main() -> Result<(), kube::Error> {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    crontab_controller::run(client, shutdown).await;
+    let election = crontab_controller::Election {
+        identity: std::env::var("POD_NAME").unwrap_or_else(|_| format!("crontab-controller-{}", std::process::id())),
+        namespace: client.default_namespace().to_string(),
+        lease_duration: std::time::Duration::from_secs(15),
+    };
+    crontab_controller::run(client, election, shutdown).await;
     Ok(())
 }

@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use crdctl_server::testing::TestServer;
-use crontab_controller::{CronTab, FINALIZER};
+use crontab_controller::{CONTROLLER, CronTab, Election, FINALIZER};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::{
@@ -49,6 +51,24 @@ async fn stored_as(server: &TestServer, name: &str) -> String {
     stored.unwrap_or_else(|| panic!("{name} is not stored"))
 }
 
+fn election(identity: &str, lease_seconds: u64) -> Election {
+    Election {
+        identity: identity.into(),
+        namespace: "default".into(),
+        lease_duration: Duration::from_secs(lease_seconds),
+    }
+}
+
+/// The ConfigMap the controller keeps for `name`, once its schedule is `cron_spec`.
+async fn schedule(client: &kube::Client, name: &str, cron_spec: &str) -> ConfigMap {
+    let config_maps: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    eventually(&format!("{name}'s ConfigMap at {cron_spec}"), || async {
+        let map = config_maps.get_opt(name).await.ok()??;
+        (map.data.as_ref()?.get("cronSpec")? == cron_spec).then_some(map)
+    })
+    .await
+}
+
 /// Waits until the controller has marked `name` Ready at its current generation.
 async fn ready(api: &Api<CronTab>, name: &str) -> CronTab {
     eventually(&format!("{name} to be Ready"), || async {
@@ -65,7 +85,7 @@ async fn reconciles_through_a_storage_version_upgrade() {
     let server = TestServer::builder().crd_files([CRD_FILE]).start().await.unwrap();
     let client = server.client();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let controller = tokio::spawn(crontab_controller::run(client.clone(), async {
+    let controller = tokio::spawn(crontab_controller::run(client.clone(), election("replica-a", 15), async {
         let _ = stopped.await;
     }));
     let crontabs: Api<CronTab> = Api::default_namespaced(client.clone());
@@ -77,10 +97,21 @@ async fn reconciles_through_a_storage_version_upgrade() {
     assert_eq!(nightly.spec.replicas, Some(1), "defaulted by the CRD schema");
     assert_eq!(stored_as(&server, "nightly").await, "stable.example.com/v1beta1");
 
-    // A spec change bumps the generation; the controller catches up.
+    // It owns a ConfigMap with the schedule, applied server-side under its own name.
+    let map = schedule(&client, "nightly", "*/5 * * * *").await;
+    let owner = &map.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!((owner.kind.as_str(), owner.name.as_str(), owner.controller), ("CronTab", "nightly", Some(true)));
+    assert_eq!(owner.uid, nightly.metadata.uid.clone().unwrap());
+    let managers: Vec<_> = map.metadata.managed_fields.unwrap().into_iter().map(|f| (f.manager, f.operation)).collect();
+    assert_eq!(managers, [(Some(CONTROLLER.to_string()), Some("Apply".to_string()))]);
+
+    // A spec change bumps the generation; the controller catches up, ConfigMap included.
     let patch = Patch::Merge(json!({"spec": {"cronSpec": "0 3 * * *"}}));
     crontabs.patch("nightly", &PatchParams::default(), &patch).await.unwrap();
     assert_eq!(ready(&crontabs, "nightly").await.status.unwrap().observed_generation, Some(2));
+    schedule(&client, "nightly", "0 3 * * *").await;
+    let lease = Api::<Lease>::default_namespaced(client.clone()).get(CONTROLLER).await.unwrap();
+    assert_eq!(lease.spec.unwrap().holder_identity.as_deref(), Some("replica-a"));
 
     // The operator's upgrade: v1 becomes the storage version while the controller runs.
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
@@ -162,4 +193,41 @@ async fn core_and_events_api_events_are_one_resource() {
     let patched = events.patch("e1", &PatchParams::default(), &Patch::Merge(json!({"note": "changed"}))).await.unwrap();
     assert_eq!(patched.note.as_deref(), Some("changed"));
     assert_eq!(core.get("e1").await.unwrap().message.as_deref(), Some("changed"));
+}
+
+/// Two replicas: only the Lease's holder reconciles; when it stops, the other takes the Lease
+/// once it expires and carries on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_replica_leads_and_another_takes_over() {
+    let server = TestServer::builder().crd_files([CRD_FILE]).start().await.unwrap();
+    let client = server.client();
+    let (stop_a, stopped_a) = tokio::sync::oneshot::channel::<()>();
+    let a = tokio::spawn(crontab_controller::run(client.clone(), election("replica-a", 2), async {
+        let _ = stopped_a.await;
+    }));
+    let leases: Api<Lease> = Api::default_namespaced(client.clone());
+    let holder = || async { leases.get_opt(CONTROLLER).await.ok()??.spec?.holder_identity };
+    eventually("replica-a to lead", || async { (holder().await? == "replica-a").then_some(()) }).await;
+    let (stop_b, stopped_b) = tokio::sync::oneshot::channel::<()>();
+    let b = tokio::spawn(crontab_controller::run(client.clone(), election("replica-b", 2), async {
+        let _ = stopped_b.await;
+    }));
+    let crontabs: Api<CronTab> = Api::default_namespaced(client.clone());
+    create_v1beta1(&client, "nightly").await;
+    ready(&crontabs, "nightly").await;
+    assert_eq!(holder().await.as_deref(), Some("replica-a"), "b waits while a renews");
+
+    stop_a.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), a).await.unwrap().unwrap();
+    eventually("replica-b to take the lease", || async { (holder().await? == "replica-b").then_some(()) }).await;
+    let lease = leases.get(CONTROLLER).await.unwrap().spec.unwrap();
+    assert_eq!(lease.lease_transitions, Some(1));
+    crontabs
+        .patch("nightly", &PatchParams::default(), &Patch::Merge(json!({"spec": {"cronSpec": "0 4 * * *"}})))
+        .await
+        .unwrap();
+    assert_eq!(ready(&crontabs, "nightly").await.status.unwrap().observed_generation, Some(2));
+    schedule(&client, "nightly", "0 4 * * *").await;
+    stop_b.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), b).await.unwrap().unwrap();
 }
