@@ -36,11 +36,14 @@
 //! ```
 //!
 //! What is emulated: the API server's handling of CRDs and custom resources (the
-//! apiextensions-apiserver), core `v1` Namespaces and Events, `events.k8s.io/v1` Events. What
-//! is not: no other built-in API (no Pods, Deployments, Secrets, RBAC), nothing runs (no
-//! kubelet, scheduler or controller manager; a namespace deletion removes its objects at once),
-//! no admission webhooks, no authentication beyond an optional bearer token. CEL rules and
-//! server-side apply's field ownership are not enforced yet.
+//! apiextensions-apiserver), core `v1` Namespaces, Events (also `events.k8s.io/v1`),
+//! ConfigMaps, Secrets and ServiceAccounts, `coordination.k8s.io/v1` Leases and
+//! `rbac.authorization.k8s.io/v1` Roles, ClusterRoles and their bindings (stored and served as
+//! upstream serves them; see `registry::builtin`). What is not: the other built-in kinds (Pods,
+//! Deployments, Services, …), and nothing runs, as in envtest (no kubelet, scheduler, garbage
+//! collector or controller manager: owner references are kept but nothing deletes by them; a
+//! namespace deletion removes its objects at once), no admission webhooks, no authentication
+//! beyond an optional bearer token, and RBAC objects are stored but not enforced.
 //!
 //! Compared with the alternatives: `tower_test::mock` (kube-rs's recommendation) answers what
 //! the test scripts, so it tests the test; kind or k3d run a whole cluster in containers and
