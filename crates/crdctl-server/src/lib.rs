@@ -199,6 +199,16 @@ impl AppState {
         }
         let resolver = Arc::new(MappedServices(config.webhook_services.clone()));
         let registry = Registry::start(Arc::clone(&store), resolver).await.map_err(|e| StartError::Store(e.message))?;
+        // A namespace whose deletion a stopped server left unfinished is finished now.
+        let namespaces = crdctl_storage::ListOptions { prefix: registry::namespace::PREFIX, ..Default::default() };
+        let namespaces = store.list(namespaces).await.map_err(|e| StartError::Store(e.to_string()))?;
+        for entry in namespaces.entries {
+            let Some(object) = registry::decode(&entry.value, entry.mod_revision) else { continue };
+            if object::meta_field(&object, "deletionTimestamp").is_some() {
+                let name = object::name(&object).to_string();
+                tokio::spawn(registry::namespace::finalize(Arc::clone(&store), registry.clone(), name));
+            }
+        }
         Ok(AppState {
             store,
             registry,

@@ -629,7 +629,7 @@ pub async fn create(
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-        require_namespace(state, namespace).await?;
+        require_namespace(state, namespace, endpoint.subject(crate::object::name(&object))).await?;
     }
     match &endpoint.kind {
         Kind::Namespace => namespace::prepare_create(&mut object)?,
@@ -707,10 +707,11 @@ fn without_managed_fields(object: &mut Value) -> bool {
     crate::object::meta_mut(object).remove("managedFields").is_some()
 }
 
-/// As the NamespaceLifecycle admission plugin: the namespace from the watch cache if it is
+/// As the NamespaceLifecycle admission plugin (a create in a terminating namespace is refused
+/// about the object `creating`): the namespace from the watch cache if it is
 /// there (a stale answer errs only towards a recently deleted namespace, as upstream's informer
 /// does), else a current read, so a namespace created a moment ago is found.
-async fn require_namespace(state: &AppState, name: &str) -> ApiResult<()> {
+async fn require_namespace(state: &AppState, name: &str, creating: Subject<'_>) -> ApiResult<()> {
     let key = namespace::key(name);
     let unavailable = |err: StoreError| ApiError::unavailable(err.to_string());
     // The namespace's own key sorts first under it: one entry is enough.
@@ -722,7 +723,7 @@ async fn require_namespace(state: &AppState, name: &str) -> ApiResult<()> {
     };
     match found {
         Some(entry) if being_deleted(&entry)? => Err(ApiError::forbidden(
-            namespace::subject(name),
+            creating,
             &format!("unable to create new content in namespace {name} because it is being terminated"),
         )),
         Some(_) => Ok(()),
@@ -842,7 +843,7 @@ pub async fn update(
         }
         let deleting = crate::object::meta_field(&stored, "deletionTimestamp").is_some()
             && crate::object::finalizers(&stored).is_empty()
-            && !matches!(endpoint.kind, Kind::Crd);
+            && !matches!(endpoint.kind, Kind::Crd | Kind::Namespace);
         let result = if deleting {
             state.store.delete(&key, Some(current.mod_revision)).await.map(|event| event.prev)
         } else {
@@ -1055,8 +1056,16 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
                 if namespace::BUILT_IN.contains(&name) {
                     return Err(ApiError::forbidden(endpoint.subject(name), "this namespace may not be deleted"));
                 }
-                delete_namespace_content(state, name).await?;
-                state.store.delete(&key, Some(current.mod_revision)).await.map(|e| e.prev)
+                if crate::object::meta_field(&object, "deletionTimestamp").is_some() {
+                    return Ok(Reply::ok(endpoint.present_entry(&current).await?));
+                }
+                namespace::mark_terminating(&mut object);
+                let marked = state.store.update(&key, encode(&object)?, current.mod_revision).await;
+                if marked.is_ok() {
+                    let (store, registry) = (Arc::clone(&state.store), state.registry.clone());
+                    tokio::spawn(namespace::finalize(store, registry, name.to_string()));
+                }
+                marked.map(Some)
             }
             Kind::Custom(_) | Kind::Event(_) | Kind::BuiltIn(_) if !crate::object::finalizers(&object).is_empty() => {
                 if crate::object::meta_field(&object, "deletionTimestamp").is_some() {
@@ -1076,11 +1085,7 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
                 if matches!(endpoint.kind, Kind::Crd) {
                     state.registry.wait_for(entry.mod_revision).await;
                 }
-                let mut body = endpoint.present_entry(&entry).await?;
-                if matches!(endpoint.kind, Kind::Namespace) {
-                    crate::object::set(&mut body, "status", json!({"phase": "Terminating"}));
-                }
-                return Ok(Reply::ok(body));
+                return Ok(Reply::ok(endpoint.present_entry(&entry).await?));
             }
             Ok(None) => {
                 let uid = crate::object::meta_str(&object, "uid").unwrap_or_default();
@@ -1097,29 +1102,6 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
         }
     }
     Err(ApiError::conflict(endpoint.subject(name)))
-}
-
-/// Deletes every namespaced object in `namespace`: custom resources, events and built-ins.
-async fn delete_namespace_content(state: &AppState, namespace: &str) -> ApiResult<()> {
-    let mut prefixes: Vec<String> =
-        state.registry.all().values().filter(|crd| crd.namespaced()).map(|crd| crd.prefix(Some(namespace))).collect();
-    prefixes.push(event::prefix(Some(namespace)));
-    let built_in = crate::registry::builtin::RESOURCES.iter().filter(|resource| resource.namespaced);
-    prefixes.extend(built_in.map(|resource| resource.namespace_prefix(Some(namespace))));
-    for prefix in prefixes {
-        let page = state
-            .store
-            .list(ListOptions { prefix: &prefix, ..Default::default() })
-            .await
-            .map_err(|err| ApiError::unavailable(err.to_string()))?;
-        for entry in page.entries {
-            match state.store.delete(&entry.key, None).await {
-                Ok(_) | Err(StoreError::NotFound { .. }) => {}
-                Err(err) => return Err(ApiError::unavailable(err.to_string())),
-            }
-        }
-    }
-    Ok(())
 }
 
 /// DELETE a collection: every object the selectors match.

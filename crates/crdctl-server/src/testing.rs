@@ -41,8 +41,8 @@
 //! `rbac.authorization.k8s.io/v1` Roles, ClusterRoles and their bindings (stored and served as
 //! upstream serves them; see `registry::builtin`). What is not: the other built-in kinds (Pods,
 //! Deployments, Services, …), and nothing runs, as in envtest (no kubelet, scheduler, garbage
-//! collector or controller manager: owner references are kept but nothing deletes by them; a
-//! namespace deletion removes its objects at once), no admission webhooks, no authentication
+//! collector or controller manager: owner references are kept but nothing deletes by them; the
+//! namespace lifecycle is the one controller emulated), no admission webhooks, no authentication
 //! beyond an optional bearer token, and RBAC objects are stored but not enforced.
 //!
 //! Compared with the alternatives: `tower_test::mock` (kube-rs's recommendation) answers what

@@ -910,12 +910,49 @@ async fn built_in_resources(backend: Backend) {
         409
     );
 
-    // Deleting the namespace takes its objects along.
-    assert_eq!(api.delete("/api/v1/namespaces/team-c").await.code, 200);
-    for path in
-        [CONFIG_MAPS, "/api/v1/namespaces/team-c/secrets", "/apis/coordination.k8s.io/v1/namespaces/team-c/leases"]
-    {
+    // Deleting the namespace marks it Terminating and deletes what is in it, custom resources
+    // included; an object held by a finalizer keeps it until the finalizer is removed.
+    let api = api.with_crd().await;
+    let mut held = crontab("held", "v1");
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    let crontabs = "/apis/example.com/v1/namespaces/team-c/crontabs";
+    assert_eq!(api.post(crontabs, &held).await.code, 201);
+    assert_eq!(api.post(crontabs, &crontab("free", "v1")).await.code, 201);
+    let deleted = api.delete("/api/v1/namespaces/team-c").await;
+    assert_eq!((deleted.code, deleted.body["status"]["phase"].as_str()), (200, Some("Terminating")), "{deleted:?}");
+    assert!(deleted.body["metadata"]["deletionTimestamp"].is_string());
+    let refused = api.post(CONFIG_MAPS, &json!({"metadata": {"name": "late"}})).await;
+    assert_eq!(refused.code, 403);
+    assert_eq!(
+        refused.body["message"],
+        r#"configmaps "late" is forbidden: unable to create new content in namespace team-c because it is being terminated"#
+    );
+    let names = |answer: Answer| -> Vec<String> {
+        answer.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while names(api.get(crontabs).await) != ["held"] || !names(api.get(CONFIG_MAPS).await).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the namespace's objects are deleted, but for the held one");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for path in ["/api/v1/namespaces/team-c/secrets", "/apis/coordination.k8s.io/v1/namespaces/team-c/leases"] {
         assert_eq!(api.get(path).await.body["items"], json!([]), "{path}");
+    }
+    assert!(api.get(&format!("{crontabs}/held")).await.body["metadata"]["deletionTimestamp"].is_string());
+    let namespace = api.get("/api/v1/namespaces/team-c").await;
+    assert_eq!((namespace.code, namespace.body["status"]["phase"].as_str()), (200, Some("Terminating")));
+    let released = api
+        .patch(&format!("{crontabs}/held"), "application/merge-patch+json", &json!({"metadata": {"finalizers": null}}))
+        .await;
+    assert_eq!(released.code, 200, "{released:?}");
+    while api.get("/api/v1/namespaces/team-c").await.code != 404 {
+        assert!(std::time::Instant::now() < deadline, "the namespace goes once its last object is gone");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(api.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/system:crontab-reader").await.code, 200);
 }

@@ -1,9 +1,18 @@
-//! Core `v1` Namespaces: enough for namespaced custom resources (`default` exists; objects
-//! need an existing namespace; deleting a namespace deletes what is in it).
+//! Core `v1` Namespaces and their lifecycle, as kube-apiserver's NamespaceLifecycle admission
+//! and controller-manager's namespace controller: `default`, `kube-system`, `kube-public` and
+//! `kube-node-lease` always exist and cannot be deleted; objects need an existing namespace that
+//! is not terminating; deleting a namespace marks it `Terminating`, then [`finalize`] deletes
+//! every namespaced object in it — custom resources, events, built-ins — honouring their
+//! finalizers, and removes the namespace once nothing is left.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use crdctl_storage::{ListOptions, Store, StoreError};
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Subject};
+use crate::registry::Registry;
 use crate::selector::{SelectableFields, field_value};
 
 /// Where namespaces are stored.
@@ -53,4 +62,71 @@ pub fn prepare_create(object: &mut Value) -> Result<(), ApiError> {
     object["spec"] = json!({"finalizers": ["kubernetes"]});
     object["status"] = json!({"phase": "Active"});
     Ok(())
+}
+
+/// Marks a namespace as terminating: `deletionTimestamp`, `status.phase: Terminating`.
+pub fn mark_terminating(object: &mut Value) {
+    crate::object::meta_mut(object).insert("deletionTimestamp".into(), json!(crate::object::now_timestamp()));
+    crate::object::meta_mut(object).remove("resourceVersion");
+    crate::object::set(object, "status", json!({"phase": "Terminating"}));
+}
+
+/// How often a terminating namespace looks again at what is left in it.
+const RECHECK: Duration = Duration::from_millis(100);
+
+/// Empties the terminating namespace `name`, then deletes it: objects without finalizers are
+/// deleted, objects with finalizers are marked for deletion and waited for (their controllers
+/// remove the finalizers). Safe to run more than once, and resumed at start-up.
+pub async fn finalize(store: Arc<dyn Store>, registry: Registry, name: String) {
+    loop {
+        match remaining(&*store, &registry, &name).await {
+            Ok(0) => break,
+            Ok(_) => tokio::time::sleep(RECHECK).await,
+            Err(err) => {
+                tracing::warn!(namespace = %name, error = %err, "cannot empty a terminating namespace; retrying");
+                tokio::time::sleep(RECHECK * 10).await;
+            }
+        }
+    }
+    match store.delete(&key(&name), None).await {
+        Ok(_) | Err(StoreError::NotFound { .. }) => tracing::info!(namespace = %name, "namespace deleted"),
+        Err(err) => tracing::warn!(namespace = %name, error = %err, "cannot delete the namespace"),
+    }
+}
+
+/// One pass over the namespace's objects; how many are left.
+async fn remaining(store: &dyn Store, registry: &Registry, namespace: &str) -> Result<usize, StoreError> {
+    let mut prefixes: Vec<String> =
+        registry.all().values().filter(|crd| crd.namespaced()).map(|crd| crd.prefix(Some(namespace))).collect();
+    prefixes.push(crate::registry::event::prefix(Some(namespace)));
+    let built_in = crate::registry::builtin::RESOURCES.iter().filter(|resource| resource.namespaced);
+    prefixes.extend(built_in.map(|resource| resource.namespace_prefix(Some(namespace))));
+    let mut left = 0;
+    for prefix in prefixes {
+        let page = store.list(ListOptions { prefix: &prefix, ..Default::default() }).await?;
+        for entry in page.entries {
+            let Some(mut object) = crate::registry::decode(&entry.value, entry.mod_revision) else { continue };
+            if crate::object::finalizers(&object).is_empty() {
+                match store.delete(&entry.key, Some(entry.mod_revision)).await {
+                    Ok(_) | Err(StoreError::NotFound { .. }) => {}
+                    Err(StoreError::Conflict { .. }) => left += 1,
+                    Err(err) => return Err(err),
+                }
+                continue;
+            }
+            left += 1;
+            if crate::object::meta_field(&object, "deletionTimestamp").is_none() {
+                let meta = crate::object::meta_mut(&mut object);
+                meta.insert("deletionTimestamp".into(), json!(crate::object::now_timestamp()));
+                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+                meta.remove("resourceVersion");
+                let bytes = serde_json::to_vec(&object).unwrap_or_default();
+                match store.update(&entry.key, bytes, entry.mod_revision).await {
+                    Ok(_) | Err(StoreError::NotFound { .. } | StoreError::Conflict { .. }) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+        }
+    }
+    Ok(left)
 }
