@@ -89,6 +89,22 @@ async fn route(
         Some(_) => return Err(ApiError::not_found(endpoint.subject(name.unwrap_or_default()))),
     };
     let main = subresource == Subresource::Main;
+    // A verb the resource lacks (discovery does not list it) is 405, as go-restful answers a
+    // route that is not registered.
+    let verb = match (method.clone(), name) {
+        (Method::GET, None) if params.is_watch() => "watch",
+        (Method::GET, None) => "list",
+        (Method::GET, Some(_)) => "get",
+        (Method::POST, _) => "create",
+        (Method::PUT, _) => "update",
+        (Method::PATCH, _) => "patch",
+        (Method::DELETE, None) => "deletecollection",
+        (Method::DELETE, Some(_)) => "delete",
+        _ => return Err(ApiError::method_not_allowed()),
+    };
+    if main && !endpoint.allows(verb) {
+        return Err(ApiError::method_not_allowed());
+    }
     let decode = || -> ApiResult<(BodyType, Value)> {
         let body_type = negotiate::body_type(headers)?;
         Ok((body_type, negotiate::decode_body(body, body_type)?))
@@ -125,7 +141,7 @@ async fn route(
             rest::update(state, &endpoint, name, Change::Patch(body_type, patch), subresource, &params).await?
         }
         (Method::DELETE, Some(name)) if main => rest::delete(state, &endpoint, name, delete_options().as_ref()).await?,
-        (Method::DELETE, None) if endpoint.allows("deletecollection") => {
+        (Method::DELETE, None) if main => {
             rest::delete_collection(state, &endpoint, &params, delete_options().as_ref()).await?
         }
         _ => return Err(ApiError::method_not_allowed()),

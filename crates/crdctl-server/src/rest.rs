@@ -617,6 +617,11 @@ pub async fn create(
     params: &Params,
     managed: Managed,
 ) -> ApiResult<Reply> {
+    if let Kind::BuiltIn(resource) = &endpoint.kind
+        && let Some(answered) = resource.review(&mut object, &state.config)?
+    {
+        return Ok(Reply::of(StatusCode::CREATED, Body::Value(answered), Vec::new()));
+    }
     let mut warnings = Vec::new();
     let generate_from = crate::object::name_to_generate(&object);
     if let Some(prefix) = &generate_from {

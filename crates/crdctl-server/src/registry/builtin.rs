@@ -10,7 +10,7 @@
 //! no controller runs, as in envtest.
 
 use base64::Engine;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, ApiResult};
 use crate::selector::SelectableFields;
@@ -53,7 +53,7 @@ const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "lis
 
 /// What a kind's writes do beyond the generic (upstream's `RESTCreateStrategy` and
 /// `RESTUpdateStrategy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Strategy {
     /// Nothing beyond the generic.
     Plain,
@@ -61,6 +61,68 @@ pub enum Strategy {
     ConfigMap,
     /// `stringData` merged into `data`, `type` defaulted and immutable, keys, size, `immutable`.
     Secret,
+    /// A review: created, answered in `status`, never stored (the only verb is `create`).
+    Review(fn(&Value, &crate::Config) -> Value),
+}
+
+/// The verbs of a review.
+const CREATE_ONLY: &[&str] = &["create"];
+
+/// Who every request is: the server has one user, its token's holder, who may do anything (the
+/// reviews answer as an authorizer that allows everything, so `kubectl auth can-i` says yes).
+fn user() -> Value {
+    json!({"username": "system:admin", "groups": ["system:masters", "system:authenticated"]})
+}
+
+fn allowed(_: &Value, _: &crate::Config) -> Value {
+    json!({"allowed": true, "reason": "crdctl serve allows every request of an authenticated user"})
+}
+
+fn every_rule(_: &Value, _: &crate::Config) -> Value {
+    json!({
+        "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+        "incomplete": false,
+    })
+}
+
+fn whoami(_: &Value, _: &crate::Config) -> Value {
+    json!({"userInfo": user()})
+}
+
+/// A token is the server's own (or any, when the server has none).
+fn token_review(review: &Value, config: &crate::Config) -> Value {
+    let token = review.pointer("/spec/token").and_then(Value::as_str).unwrap_or_default();
+    match &config.token {
+        Some(expected) if expected != token => json!({"authenticated": false, "error": "invalid bearer token"}),
+        _ => json!({"authenticated": true, "user": user()}),
+    }
+}
+
+/// A review resource of `group`/v1.
+const fn review(
+    group: &'static str,
+    resource: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    answer: fn(&Value, &crate::Config) -> Value,
+) -> BuiltIn {
+    BuiltIn {
+        group,
+        version: "v1",
+        resource,
+        singular,
+        kind,
+        short_names: &[],
+        categories: &[],
+        namespaced,
+        verbs: CREATE_ONLY,
+        fields: SelectableFields::METADATA,
+        prefix: "",
+        name_rule: names::dns1123_subdomain_errors,
+        strategy: Strategy::Review(answer),
+    }
 }
 
 /// Every built-in resource, besides namespaces, events and CRDs (which have their own modules).
@@ -129,7 +191,37 @@ pub static RESOURCES: &[BuiltIn] = &[
     rbac("rolebindings", "rolebinding", "RoleBinding", true),
     rbac("clusterroles", "clusterrole", "ClusterRole", false),
     rbac("clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false),
+    review(
+        AUTHORIZATION,
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        "SelfSubjectAccessReview",
+        false,
+        allowed,
+    ),
+    review(AUTHORIZATION, "subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview", false, allowed),
+    review(
+        AUTHORIZATION,
+        "localsubjectaccessreviews",
+        "localsubjectaccessreview",
+        "LocalSubjectAccessReview",
+        true,
+        allowed,
+    ),
+    review(
+        AUTHORIZATION,
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+        "SelfSubjectRulesReview",
+        false,
+        every_rule,
+    ),
+    review(AUTHENTICATION, "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", false, whoami),
+    review(AUTHENTICATION, "tokenreviews", "tokenreview", "TokenReview", false, token_review),
 ];
+
+const AUTHORIZATION: &str = "authorization.k8s.io";
+const AUTHENTICATION: &str = "authentication.k8s.io";
 
 /// An `rbac.authorization.k8s.io/v1` resource: RBAC names are path segments (`system:…`).
 const fn rbac(resource: &'static str, singular: &'static str, kind: &'static str, namespaced: bool) -> BuiltIn {
@@ -174,6 +266,20 @@ impl BuiltIn {
         }
     }
 
+    /// Whether objects are stored (all but reviews).
+    pub fn stored(&self) -> bool {
+        !matches!(self.strategy, Strategy::Review(_))
+    }
+
+    /// A review's answer: the review with its `status` (`None` for kinds that are stored).
+    pub fn review(&self, object: &mut Value, config: &crate::Config) -> ApiResult<Option<Value>> {
+        let Strategy::Review(answer) = self.strategy else { return Ok(None) };
+        crate::object::check_type(object, &self.api_version(), self.kind)?;
+        let mut answered = object.clone();
+        crate::object::set(&mut answered, "status", answer(object, config));
+        Ok(Some(answered))
+    }
+
     /// Checks a body's type and name and applies the kind's create strategy.
     pub fn prepare_create(&self, object: &mut Value) -> ApiResult<()> {
         crate::object::check_type(object, &self.api_version(), self.kind)?;
@@ -199,7 +305,7 @@ impl BuiltIn {
     /// The strategy's defaults and checks, for a create (`old` is `None`) or an update.
     fn write(&self, object: &mut Value, old: Option<&Value>) -> ApiResult<field::ErrorList> {
         Ok(match self.strategy {
-            Strategy::Plain => field::ErrorList::new(),
+            Strategy::Plain | Strategy::Review(_) => field::ErrorList::new(),
             Strategy::ConfigMap => config_map(object, old),
             Strategy::Secret => secret(object, old).map_err(|err| self.undecodable(&err))?,
         })
@@ -345,6 +451,10 @@ mod tests {
         for (at, row) in RESOURCES.iter().enumerate() {
             let later = RESOURCES.get(at + 1..).unwrap_or_default();
             assert!(later.iter().all(|r| (r.group, r.resource) != (row.group, row.resource)), "{}", row.resource);
+            if let Strategy::Review(_) = row.strategy {
+                assert_eq!((row.prefix, row.verbs), ("", CREATE_ONLY), "reviews are not stored");
+                continue;
+            }
             assert!(later.iter().all(|r| r.prefix != row.prefix), "{}", row.prefix);
             assert_eq!(row.prefix, format!("/registry/{}/", row.resource));
         }

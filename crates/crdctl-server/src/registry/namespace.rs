@@ -99,7 +99,8 @@ async fn remaining(store: &dyn Store, registry: &Registry, namespace: &str) -> R
     let mut prefixes: Vec<String> =
         registry.all().values().filter(|crd| crd.namespaced()).map(|crd| crd.prefix(Some(namespace))).collect();
     prefixes.push(crate::registry::event::prefix(Some(namespace)));
-    let built_in = crate::registry::builtin::RESOURCES.iter().filter(|resource| resource.namespaced);
+    let built_in =
+        crate::registry::builtin::RESOURCES.iter().filter(|resource| resource.namespaced && resource.stored());
     prefixes.extend(built_in.map(|resource| resource.namespace_prefix(Some(namespace))));
     let mut left = 0;
     for prefix in prefixes {
