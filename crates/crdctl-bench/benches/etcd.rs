@@ -16,6 +16,7 @@
 #![allow(clippy::print_stdout)]
 
 #[path = "common/load.rs"]
+#[allow(dead_code, reason = "ConfigMap creates are measured by the server benchmark, on redb")]
 mod load;
 
 use std::sync::Arc;
@@ -25,7 +26,7 @@ use crdctl_server::testing::TestServer;
 use crdctl_storage::Store;
 use crdctl_storage::etcd::cluster::LocalCluster;
 use crdctl_storage::etcd::{EtcdConfig, EtcdStore};
-use load::{Load, Peer, v1_body};
+use load::{Load, Peer, Post, v1_body};
 use serde_json::{Value, json};
 
 #[global_allocator]
@@ -154,8 +155,8 @@ async fn measure(
 ) {
     let replica_count = stores.len();
     let (_servers, load) = replicas(peer, stores, watch_cache).await;
-    let (creates_1, made_1) = load.creates("v1", v1_body, 1, None, "one").await;
-    let (creates_16, made_16) = load.creates("v1", v1_body, 16, None, "many").await;
+    let (creates_1, made_1) = load.creates(Post::crontabs("v1", v1_body), 1, None, "one").await;
+    let (creates_16, made_16) = load.creates(Post::crontabs("v1", v1_body), 16, None, "many").await;
     let total = made_1 + made_16;
     let listed = load.list("v1", "", total).await;
     let cached = load.list("v1", "resourceVersion=0", total).await;

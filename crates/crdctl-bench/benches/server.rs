@@ -12,7 +12,8 @@
 //! objects pass through the CronTab conversion webhook (HTTPS, the example converter on the
 //! framework). The server, the webhook and the load generator each have a runtime of their own,
 //! as they would be three processes. Targets: creates with one client ≥ 50% of the raw
-//! single-writer commit rate; with 16 clients, more creates/s than that rate.
+//! single-writer commit rate; with 16 clients, more creates/s than that rate. ConfigMaps (a
+//! built-in kind) are created in the same slices as the None CronTabs: target ≥ 90% of their rate.
 //!
 //! One client is measured twice, each time with its own raw and ceiling slices beside it: with
 //! the process on every CPU, as the scheduler places it, and with every thread of the process on
@@ -33,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use crdctl_server::testing::TestServer;
 use crdctl_storage::Store;
-use load::{Connection, Load, Peer, RUN_FOR, v1_body};
+use load::{Connection, Load, Peer, Post, RUN_FOR, v1_body};
 use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
@@ -287,8 +288,10 @@ async fn main() {
         let converting = webhook.is_some();
         let (_server, load, _store, _dir) = server_with(&server_peer, crd(webhook)).await;
         // Writes at v1beta1 are converted to the storage version v1 (by the webhook when set).
-        let (version, body) = ("v1beta1", if converting { v1beta1_body as fn(&str, &str) -> String } else { v1_body });
+        let post = Post::crontabs("v1beta1", if converting { v1beta1_body } else { v1_body });
         let mut creates_1 = vec![Tally::default(); placements.len()];
+        // ConfigMaps, a built-in kind, in the same slices (the conversion None block only).
+        let mut config_maps_1 = vec![Tally::default(); placements.len()];
         for slice in 0..SLICES {
             for (at, (placement, creates)) in placements.iter_mut().zip(&mut creates_1).enumerate() {
                 run_on(&placement.cpus);
@@ -302,13 +305,18 @@ async fn main() {
                 }
                 placement.ceiling.add(Tally { made, took: started.elapsed() });
                 let (prefix, started) = (format!("one{slice}-{at}"), Instant::now());
-                let (_, made) = load.creates_for(RUN_FOR / SLICES, version, body, 1, None, &prefix).await;
+                let (_, made) = load.creates_for(RUN_FOR / SLICES, post, 1, None, &prefix).await;
                 creates.add(Tally { made: made as u64, took: started.elapsed() });
+                if !converting && let Some(config_maps) = config_maps_1.get_mut(at) {
+                    let started = Instant::now();
+                    let (_, made) = load.creates_for(RUN_FOR / SLICES, Post::config_maps(), 1, None, &prefix).await;
+                    config_maps.add(Tally { made: made as u64, took: started.elapsed() });
+                }
             }
         }
         run_on(&all);
         let made_1 = creates_1.iter().map(|tally| tally.made as usize).sum::<usize>();
-        let (creates_16, made_16) = load.creates(version, body, 16, Some(LIST_SIZE - made_1), "many").await;
+        let (creates_16, made_16) = load.creates(post, 16, Some(LIST_SIZE - made_1), "many").await;
         let total = made_1 + made_16;
         let listed = load.list("v1", "", total).await;
         let listed_converted = load.list("v1beta1", "", total).await;
@@ -330,7 +338,7 @@ async fn main() {
         }
         run_on(&all);
         let gets_16 = load.gets(sample, 16).await;
-        blocks.push((label, creates_1, creates_16, gets_1, gets_16, total, listed, listed_converted));
+        blocks.push((label, creates_1, config_maps_1, creates_16, gets_1, gets_16, total, listed, listed_converted));
     }
 
     println!("{:<48}{:>10}   ÷ raw there", format!("baseline (durable, redb, {} bytes)", value.len()), "writes/s");
@@ -342,9 +350,9 @@ async fn main() {
     let raw = placements[0].raw.rate();
     row("store engine, 1 writer", store_1, ratio(store_1, raw));
     row("store engine, 16 writers", store_16, ratio(store_16, raw));
-    for (label, creates_1, creates_16, gets_1, gets_16, total, listed, listed_converted) in blocks {
+    for (label, creates_1, config_maps_1, creates_16, gets_1, gets_16, total, listed, listed_converted) in blocks {
         println!("{:<48}{:>10}   ÷ raw there", format!("server, conversion {label}"), "per second");
-        for (placement, creates) in placements.iter().zip(creates_1) {
+        for ((placement, creates), config_maps) in placements.iter().zip(creates_1).zip(config_maps_1) {
             let creates = creates.rate();
             let ratios = format!(
                 "{}   ({} of HTTP + raw commit)",
@@ -352,6 +360,15 @@ async fn main() {
                 ratio(creates, placement.ceiling.rate())
             );
             row(&format!("creates, 1 client, {}", placement.label), creates, ratios);
+            if config_maps.made > 0 {
+                let config_maps = config_maps.rate();
+                let ratios = format!(
+                    "{}   ({} of CronTab creates)",
+                    ratio(config_maps, placement.raw.rate()),
+                    ratio(config_maps, creates)
+                );
+                row(&format!("ConfigMap creates, 1 client, {}", placement.label), config_maps, ratios);
+            }
         }
         row("creates, 16 clients", creates_16, ratio(creates_16, raw));
         for (placement, gets) in placements.iter().zip(gets_1) {

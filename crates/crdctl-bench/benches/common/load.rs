@@ -155,13 +155,12 @@ impl Load {
     /// Creates objects from `clients` tasks for `RUN_FOR`, or until `until` objects exist.
     pub async fn creates(
         self: &Arc<Self>,
-        version: &str,
-        body: fn(&str, &str) -> String,
+        post: Post,
         clients: usize,
         until: Option<usize>,
         prefix: &str,
     ) -> (f64, usize) {
-        self.creates_for(RUN_FOR, version, body, clients, until, prefix).await
+        self.creates_for(RUN_FOR, post, clients, until, prefix).await
     }
 
     /// Creates objects from `clients` tasks for `run_for`, or until `until` objects exist;
@@ -169,8 +168,7 @@ impl Load {
     pub async fn creates_for(
         self: &Arc<Self>,
         run_for: Duration,
-        version: &str,
-        body: fn(&str, &str) -> String,
+        post: Post,
         clients: usize,
         until: Option<usize>,
         prefix: &str,
@@ -179,10 +177,8 @@ impl Load {
         let started = Instant::now();
         let tasks: Vec<_> = (0..clients)
             .map(|client| {
-                let (load, count, version, prefix) =
-                    (Arc::clone(self), Arc::clone(&count), version.to_string(), prefix.to_string());
+                let (load, count, prefix) = (Arc::clone(self), Arc::clone(&count), prefix.to_string());
                 tokio::spawn(async move {
-                    let path = format!("/apis/example.com/{version}/namespaces/default/crontabs");
                     let mut connection = Connection::open(load.base(client)).await;
                     let mut i = 0;
                     loop {
@@ -193,8 +189,9 @@ impl Load {
                             _ => {}
                         }
                         let name = format!("{prefix}-{client:02}-{i:06}");
-                        let (code, answer) =
-                            connection.send(reqwest::Method::POST, &path, Some(body(&name, &version))).await;
+                        let (code, answer) = connection
+                            .send(reqwest::Method::POST, &post.collection(), Some((post.body)(&name, post.version)))
+                            .await;
                         assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
                         count.fetch_add(1, Ordering::Relaxed);
                         i += 1;
@@ -261,6 +258,40 @@ impl Load {
 }
 
 /// A CronTab at `version` in the v1 shape.
+/// What a create posts: CronTabs at a version (a body for that version), or ConfigMaps.
+#[derive(Debug, Clone, Copy)]
+pub struct Post {
+    /// The CronTab version; empty for ConfigMaps.
+    pub version: &'static str,
+    /// The body for a name at `version`.
+    pub body: fn(&str, &str) -> String,
+}
+
+impl Post {
+    /// CronTabs at `version`, written as `body` makes them.
+    pub fn crontabs(version: &'static str, body: fn(&str, &str) -> String) -> Post {
+        Post { version, body }
+    }
+
+    /// ConfigMaps with as much data as [`v1_body`]'s CronTab.
+    pub fn config_maps() -> Post {
+        Post { version: "", body: config_map_body }
+    }
+
+    fn collection(&self) -> String {
+        match self.version {
+            "" => "/api/v1/namespaces/default/configmaps".to_string(),
+            version => format!("/apis/example.com/{version}/namespaces/default/crontabs"),
+        }
+    }
+}
+
+fn config_map_body(name: &str, _: &str) -> String {
+    format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"}},"data":{{"host":"localhost","port":"1234"}}}}"#
+    )
+}
+
 pub fn v1_body(name: &str, version: &str) -> String {
     format!(
         r#"{{"apiVersion":"example.com/{version}","kind":"CronTab","metadata":{{"name":"{name}"}},"host":"localhost","port":"1234"}}"#
