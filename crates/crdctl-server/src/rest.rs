@@ -324,7 +324,8 @@ impl Endpoint {
     pub fn columns(&self) -> Vec<Column> {
         match &self.kind {
             Kind::Custom(served) => crate::table::custom_resource_columns(served.printer_columns(&self.version)),
-            Kind::Crd | Kind::Namespace | Kind::Event(_) | Kind::BuiltIn(_) => crate::table::created_at_columns(),
+            Kind::BuiltIn(resource) => (resource.columns)(),
+            Kind::Crd | Kind::Namespace | Kind::Event(_) => crate::table::created_at_columns(),
         }
     }
 

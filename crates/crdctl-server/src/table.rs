@@ -1,6 +1,9 @@
 //! Server-side `Table` output (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`): the
 //! CRD's `additionalPrinterColumns` for the requested version, after apiextensions'
-//! `tableconvertor`, so `kubectl get` prints the CRD's columns.
+//! `tableconvertor`, so `kubectl get` prints the CRD's columns; built-in kinds have the columns
+//! of upstream's printers (`pkg/printers/internalversion`).
+
+use std::borrow::Cow;
 
 use serde_json::{Value, json};
 
@@ -17,8 +20,54 @@ pub struct Column {
     pub priority: i64,
     /// Description.
     pub description: String,
-    /// Where the value is, e.g. `.spec.cronSpec`; empty for the name column.
-    pub json_path: String,
+    /// Where the value comes from.
+    pub source: Source,
+}
+
+/// Where a cell's value comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// `metadata.name`.
+    Name,
+    /// `metadata.creationTimestamp` as it is (the `Created At` column).
+    Created,
+    /// A JSONPath (`.spec.cronSpec`), read as the column's type says.
+    Path(Cow<'static, str>),
+    /// How many entries the top-level fields at these names hold together (map keys or list
+    /// items): a ConfigMap's `Data`.
+    Count(&'static [&'static str]),
+    /// `<first>/<second>` of two JSONPaths: a binding's `Role`.
+    Pair(&'static str, &'static str),
+}
+
+impl Column {
+    /// A column of a built-in kind.
+    pub fn new(name: &str, type_: &str, priority: i64, description: &str, source: Source) -> Column {
+        Column {
+            name: name.into(),
+            type_: type_.into(),
+            format: String::new(),
+            priority,
+            description: description.into(),
+            source,
+        }
+    }
+
+    /// `Age`, from `metadata.creationTimestamp`.
+    pub fn age() -> Column {
+        Column::new(
+            "Age",
+            "date",
+            0,
+            CREATION_TIMESTAMP_DESCRIPTION,
+            Source::Path(".metadata.creationTimestamp".into()),
+        )
+    }
+
+    /// `Name`, first in every table.
+    pub fn name() -> Column {
+        name_column()
+    }
 }
 
 const CREATION_TIMESTAMP_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
@@ -30,7 +79,7 @@ fn name_column() -> Column {
         format: "name".into(),
         priority: 0,
         description: "Name must be unique within a namespace. It is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names".into(),
-        json_path: String::new(),
+        source: Source::Name,
     }
 }
 
@@ -40,14 +89,7 @@ pub fn custom_resource_columns(printer_columns: Option<&Value>) -> Vec<Column> {
     let defined: Vec<&Value> =
         printer_columns.and_then(Value::as_array).map(|c| c.iter().collect()).unwrap_or_default();
     if defined.is_empty() {
-        columns.push(Column {
-            name: "Age".into(),
-            type_: "date".into(),
-            format: String::new(),
-            priority: 0,
-            description: CREATION_TIMESTAMP_DESCRIPTION.into(),
-            json_path: ".metadata.creationTimestamp".into(),
-        });
+        columns.push(Column::age());
     }
     for column in defined {
         let text = |key: &str| column.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
@@ -62,7 +104,7 @@ pub fn custom_resource_columns(printer_columns: Option<&Value>) -> Vec<Column> {
             format: text("format"),
             priority: column.get("priority").and_then(Value::as_i64).unwrap_or(0),
             description,
-            json_path,
+            source: Source::Path(json_path.into()),
         });
     }
     columns
@@ -78,7 +120,7 @@ pub fn created_at_columns() -> Vec<Column> {
             format: String::new(),
             priority: 0,
             description: CREATION_TIMESTAMP_DESCRIPTION.into(),
-            json_path: String::new(),
+            source: Source::Created,
         },
     ]
 }
@@ -114,14 +156,26 @@ pub fn table(columns: &[Column], objects: &[Value], list_meta: Value, include_ob
 }
 
 fn cell(column: &Column, object: &Value, now: i64) -> Value {
-    if column.format == "name" && column.json_path.is_empty() {
-        return crate::object::meta_field(object, "name").cloned().unwrap_or(Value::Null);
-    }
-    if column.json_path.is_empty() {
-        // The `Created At` column of the default table: the timestamp itself.
-        return crate::object::meta_field(object, "creationTimestamp").cloned().unwrap_or(Value::Null);
-    }
-    let Some(value) = crate::jsonpath::first(object, &column.json_path) else { return Value::Null };
+    let path = match &column.source {
+        Source::Name => return crate::object::meta_field(object, "name").cloned().unwrap_or(Value::Null),
+        Source::Created => {
+            return crate::object::meta_field(object, "creationTimestamp").cloned().unwrap_or(Value::Null);
+        }
+        Source::Count(fields) => {
+            let count = |field: &&str| match object.get(*field) {
+                Some(Value::Object(map)) => map.len(),
+                Some(Value::Array(items)) => items.len(),
+                _ => 0,
+            };
+            return Value::from(fields.iter().map(count).sum::<usize>());
+        }
+        Source::Pair(first, second) => {
+            let text = |path: &str| crate::jsonpath::first(object, path).and_then(Value::as_str).unwrap_or_default();
+            return Value::String(format!("{}/{}", text(first), text(second)));
+        }
+        Source::Path(path) => path,
+    };
+    let Some(value) = crate::jsonpath::first(object, path) else { return Value::Null };
     match column.type_.as_str() {
         "string" => Value::String(match value {
             Value::String(s) => s.clone(),
@@ -231,5 +285,18 @@ mod tests {
             table["columnDefinitions"][1]["description"],
             "Custom resource definition column (in JSONPath format): .spec.cronSpec"
         );
+    }
+
+    #[test]
+    fn computed_cells_count_entries_and_pair_paths() {
+        let columns = [
+            Column::name(),
+            Column::new("Data", "string", 0, "", Source::Count(&["data", "binaryData"])),
+            Column::new("Role", "string", 0, "", Source::Pair(".roleRef.kind", ".roleRef.name")),
+        ];
+        let object = json!({"metadata": {"name": "a"}, "data": {"x": "1", "y": "2"}, "binaryData": {"z": ""},
+                            "roleRef": {"kind": "ClusterRole", "name": "view"}});
+        let table = table(&columns, &[object], json!({}), "None", 0);
+        assert_eq!(table["rows"][0]["cells"], json!(["a", 3, "ClusterRole/view"]));
     }
 }

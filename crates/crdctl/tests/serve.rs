@@ -470,6 +470,32 @@ rules: [{{apiGroups: [example.com], resources: [crontabs], verbs: ['*']}}]
             (secret["data"]["password"].as_str(), secret["type"].as_str()),
             (Some("aHVudGVyMg=="), Some("Opaque"))
         );
+        // Upstream's printer columns.
+        let printed = k.ok(&["get", "cm,secrets,leases,roles", "-n", "team-d"]).stdout;
+        let words = |line: &str| line.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        let lines: Vec<Vec<String>> = printed.lines().map(words).collect();
+        for expected in [
+            vec!["NAME", "DATA", "AGE"],
+            vec!["NAME", "TYPE", "DATA", "AGE"],
+            vec!["NAME", "HOLDER", "AGE"],
+            vec!["NAME", "CREATED", "AT"],
+        ] {
+            assert!(lines.iter().any(|l| *l == expected), "{}: {expected:?} in\n{printed}", k.name());
+        }
+        assert!(
+            lines.iter().any(|l| l.get(..2) == Some(&["configmap/settings".to_string(), "1".to_string()])),
+            "{printed}"
+        );
+        assert!(
+            lines.iter().any(|l| l.get(..3) == Some(&["secret/credentials".into(), "Opaque".into(), "1".into()])),
+            "{printed}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.get(..2) == Some(&["lease.coordination.k8s.io/crontab-controller".into(), "pod-a".into()])),
+            "{printed}"
+        );
         let names = k.ok(&["get", "cm", "-n", "team-d", "-o", "name"]).stdout;
         assert_eq!(names.trim(), "configmap/settings", "{}", k.name());
         k.ok(&["delete", "namespace", "team-d"]);

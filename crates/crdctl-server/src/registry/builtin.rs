@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, ApiResult};
 use crate::selector::SelectableFields;
+use crate::table::{Column, Source};
 use crdctl_model::field::{self, Path};
 use crdctl_model::names;
 
@@ -46,6 +47,8 @@ pub struct BuiltIn {
     pub name_rule: fn(&str) -> Vec<String>,
     /// What writes do beyond the generic.
     pub strategy: Strategy,
+    /// The `Table` columns of upstream's printer.
+    pub columns: fn() -> Vec<Column>,
 }
 
 /// The verbs of most resources.
@@ -122,6 +125,7 @@ const fn review(
         prefix: "",
         name_rule: names::dns1123_subdomain_errors,
         strategy: Strategy::Review(answer),
+        columns: crate::table::created_at_columns,
     }
 }
 
@@ -141,6 +145,7 @@ pub static RESOURCES: &[BuiltIn] = &[
         prefix: "/registry/configmaps/",
         name_rule: names::dns1123_subdomain_errors,
         strategy: Strategy::ConfigMap,
+        columns: || columns(vec![Column::new("Data", "string", 0, DATA, Source::Count(&["data", "binaryData"]))]),
     },
     BuiltIn {
         group: "",
@@ -156,6 +161,18 @@ pub static RESOURCES: &[BuiltIn] = &[
         prefix: "/registry/secrets/",
         name_rule: names::dns1123_subdomain_errors,
         strategy: Strategy::Secret,
+        columns: || {
+            columns(vec![
+                Column::new(
+                    "Type",
+                    "string",
+                    0,
+                    "Used to facilitate programmatic handling of secret data.",
+                    Source::Path(".type".into()),
+                ),
+                Column::new("Data", "string", 0, DATA, Source::Count(&["data"])),
+            ])
+        },
     },
     BuiltIn {
         group: "",
@@ -171,6 +188,15 @@ pub static RESOURCES: &[BuiltIn] = &[
         prefix: "/registry/serviceaccounts/",
         name_rule: names::dns1123_subdomain_errors,
         strategy: Strategy::Plain,
+        columns: || {
+            columns(vec![Column::new(
+                "Secrets",
+                "string",
+                0,
+                "Secrets of the ServiceAccount.",
+                Source::Count(&["secrets"]),
+            )])
+        },
     },
     BuiltIn {
         group: "coordination.k8s.io",
@@ -186,11 +212,20 @@ pub static RESOURCES: &[BuiltIn] = &[
         prefix: "/registry/leases/",
         name_rule: names::dns1123_subdomain_errors,
         strategy: Strategy::Plain,
+        columns: || {
+            columns(vec![Column::new(
+                "Holder",
+                "string",
+                0,
+                "The holder of the lease.",
+                Source::Path(".spec.holderIdentity".into()),
+            )])
+        },
     },
-    rbac("roles", "role", "Role", true),
-    rbac("rolebindings", "rolebinding", "RoleBinding", true),
-    rbac("clusterroles", "clusterrole", "ClusterRole", false),
-    rbac("clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false),
+    rbac("roles", "role", "Role", true, crate::table::created_at_columns),
+    rbac("rolebindings", "rolebinding", "RoleBinding", true, binding_columns),
+    rbac("clusterroles", "clusterrole", "ClusterRole", false, crate::table::created_at_columns),
+    rbac("clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false, binding_columns),
     review(
         AUTHORIZATION,
         "selfsubjectaccessreviews",
@@ -224,7 +259,13 @@ const AUTHORIZATION: &str = "authorization.k8s.io";
 const AUTHENTICATION: &str = "authentication.k8s.io";
 
 /// An `rbac.authorization.k8s.io/v1` resource: RBAC names are path segments (`system:…`).
-const fn rbac(resource: &'static str, singular: &'static str, kind: &'static str, namespaced: bool) -> BuiltIn {
+const fn rbac(
+    resource: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    columns: fn() -> Vec<Column>,
+) -> BuiltIn {
     BuiltIn {
         group: "rbac.authorization.k8s.io",
         version: "v1",
@@ -244,7 +285,24 @@ const fn rbac(resource: &'static str, singular: &'static str, kind: &'static str
         },
         name_rule: names::path_segment_name_errors,
         strategy: Strategy::Plain,
+        columns,
     }
+}
+
+/// What the `Data` columns count.
+const DATA: &str = "The number of keys the object holds.";
+
+/// `Name`, a kind's own columns, then `Age`, as upstream's printers order them.
+fn columns(own: Vec<Column>) -> Vec<Column> {
+    let mut columns = vec![Column::name()];
+    columns.extend(own);
+    columns.push(Column::age());
+    columns
+}
+
+/// A RoleBinding's or ClusterRoleBinding's: `Name`, `Role`, `Age`.
+fn binding_columns() -> Vec<Column> {
+    columns(vec![Column::new("Role", "string", 0, "The role bound.", Source::Pair(".roleRef.kind", ".roleRef.name"))])
 }
 
 /// The resource `resource` of `group`/`version`, if built in.
