@@ -196,6 +196,7 @@ impl AppState {
                 Ok(_) | Err(crdctl_storage::StoreError::AlreadyExists { .. }) => {}
                 Err(err) => return Err(StartError::Store(err.to_string())),
             }
+            registry::namespace::create_default_service_account(&*store, name).await;
         }
         let resolver = Arc::new(MappedServices(config.webhook_services.clone()));
         let registry = Registry::start(Arc::clone(&store), resolver).await.map_err(|e| StartError::Store(e.message))?;

@@ -699,8 +699,10 @@ pub async fn create(
             (written, _) => break written.map_err(store_error(endpoint, &name))?,
         }
     };
-    if matches!(endpoint.kind, Kind::Crd) {
-        state.registry.wait_for(entry.mod_revision).await;
+    match endpoint.kind {
+        Kind::Crd => state.registry.wait_for(entry.mod_revision).await,
+        Kind::Namespace => namespace::create_default_service_account(&*state.store, &name).await,
+        _ => {}
     }
     let body = endpoint.present_created(stored, &entry).await?;
     Ok(Reply::with_warnings(StatusCode::CREATED, body, warnings))

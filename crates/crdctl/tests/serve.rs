@@ -463,7 +463,7 @@ rules: [{{apiGroups: [example.com], resources: [crontabs], verbs: ['*']}}]
         let versions = |list: &Value| -> Vec<String> {
             list["items"].as_array().unwrap().iter().map(|i| i["metadata"]["resourceVersion"].to_string()).collect()
         };
-        assert_eq!(versions(&after).len(), 6, "{}: {after}", k.name());
+        assert_eq!(versions(&after).len(), 7, "{}: {after}", k.name());
         assert_eq!(versions(&before), versions(&after), "{}: the second apply changed nothing", k.name());
         let secret = k.json(&["get", "secret", "credentials", "-n", "team-d"]);
         assert_eq!(

@@ -3,7 +3,8 @@
 //! `kube-node-lease` always exist and cannot be deleted; objects need an existing namespace that
 //! is not terminating; deleting a namespace marks it `Terminating`, then [`finalize`] deletes
 //! every namespaced object in it — custom resources, events, built-ins — honouring their
-//! finalizers, and removes the namespace once nothing is left.
+//! finalizers, and removes the namespace once nothing is left. Every namespace has a `default`
+//! ServiceAccount, as controller-manager makes it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,6 +63,19 @@ pub fn prepare_create(object: &mut Value) -> Result<(), ApiError> {
     object["spec"] = json!({"finalizers": ["kubernetes"]});
     object["status"] = json!({"phase": "Active"});
     Ok(())
+}
+
+/// The `default` ServiceAccount every namespace gets, as controller-manager's serviceaccounts
+/// controller makes it. A failure is logged, not returned: the namespace exists either way.
+pub async fn create_default_service_account(store: &dyn Store, namespace: &str) {
+    let Some(accounts) = crate::registry::builtin::find("", "v1", "serviceaccounts") else { return };
+    let mut account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
+    crate::object::prepare_create(&mut account, Some(namespace));
+    let key = format!("{}default", accounts.namespace_prefix(Some(namespace)));
+    match store.create(&key, serde_json::to_vec(&account).unwrap_or_default()).await {
+        Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
+        Err(err) => tracing::warn!(namespace, error = %err, "cannot create the default ServiceAccount"),
+    }
 }
 
 /// Marks a namespace as terminating: `deletionTimestamp`, `status.phase: Terminating`.
