@@ -3,6 +3,7 @@
 #![no_main]
 
 use crdctl_server::negotiate::{BodyType, decode_body};
+use crdctl_server::registry::{event, namespace};
 use crdctl_server::selector::{FieldSelector, LabelSelector};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
@@ -12,7 +13,11 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         if let Ok(selector) = LabelSelector::parse(text) {
             let _ = selector.matches(&serde_json::json!({"metadata": {"labels": {"a": "b", "env": "prod"}}}));
         }
-        let _ = FieldSelector::parse(text, true);
-        let _ = FieldSelector::parse(text, false);
+        let event = serde_json::json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "CronTab", "name": "a"},
+            "source": {}, "reportingComponent": "c", "type": "Normal"});
+        if let Ok(selector) = FieldSelector::parse(text, true, event::SELECTABLE_FIELDS) {
+            let _ = selector.matches(&event);
+        }
+        let _ = FieldSelector::parse(text, false, namespace::SELECTABLE_FIELDS);
     }
 });
