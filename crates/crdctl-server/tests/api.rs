@@ -122,6 +122,17 @@ const BLOBS: &str = "/apis/example.com/v1/namespaces/default/blobs";
 const CRONTABS_V1: &str = "/apis/example.com/v1/namespaces/default/crontabs";
 const CRONTABS_V1BETA1: &str = "/apis/example.com/v1beta1/namespaces/default/crontabs";
 
+/// The names of a list's items, in order; the list must have been answered.
+fn item_names(answer: &Answer) -> Vec<String> {
+    assert_eq!(answer.code, 200, "{answer:?}");
+    answer.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
 fn crontab(name: &str, version: &str) -> Value {
     json!({"apiVersion": format!("example.com/{version}"), "kind": "CronTab", "metadata": {"name": name}, "spec": {"cronSpec": "* * * * */5"}})
 }
@@ -758,15 +769,6 @@ async fn built_in_types_and_their_field_selectors(backend: Backend) {
     let namespace = api.post("/api/v1/namespaces", &json!({"metadata": {"name": "team-b"}})).await;
     assert_eq!((namespace.code, namespace.body["kind"].as_str()), (201, Some("Namespace")), "{namespace:?}");
 
-    let names = |answer: &Answer| -> Vec<String> {
-        assert_eq!(answer.code, 200, "{answer:?}");
-        answer.body["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
-            .collect()
-    };
     // What `kubectl describe crontab a` asks for.
     let describe =
         "involvedObject.name=a,involvedObject.namespace=default,involvedObject.kind=CronTab,involvedObject.uid=uid-a";
@@ -780,9 +782,9 @@ async fn built_in_types_and_their_field_selectors(backend: Backend) {
         ("reportingComponent=kubelet", vec!["b.1"]),
         ("involvedObject.apiVersion=example.com/v1,metadata.name=d.1", vec!["d.1"]),
     ] {
-        assert_eq!(names(&api.get(&format!("{EVENTS}?fieldSelector={selector}")).await), expected, "{selector}");
+        assert_eq!(item_names(&api.get(&format!("{EVENTS}?fieldSelector={selector}")).await), expected, "{selector}");
         let events_k8s_io = format!("/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector={selector}");
-        assert_eq!(names(&api.get(&events_k8s_io).await), expected, "events.k8s.io: {selector}");
+        assert_eq!(item_names(&api.get(&events_k8s_io).await), expected, "events.k8s.io: {selector}");
     }
     let unsupported = api.get(&format!("{EVENTS}?fieldSelector=regarding.name=a")).await;
     assert_eq!(
@@ -790,11 +792,11 @@ async fn built_in_types_and_their_field_selectors(backend: Backend) {
         (400, Some("field label not supported: regarding.name"))
     );
     assert_eq!(
-        names(&api.get("/api/v1/namespaces?fieldSelector=status.phase=Active,metadata.name=team-b").await),
+        item_names(&api.get("/api/v1/namespaces?fieldSelector=status.phase=Active,metadata.name=team-b").await),
         ["team-b"]
     );
-    assert_eq!(names(&api.get("/api/v1/namespaces?fieldSelector=name=team-b").await), ["team-b"]);
-    assert!(names(&api.get("/api/v1/namespaces?fieldSelector=status.phase=Terminating").await).is_empty());
+    assert_eq!(item_names(&api.get("/api/v1/namespaces?fieldSelector=name=team-b").await), ["team-b"]);
+    assert!(item_names(&api.get("/api/v1/namespaces?fieldSelector=status.phase=Terminating").await).is_empty());
 
     // A watch selects the same way.
     let rv = api.get(EVENTS).await.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
@@ -953,21 +955,13 @@ async fn built_in_resources(backend: Backend) {
         refused.body["message"],
         r#"configmaps "late" is forbidden: unable to create new content in namespace team-c because it is being terminated"#
     );
-    let names = |answer: Answer| -> Vec<String> {
-        answer.body["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
-            .collect()
-    };
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let emptied =
         [CONFIG_MAPS, "/api/v1/namespaces/team-c/secrets", "/apis/coordination.k8s.io/v1/namespaces/team-c/leases"];
     loop {
-        let mut left = names(api.get(crontabs).await);
+        let mut left = item_names(&api.get(crontabs).await);
         for path in emptied {
-            left.extend(names(api.get(path).await));
+            left.extend(item_names(&api.get(path).await));
         }
         if left == ["held"] {
             break;

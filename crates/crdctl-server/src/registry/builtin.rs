@@ -102,14 +102,15 @@ fn token_review(review: &Value, config: &crate::Config) -> Value {
     }
 }
 
-/// A review resource of `group`/v1.
-const fn review(
+/// A stored resource with every verb, named by DNS subdomains, with no behaviour of its own; rows
+/// change what differs.
+const fn resource(
     group: &'static str,
     resource: &'static str,
     singular: &'static str,
     kind: &'static str,
+    prefix: &'static str,
     namespaced: bool,
-    answer: fn(&Value, &crate::Config) -> Value,
 ) -> BuiltIn {
     BuiltIn {
         group,
@@ -120,74 +121,69 @@ const fn review(
         short_names: &[],
         categories: &[],
         namespaced,
-        verbs: CREATE_ONLY,
+        verbs: ALL_VERBS,
         fields: SelectableFields::METADATA,
-        prefix: "",
+        prefix,
         name_rule: names::dns1123_subdomain_errors,
-        strategy: Strategy::Review(answer),
+        strategy: Strategy::Plain,
         columns: crate::table::created_at_columns,
+    }
+}
+
+/// A review of `group`/v1: created, answered, not stored.
+const fn review(
+    group: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    answer: fn(&Value, &crate::Config) -> Value,
+) -> BuiltIn {
+    BuiltIn {
+        verbs: CREATE_ONLY,
+        strategy: Strategy::Review(answer),
+        ..resource(group, plural, singular, kind, "", namespaced)
+    }
+}
+
+/// An `rbac.authorization.k8s.io/v1` resource: RBAC names are path segments (`system:…`).
+const fn rbac(
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    prefix: &'static str,
+    namespaced: bool,
+    columns: fn() -> Vec<Column>,
+) -> BuiltIn {
+    BuiltIn {
+        name_rule: names::path_segment_name_errors,
+        columns,
+        ..resource("rbac.authorization.k8s.io", plural, singular, kind, prefix, namespaced)
     }
 }
 
 /// Every built-in resource, besides namespaces, events and CRDs (which have their own modules).
 pub static RESOURCES: &[BuiltIn] = &[
     BuiltIn {
-        group: "",
-        version: "v1",
-        resource: "configmaps",
-        singular: "configmap",
-        kind: "ConfigMap",
         short_names: &["cm"],
-        categories: &[],
-        namespaced: true,
-        verbs: ALL_VERBS,
-        fields: SelectableFields::METADATA,
-        prefix: "/registry/configmaps/",
-        name_rule: names::dns1123_subdomain_errors,
         strategy: Strategy::ConfigMap,
         columns: || columns(vec![Column::new("Data", "string", 0, DATA, Source::Count(&["data", "binaryData"]))]),
+        ..resource("", "configmaps", "configmap", "ConfigMap", "/registry/configmaps/", true)
     },
     BuiltIn {
-        group: "",
-        version: "v1",
-        resource: "secrets",
-        singular: "secret",
-        kind: "Secret",
-        short_names: &[],
-        categories: &[],
-        namespaced: true,
-        verbs: ALL_VERBS,
         fields: SelectableFields { labels: &["type"], value: crate::selector::field_value },
-        prefix: "/registry/secrets/",
-        name_rule: names::dns1123_subdomain_errors,
         strategy: Strategy::Secret,
         columns: || {
+            let type_ = "Used to facilitate programmatic handling of secret data.";
             columns(vec![
-                Column::new(
-                    "Type",
-                    "string",
-                    0,
-                    "Used to facilitate programmatic handling of secret data.",
-                    Source::Path(".type".into()),
-                ),
+                Column::new("Type", "string", 0, type_, Source::Path(".type".into())),
                 Column::new("Data", "string", 0, DATA, Source::Count(&["data"])),
             ])
         },
+        ..resource("", "secrets", "secret", "Secret", "/registry/secrets/", true)
     },
     BuiltIn {
-        group: "",
-        version: "v1",
-        resource: "serviceaccounts",
-        singular: "serviceaccount",
-        kind: "ServiceAccount",
         short_names: &["sa"],
-        categories: &[],
-        namespaced: true,
-        verbs: ALL_VERBS,
-        fields: SelectableFields::METADATA,
-        prefix: "/registry/serviceaccounts/",
-        name_rule: names::dns1123_subdomain_errors,
-        strategy: Strategy::Plain,
         columns: || {
             columns(vec![Column::new(
                 "Secrets",
@@ -197,35 +193,33 @@ pub static RESOURCES: &[BuiltIn] = &[
                 Source::Count(&["secrets"]),
             )])
         },
+        ..resource("", "serviceaccounts", "serviceaccount", "ServiceAccount", "/registry/serviceaccounts/", true)
     },
     BuiltIn {
-        group: "coordination.k8s.io",
-        version: "v1",
-        resource: "leases",
-        singular: "lease",
-        kind: "Lease",
-        short_names: &[],
-        categories: &[],
-        namespaced: true,
-        verbs: ALL_VERBS,
-        fields: SelectableFields::METADATA,
-        prefix: "/registry/leases/",
-        name_rule: names::dns1123_subdomain_errors,
-        strategy: Strategy::Plain,
         columns: || {
-            columns(vec![Column::new(
-                "Holder",
-                "string",
-                0,
-                "The holder of the lease.",
-                Source::Path(".spec.holderIdentity".into()),
-            )])
+            let holder = Source::Path(".spec.holderIdentity".into());
+            columns(vec![Column::new("Holder", "string", 0, "The holder of the lease.", holder)])
         },
+        ..resource("coordination.k8s.io", "leases", "lease", "Lease", "/registry/leases/", true)
     },
-    rbac("roles", "role", "Role", true, crate::table::created_at_columns),
-    rbac("rolebindings", "rolebinding", "RoleBinding", true, binding_columns),
-    rbac("clusterroles", "clusterrole", "ClusterRole", false, crate::table::created_at_columns),
-    rbac("clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false, binding_columns),
+    rbac("roles", "role", "Role", "/registry/roles/", true, crate::table::created_at_columns),
+    rbac("rolebindings", "rolebinding", "RoleBinding", "/registry/rolebindings/", true, binding_columns),
+    rbac(
+        "clusterroles",
+        "clusterrole",
+        "ClusterRole",
+        "/registry/clusterroles/",
+        false,
+        crate::table::created_at_columns,
+    ),
+    rbac(
+        "clusterrolebindings",
+        "clusterrolebinding",
+        "ClusterRoleBinding",
+        "/registry/clusterrolebindings/",
+        false,
+        binding_columns,
+    ),
     review(
         AUTHORIZATION,
         "selfsubjectaccessreviews",
@@ -257,37 +251,6 @@ pub static RESOURCES: &[BuiltIn] = &[
 
 const AUTHORIZATION: &str = "authorization.k8s.io";
 const AUTHENTICATION: &str = "authentication.k8s.io";
-
-/// An `rbac.authorization.k8s.io/v1` resource: RBAC names are path segments (`system:…`).
-const fn rbac(
-    resource: &'static str,
-    singular: &'static str,
-    kind: &'static str,
-    namespaced: bool,
-    columns: fn() -> Vec<Column>,
-) -> BuiltIn {
-    BuiltIn {
-        group: "rbac.authorization.k8s.io",
-        version: "v1",
-        resource,
-        singular,
-        kind,
-        short_names: &[],
-        categories: &[],
-        namespaced,
-        verbs: ALL_VERBS,
-        fields: SelectableFields::METADATA,
-        prefix: match resource.as_bytes() {
-            b"roles" => "/registry/roles/",
-            b"rolebindings" => "/registry/rolebindings/",
-            b"clusterroles" => "/registry/clusterroles/",
-            _ => "/registry/clusterrolebindings/",
-        },
-        name_rule: names::path_segment_name_errors,
-        strategy: Strategy::Plain,
-        columns,
-    }
-}
 
 /// What the `Data` columns count.
 const DATA: &str = "The number of keys the object holds.";
