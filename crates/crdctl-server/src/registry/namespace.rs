@@ -85,22 +85,26 @@ pub fn mark_terminating(object: &mut Value) {
     crate::object::set(object, "status", json!({"phase": "Terminating"}));
 }
 
-/// How often a terminating namespace looks again at what is left in it.
+/// How soon a terminating namespace looks again at what is left in it; the wait doubles, up to
+/// [`RECHECK_AT_MOST`], while objects held by finalizers stay.
 const RECHECK: Duration = Duration::from_millis(100);
+const RECHECK_AT_MOST: Duration = Duration::from_secs(2);
 
 /// Empties the terminating namespace `name`, then deletes it: objects without finalizers are
 /// deleted, objects with finalizers are marked for deletion and waited for (their controllers
 /// remove the finalizers). Safe to run more than once, and resumed at start-up.
 pub async fn finalize(store: Arc<dyn Store>, registry: Registry, name: String) {
+    let mut wait = RECHECK;
     loop {
         match remaining(&*store, &registry, &name).await {
             Ok(0) => break,
-            Ok(_) => tokio::time::sleep(RECHECK).await,
+            Ok(_) => {}
             Err(err) => {
-                tracing::warn!(namespace = %name, error = %err, "cannot empty a terminating namespace; retrying");
-                tokio::time::sleep(RECHECK * 10).await;
+                tracing::warn!(namespace = %name, error = %err, "cannot empty a terminating namespace; retrying")
             }
         }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(RECHECK_AT_MOST);
     }
     match store.delete(&key(&name), None).await {
         Ok(_) | Err(StoreError::NotFound { .. }) => tracing::info!(namespace = %name, "namespace deleted"),
