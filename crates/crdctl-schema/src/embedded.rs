@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value};
 
-use crdctl_model::field::{self, ErrorType, Path};
-use crdctl_model::go::{self, bad_value};
+use crdctl_model::field::{self, Path, Raw};
+use crdctl_model::go::bad_value;
 use crdctl_model::meta::{validate_annotations, validate_labels};
 use crdctl_model::names::{dns1035_label_errors, path_segment_name_errors, path_segment_prefix_errors};
 
@@ -48,12 +48,12 @@ fn walk(value: &Value, schema: &Schema, loc: &Path, out: &mut field::ErrorList) 
 fn embedded(fields: &Map<String, Value>, loc: &Path, out: &mut field::ErrorList) {
     for name in ["apiVersion", "kind"] {
         if !fields.contains_key(name) {
-            out.push(loc.child(name).error(ErrorType::Required, "must not be empty"));
+            out.push(loc.child(name).required("must not be empty"));
         }
     }
     for (name, value) in fields {
         let at = loc.child(name);
-        let invalid = |detail: String| at.error(ErrorType::Invalid(bad_value(value)), detail);
+        let invalid = |detail: String| at.invalid(Raw(bad_value(value)), detail);
         match (name.as_str(), value.as_str()) {
             ("apiVersion" | "kind", None) => out.push(invalid("must be a string".into())),
             ("apiVersion" | "kind", Some("")) => out.push(invalid("must not be empty".into())),
@@ -77,7 +77,7 @@ fn embedded(fields: &Map<String, Value>, loc: &Path, out: &mut field::ErrorList)
 /// the key).
 fn metadata(value: &Value, loc: &Path, out: &mut field::ErrorList) {
     let Some(fields) = value.as_object() else {
-        out.push(loc.error(ErrorType::Invalid(bad_value(value)), "must be an object"));
+        out.push(loc.invalid(Raw(bad_value(value)), "must be an object"));
         return;
     };
     for key in ["name", "generateName"] {
@@ -85,7 +85,7 @@ fn metadata(value: &Value, loc: &Path, out: &mut field::ErrorList) {
         let problems = if key == "name" { path_segment_name_errors(name) } else { path_segment_prefix_errors(name) };
         for problem in problems {
             let at = loc.child(key);
-            out.push(at.error(ErrorType::Invalid(go::quote(name)), problem));
+            out.push(at.invalid(name, problem));
         }
     }
     if let Some(labels) = fields.get("labels").and_then(Value::as_object) {

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::{Additional, Schema};
 use crdctl_model::field::Path;
-use crdctl_model::field::{self, ErrorType};
+use crdctl_model::field::{self, Raw};
 use crdctl_model::go::{self, bad_value};
 
 /// Every duplicate in a `set` or `map` list of `object`, reported at its second occurrence.
@@ -56,12 +56,7 @@ fn walk(value: &Value, schema: &Schema, loc: &Path, out: &mut field::ErrorList) 
 }
 
 fn duplicate(loc: &Path, value: &Value) -> field::Error {
-    field::Error {
-        field: loc.path(),
-        pointer: loc.pointer(),
-        error_type: ErrorType::Duplicate(bad_value(value)),
-        detail: String::new(),
-    }
+    loc.duplicate(Raw(bad_value(value)))
 }
 
 /// The identity upstream's set check uses: scalars by Go value (an `int64` is not a
@@ -92,12 +87,7 @@ fn second_occurrences(items: &[Value]) -> Vec<usize> {
 fn check_map(items: &[Value], schema: &Schema, loc: &Path, out: &mut field::ErrorList) {
     if let Some((idx, item)) = items.iter().enumerate().find(|(_, item)| !item.is_null() && !item.is_object()) {
         let loc = loc.index(idx);
-        out.push(field::Error {
-            field: loc.path(),
-            pointer: loc.pointer(),
-            error_type: ErrorType::Invalid(bad_value(item)),
-            detail: "must be an object for an array of list-type map".into(),
-        });
+        out.push(loc.invalid(Raw(bad_value(item)), "must be an object for an array of list-type map"));
         return;
     }
     if items.len() <= 1 {

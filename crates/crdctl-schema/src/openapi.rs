@@ -11,8 +11,7 @@
 use serde_json::{Map, Number, Value};
 
 use super::{Additional, Format, Schema, correlate};
-use crdctl_model::field::Path;
-use crdctl_model::field::{self, ErrorType};
+use crdctl_model::field::{self, ErrorType, Path, Raw};
 use crdctl_model::go::{self, bad_value};
 
 /// Validates `object` against `schema`; every error, in the order the validators found them.
@@ -58,7 +57,7 @@ fn in_body(loc: &Path, rest: &str) -> String {
 /// `field.Invalid(path, value, message)`: the translation of every kube-openapi error without
 /// a dedicated field-error type.
 fn invalid(loc: &Path, value: String, message: String) -> field::Error {
-    loc.error(ErrorType::Invalid(value), message)
+    loc.invalid(Raw(value), message)
 }
 
 /// kube-openapi's errors that are not `*Validation` (composite and range errors) become
@@ -69,7 +68,8 @@ fn unplaced(message: String) -> field::Error {
 
 fn type_invalid(loc: &Path, expected: &str, actual: &str) -> field::Error {
     let value = crdctl_model::go::quote(actual);
-    loc.error(ErrorType::TypeInvalid(value.clone()), in_body(loc, &format!("must be of type {expected}: {value}")))
+    let detail = in_body(loc, &format!("must be of type {expected}: {value}"));
+    loc.type_invalid(Raw(value), detail)
 }
 
 /// A JSON number as Go's unstructured decoding holds it.
@@ -268,7 +268,7 @@ fn string(schema: &Schema, s: &str, loc: &Path) -> Outcome {
     if let Some(max) = schema.max_length
         && length() > max
     {
-        return Outcome::error(loc.error(ErrorType::TooLong, format!("may not be more than {max} bytes")));
+        return Outcome::error(loc.too_long(format!("may not be more than {max} bytes")));
     }
     if let Some(min) = schema.min_length
         && length() < min
@@ -386,7 +386,7 @@ fn array(schema: &Schema, items: &[Value], old: Option<&Vec<Value>>, loc: &Path)
 /// `field.TooMany`, which upstream also uses for `maxProperties`.
 fn too_many(loc: &Path, actual: i64, max: i64) -> field::Error {
     let unit = if max == 1 { "item" } else { "items" };
-    loc.error(ErrorType::TooMany(actual.to_string()), format!("must have at most {max} {unit}"))
+    loc.too_many(actual, format!("must have at most {max} {unit}"))
 }
 
 /// Whether a value equals an `enum` entry as kube-openapi compares them: the entry was decoded
@@ -463,7 +463,7 @@ fn object(schema: &Schema, fields: &Map<String, Value>, old: Option<&Map<String,
     }
     for name in &schema.required {
         if !fields.contains_key(name) {
-            outcome.errors.push(loc.child(name).error(ErrorType::Required, String::new()));
+            outcome.errors.push(loc.child(name).required(""));
         }
     }
     outcome
