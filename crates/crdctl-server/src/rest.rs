@@ -466,10 +466,12 @@ fn selected(entry: &Entry, labels: &LabelSelector, fields: &FieldSelector) -> Ap
     if labels.is_empty() && fields.is_empty() {
         return Ok(true);
     }
-    let view = match serde_json::from_slice::<Object>(&entry.value) {
-        Ok(Object { metadata }) if fields.reads_only_metadata() => json!({"metadata": metadata}),
-        // What the view cannot read (a key written twice, say), the whole object can.
-        _ => decode_entry(entry)?,
+    // A field selector on other fields reads the whole object; otherwise metadata is enough, and
+    // what that view cannot read (a key written twice, say), the whole object can.
+    let metadata_view = fields.reads_only_metadata().then(|| serde_json::from_slice::<Object>(&entry.value).ok());
+    let view = match metadata_view.flatten() {
+        Some(Object { metadata }) => json!({"metadata": metadata}),
+        None => decode_entry(entry)?,
     };
     Ok(labels.matches(&view) && fields.matches(&view))
 }

@@ -51,11 +51,30 @@ async fn stored_as(server: &TestServer, name: &str) -> String {
     stored.unwrap_or_else(|| panic!("{name} is not stored"))
 }
 
-fn election(identity: &str, lease_seconds: u64) -> Election {
-    Election {
-        identity: identity.into(),
-        namespace: "default".into(),
-        lease_duration: Duration::from_secs(lease_seconds),
+/// One replica of the controller, running until [`Replica::stop`].
+struct Replica {
+    stop: tokio::sync::oneshot::Sender<()>,
+    running: tokio::task::JoinHandle<()>,
+}
+
+impl Replica {
+    fn start(client: &kube::Client, identity: &str, lease_seconds: u64) -> Replica {
+        let election = Election {
+            identity: identity.into(),
+            namespace: "default".into(),
+            lease_duration: Duration::from_secs(lease_seconds),
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(crontab_controller::run(client.clone(), election, async {
+            let _ = stopped.await;
+        }));
+        Replica { stop, running }
+    }
+
+    /// Stops it and waits until it has stopped.
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(10), self.running).await.unwrap().unwrap();
     }
 }
 
@@ -84,10 +103,7 @@ async fn ready(api: &Api<CronTab>, name: &str) -> CronTab {
 async fn reconciles_through_a_storage_version_upgrade() {
     let server = TestServer::builder().crd_files([CRD_FILE]).start().await.unwrap();
     let client = server.client();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let controller = tokio::spawn(crontab_controller::run(client.clone(), election("replica-a", 15), async {
-        let _ = stopped.await;
-    }));
+    let controller = Replica::start(&client, "replica-a", 15);
     let crontabs: Api<CronTab> = Api::default_namespaced(client.clone());
 
     // Written through v1beta1, stored as v1beta1; the controller works at v1.
@@ -170,8 +186,7 @@ async fn reconciles_through_a_storage_version_upgrade() {
         events.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|e| e.reason).collect();
     assert!(reasons.contains(&"Deleted".to_string()), "{reasons:?}");
 
-    stop.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(10), controller).await.unwrap().unwrap();
+    controller.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -201,24 +216,17 @@ async fn core_and_events_api_events_are_one_resource() {
 async fn one_replica_leads_and_another_takes_over() {
     let server = TestServer::builder().crd_files([CRD_FILE]).start().await.unwrap();
     let client = server.client();
-    let (stop_a, stopped_a) = tokio::sync::oneshot::channel::<()>();
-    let a = tokio::spawn(crontab_controller::run(client.clone(), election("replica-a", 2), async {
-        let _ = stopped_a.await;
-    }));
+    let a = Replica::start(&client, "replica-a", 2);
     let leases: Api<Lease> = Api::default_namespaced(client.clone());
     let holder = || async { leases.get_opt(CONTROLLER).await.ok()??.spec?.holder_identity };
     eventually("replica-a to lead", || async { (holder().await? == "replica-a").then_some(()) }).await;
-    let (stop_b, stopped_b) = tokio::sync::oneshot::channel::<()>();
-    let b = tokio::spawn(crontab_controller::run(client.clone(), election("replica-b", 2), async {
-        let _ = stopped_b.await;
-    }));
+    let b = Replica::start(&client, "replica-b", 2);
     let crontabs: Api<CronTab> = Api::default_namespaced(client.clone());
     create_v1beta1(&client, "nightly").await;
     ready(&crontabs, "nightly").await;
     assert_eq!(holder().await.as_deref(), Some("replica-a"), "b waits while a renews");
 
-    stop_a.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(10), a).await.unwrap().unwrap();
+    a.stop().await;
     eventually("replica-b to take the lease", || async { (holder().await? == "replica-b").then_some(()) }).await;
     let lease = leases.get(CONTROLLER).await.unwrap().spec.unwrap();
     assert_eq!(lease.lease_transitions, Some(1));
@@ -228,6 +236,5 @@ async fn one_replica_leads_and_another_takes_over() {
         .unwrap();
     assert_eq!(ready(&crontabs, "nightly").await.status.unwrap().observed_generation, Some(2));
     schedule(&client, "nightly", "0 4 * * *").await;
-    stop_b.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(10), b).await.unwrap().unwrap();
+    b.stop().await;
 }
