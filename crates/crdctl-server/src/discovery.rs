@@ -61,20 +61,37 @@ fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(digest.get(..8).unwrap_or_default())
 }
 
-/// The rows of the built-in table in `group`/`version`.
+/// The rows of the built-in table in `group`/`version`, each followed by its subresources.
 fn built_in_resources(group: &str, version: &str) -> Vec<Resource> {
     let rows = crate::registry::builtin::RESOURCES.iter().filter(|r| r.group == group && r.version == version);
-    rows.map(|r| Resource {
-        name: r.resource.into(),
-        singular: r.singular.into(),
-        namespaced: r.namespaced,
-        kind: (r.group.into(), r.version.into(), r.kind.into()),
-        verbs: r.verbs.to_vec(),
-        short_names: r.short_names.iter().map(|s| s.to_string()).collect(),
-        categories: r.categories.iter().map(|s| s.to_string()).collect(),
-        storage_version_hash: r.stored().then(|| storage_version_hash(r.group, r.version, r.kind)),
-    })
-    .collect()
+    let mut resources = Vec::new();
+    for r in rows {
+        let kind = (r.group.to_string(), r.version.to_string(), r.kind.to_string());
+        resources.push(Resource {
+            name: r.resource.into(),
+            singular: r.singular.into(),
+            namespaced: r.namespaced,
+            kind: kind.clone(),
+            verbs: r.verbs.to_vec(),
+            short_names: r.short_names.iter().map(|s| s.to_string()).collect(),
+            categories: r.categories.iter().map(|s| s.to_string()).collect(),
+            storage_version_hash: r.stored().then(|| storage_version_hash(r.group, r.version, r.kind)),
+        });
+        for sub in r.subresources {
+            let (group, version, sub_kind) = sub.kind().unwrap_or((r.group, r.version, r.kind));
+            resources.push(Resource {
+                name: format!("{}/{}", r.resource, sub.name()),
+                singular: String::new(),
+                namespaced: r.namespaced,
+                kind: (group.into(), version.into(), sub_kind.into()),
+                verbs: sub.verbs().to_vec(),
+                short_names: vec![],
+                categories: vec![],
+                storage_version_hash: None,
+            });
+        }
+    }
+    resources
 }
 
 /// The groups of the built-in table other than core, in table order, each with its versions.

@@ -85,7 +85,14 @@ async fn route(
     let subresource = match path.subresource.as_deref() {
         None => Subresource::Main,
         Some("status") if endpoint.has_status() => Subresource::Status,
-        Some("scale") if endpoint.has_scale() => Subresource::Scale,
+        Some("scale") if endpoint.scale_paths().is_some() => Subresource::Scale,
+        Some(sub) if endpoint.runs_on_a_node(sub) => {
+            return Err(ApiError::bad_request(format!(
+                "{} {:?} has no node to {sub}: crdctl serve runs no kubelet, so no pod runs",
+                endpoint.resource,
+                name.unwrap_or_default()
+            )));
+        }
         Some(_) => return Err(ApiError::not_found(endpoint.subject(name.unwrap_or_default()))),
     };
     let main = subresource == Subresource::Main;
@@ -147,8 +154,9 @@ async fn route(
         _ => return Err(ApiError::method_not_allowed()),
     };
     let reply = match (&endpoint.kind, subresource) {
-        (Kind::Custom(served), Subresource::Scale) if !reply.body.is_status() => {
-            let scale = crate::registry::scale::of(&reply.body.into_value()?, served, &endpoint.version);
+        (_, Subresource::Scale) if !reply.body.is_status() => {
+            let paths = endpoint.scale_paths().ok_or_else(|| ApiError::internal("the resource has no scale"))?;
+            let scale = crate::registry::scale::of(&reply.body.into_value()?, paths);
             Reply { body: Body::Value(scale), ..reply }
         }
         _ => reply,

@@ -237,6 +237,45 @@ pub fn keep_server_fields(new: &mut Value, old: &Value) {
     meta.remove("resourceVersion");
 }
 
+/// Keeps `old`'s `status` (or its absence) in `new`: an update of the resource when `status` is
+/// a subresource.
+pub fn keep_status(new: &mut Value, old: &Value) {
+    match old.get("status") {
+        Some(status) => set(new, "status", status.clone()),
+        None => {
+            fields_mut(new).remove("status");
+        }
+    }
+}
+
+/// Makes `new` `old` with `new`'s `status`: an update through `/status`.
+pub fn keep_all_but_status(new: &mut Value, old: &Value) {
+    let mut updated = old.clone();
+    keep_status(&mut updated, new);
+    meta_mut(&mut updated).remove("resourceVersion");
+    *new = updated;
+}
+
+/// `old`'s `generation`, plus one when `new` changed outside `metadata` (and `status`).
+pub fn count_generation(new: &mut Value, old: &Value, has_status: bool) {
+    let generation = meta_field(old, "generation").and_then(Value::as_i64).unwrap_or(1);
+    let counted = if spec_changed(old, new, has_status) { generation + 1 } else { generation };
+    meta_mut(new).insert("generation".into(), Value::from(counted));
+}
+
+/// Drops every member whose value is `null`, at any depth, as decoding into typed objects
+/// does (a `null` pointer, slice or map is the field left out).
+pub fn drop_nulls(value: &mut Value) {
+    match value {
+        Value::Object(fields) => {
+            fields.retain(|_, v| !v.is_null());
+            fields.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
+
 /// The problems of `metadata.name` as a DNS-1123 subdomain, the name rule of most kinds.
 pub fn subdomain_name_errors(object: &Value) -> field::ErrorList {
     name_errors(object, crdctl_model::names::dns1123_subdomain_errors)

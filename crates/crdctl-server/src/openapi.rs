@@ -1,11 +1,13 @@
 //! OpenAPI v3 (`/openapi/v3` index and one document per group version) and v2
-//! (`/openapi/v2`), built from the CRD schemas of served versions, as apiextensions'
+//! (`/openapi/v2`): upstream's published documents for built-in group versions, and for CRDs
+//! documents built from the schemas of served versions, as apiextensions'
 //! `pkg/controller/openapi{,v3}/builder` does: every path carries
 //! `x-kubernetes-group-version-kind`, PATCH carries `fieldValidation`, so
 //! `kubectl apply --validate=strict` and `kubectl explain` work.
 
 use serde_json::{Map, Value, json};
 
+use crate::registry::builtin::documents;
 use crate::registry::{Registry, ServedCrd};
 
 /// What a document describes: one kind at one group version.
@@ -51,41 +53,9 @@ fn object_meta_schema() -> Value {
 }
 
 fn kinds_for(registry: &Registry, group: &str, version: &str) -> Vec<KindDoc> {
-    let mut kinds = Vec::new();
-    match (group, version) {
-        ("", "v1") => kinds.push(KindDoc {
-            group: String::new(),
-            version: "v1".into(),
-            kind: "Namespace".into(),
-            plural: "namespaces".into(),
-            namespaced: false,
-            schema: json!({"type": "object", "description": "Namespace provides a scope for Names.", "properties": {
-                "spec": {"type": "object", "properties": {"finalizers": {"type": "array", "items": {"type": "string"}}}},
-                "status": {"type": "object", "properties": {"phase": {"type": "string"}}}
-            }}),
-            status: true,
-        }),
-        ("apiextensions.k8s.io", "v1") => kinds.push(KindDoc {
-            group: group.into(),
-            version: "v1".into(),
-            kind: "CustomResourceDefinition".into(),
-            plural: "customresourcedefinitions".into(),
-            namespaced: false,
-            schema: json!({"type": "object", "description": "CustomResourceDefinition represents a resource that should be exposed on the API server.", "properties": {
-                "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-            }, "required": ["spec"]}),
-            status: true,
-        }),
-        _ => {
-            for crd in registry.all().values().filter(|c| c.established() && c.group() == group) {
-                if crd.served_version(version).is_some() {
-                    kinds.push(custom_kind(crd, version));
-                }
-            }
-        }
-    }
-    kinds
+    let crds = registry.all();
+    let served = crds.values().filter(|c| c.established() && c.group() == group && c.served_version(version).is_some());
+    served.map(|crd| custom_kind(crd, version)).collect()
 }
 
 fn custom_kind(crd: &ServedCrd, version: &str) -> KindDoc {
@@ -103,9 +73,9 @@ fn custom_kind(crd: &ServedCrd, version: &str) -> KindDoc {
     }
 }
 
-/// The group versions that have a document, as `api/v1` and `apis/<g>/<v>`.
+/// The group versions that have a document, built-in ones (from upstream's documents) first.
 pub fn group_versions(registry: &Registry) -> Vec<(String, String)> {
-    let mut gvs = vec![(String::new(), "v1".to_string()), ("apiextensions.k8s.io".to_string(), "v1".to_string())];
+    let mut gvs: Vec<(String, String)> = documents::group_versions().map(|(g, v)| (g.into(), v.into())).collect();
     for crd in registry.all().values().filter(|c| c.established()) {
         for version in crd.crd.definition.spec.versions.iter().filter(|v| v.served) {
             let gv = (crd.group().to_string(), version.name.clone());
@@ -186,8 +156,12 @@ fn operation(kind: &KindDoc, action: &str, reference: &str) -> Value {
     op
 }
 
-/// The OpenAPI v3 document of one group version, or `None` if nothing is served there.
+/// The OpenAPI v3 document of one group version, or `None` if nothing is served there:
+/// upstream's for built-in group versions, else built from the CRDs served there.
 pub fn v3_document(registry: &Registry, group: &str, version: &str) -> Option<Value> {
+    if let Some(document) = documents::document(group, version) {
+        return Some(document.clone());
+    }
     let kinds = kinds_for(registry, group, version);
     if kinds.is_empty() {
         return None;
@@ -246,8 +220,12 @@ pub fn v3_document(registry: &Registry, group: &str, version: &str) -> Option<Va
 pub fn v3_index(registry: &Registry) -> Value {
     let mut paths = Map::new();
     for (group, version) in group_versions(registry) {
-        if let Some(document) = v3_document(registry, &group, &version) {
-            let hash = crate::discovery::etag(&document).trim_matches('"').to_string();
+        let hash = match documents::hash(&group, &version) {
+            Some(hash) => Some(hash),
+            None => v3_document(registry, &group, &version)
+                .map(|d| crate::discovery::etag(&d).trim_matches('"').to_string()),
+        };
+        if let Some(hash) = hash {
             let path = gv_path(&group, &version);
             paths.insert(path.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={hash}")}));
         }
@@ -255,34 +233,71 @@ pub fn v3_index(registry: &Registry) -> Value {
     json!({"paths": paths})
 }
 
-/// The `/openapi/v2` (Swagger 2.0) document of everything served.
-pub fn v2_document(registry: &Registry) -> Value {
-    let mut paths = Map::new();
-    let mut definitions = Map::new();
-    for (group, version) in group_versions(registry) {
-        let Some(document) = v3_document(registry, &group, &version) else { continue };
-        let rewrite = |value: &Value| -> Value {
-            let text = value.to_string().replace("#/components/schemas/", "#/definitions/");
-            serde_json::from_str(&text).unwrap_or(Value::Null)
-        };
-        if let Some(schemas) = document.pointer("/components/schemas").and_then(Value::as_object) {
-            for (name, schema) in schemas {
-                definitions.insert(name.clone(), rewrite(schema));
-            }
+/// Swagger 2.0 `paths` and `definitions`.
+#[derive(Default, Clone)]
+struct Swagger2 {
+    paths: Map<String, Value>,
+    definitions: Map<String, Value>,
+}
+
+impl Swagger2 {
+    /// Adds a v3 document in Swagger 2.0 form: references to `#/definitions/`, operations
+    /// rewritten by [`swagger2_operation`].
+    fn add(&mut self, mut document: Value) {
+        rewrite_references(&mut document);
+        if let Some(Value::Object(schemas)) = document.pointer_mut("/components/schemas").map(Value::take) {
+            self.definitions.extend(schemas);
         }
-        if let Some(document_paths) = document.get("paths").and_then(Value::as_object) {
-            for (path, item) in document_paths {
-                let mut item = rewrite(item);
-                if let Some(ops) = item.as_object_mut() {
-                    for op in ops.values_mut().filter(|op| op.get("operationId").is_some()) {
-                        swagger2_operation(op);
-                    }
+        for (path, mut item) in
+            document.get_mut("paths").map(Value::take).and_then(|p| p.as_object().cloned()).unwrap_or_default()
+        {
+            if let Some(ops) = item.as_object_mut() {
+                for op in ops.values_mut().filter(|op| op.get("operationId").is_some()) {
+                    swagger2_operation(op);
                 }
-                paths.insert(path.clone(), item);
             }
+            self.paths.insert(path, item);
         }
     }
-    json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": crate::VERSION.git_version}, "paths": paths, "definitions": definitions})
+}
+
+fn rewrite_references(value: &mut Value) {
+    match value {
+        Value::Object(fields) => {
+            for (key, field) in fields.iter_mut() {
+                match field {
+                    Value::String(reference) if key == "$ref" => {
+                        *reference = reference.replace("#/components/schemas/", "#/definitions/");
+                    }
+                    _ => rewrite_references(field),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(rewrite_references),
+        _ => {}
+    }
+}
+
+/// The built-in group versions in Swagger 2.0 form, converted once.
+fn built_in_swagger2() -> &'static Swagger2 {
+    static CONVERTED: std::sync::OnceLock<Swagger2> = std::sync::OnceLock::new();
+    CONVERTED.get_or_init(|| {
+        let mut swagger = Swagger2::default();
+        for (group, version) in documents::group_versions() {
+            swagger.add(documents::document(group, version).cloned().unwrap_or_default());
+        }
+        swagger
+    })
+}
+
+/// The `/openapi/v2` (Swagger 2.0) document of everything served.
+pub fn v2_document(registry: &Registry) -> Value {
+    let mut swagger = built_in_swagger2().clone();
+    for (group, version) in group_versions(registry).iter().filter(|(g, v)| documents::document(g, v).is_none()) {
+        swagger.add(v3_document(registry, group, version).unwrap_or_default());
+    }
+    let info = json!({"title": "Kubernetes", "version": crate::VERSION.git_version});
+    json!({"swagger": "2.0", "info": info, "paths": swagger.paths, "definitions": swagger.definitions})
 }
 
 /// A v3 operation in Swagger 2.0 form: query parameters typed inline, `consumes` for bodies.

@@ -18,9 +18,9 @@ use crate::AppState;
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
 use crate::negotiate::{BodyType, PATCH_TYPES, Representation};
-use crate::registry::builtin::BuiltIn;
-use crate::registry::custom_resource::FieldValidation;
+use crate::registry::builtin::{BuiltIn, Subresource as BuiltInSubresource};
 use crate::registry::scale;
+use crate::registry::unknown_fields::FieldValidation;
 use crate::registry::{Items, ServedCrd, crd, custom_resource, event, namespace};
 use crate::selector::{FieldSelector, LabelSelector, SelectableFields};
 use crate::table::Column;
@@ -252,7 +252,8 @@ impl Endpoint {
         };
         let schema = match &self.kind {
             Kind::Custom(served) => served.schema(&self.version),
-            Kind::Crd | Kind::Namespace | Kind::BuiltIn(_) => None,
+            Kind::BuiltIn(resource) => resource.schema(),
+            Kind::Crd | Kind::Namespace => None,
             Kind::Event(_) => return None,
         };
         Some(fieldmanager::Scope {
@@ -295,9 +296,21 @@ impl Endpoint {
         }
     }
 
-    /// Whether the version has the scale subresource.
-    pub fn has_scale(&self) -> bool {
-        matches!(&self.kind, Kind::Custom(served) if served.has_scale(&self.version))
+    /// Whether `subresource` is one only a kubelet could answer (`pods/exec`, `log`, …).
+    pub fn runs_on_a_node(&self, subresource: &str) -> bool {
+        let Kind::BuiltIn(resource) = &self.kind else { return false };
+        matches!(resource.subresource(subresource), Some(BuiltInSubresource::Node(_)))
+    }
+
+    /// Where the `Scale` of the version's objects comes from, if it has the scale subresource.
+    pub fn scale_paths(&self) -> Option<scale::Paths<'_>> {
+        match &self.kind {
+            Kind::Custom(served) => scale::Paths::of_crd(served, &self.version),
+            Kind::BuiltIn(resource) if resource.has(BuiltInSubresource::Scale) => {
+                Some(scale::Paths::of_workload(resource.kind))
+            }
+            _ => None,
+        }
     }
 
     /// Whether the version has the status subresource.
@@ -305,7 +318,8 @@ impl Endpoint {
         match &self.kind {
             Kind::Custom(served) => served.has_status(&self.version),
             Kind::Crd | Kind::Namespace => true,
-            Kind::Event(_) | Kind::BuiltIn(_) => false,
+            Kind::BuiltIn(resource) => resource.has(BuiltInSubresource::Status),
+            Kind::Event(_) => false,
         }
     }
 
@@ -657,7 +671,8 @@ pub async fn create(
             crate::object::prepare_create(&mut object, endpoint.namespace.as_deref());
         }
         Kind::BuiltIn(resource) => {
-            resource.prepare_create(&mut object)?;
+            let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
+            warnings = resource.prepare_create(&mut object, field_validation)?;
             crate::object::prepare_create(&mut object, endpoint.namespace.as_deref());
         }
     }
@@ -803,15 +818,16 @@ pub async fn update(
         };
         let old = endpoint.present_entry(&current).await?;
         let (new, precondition) = match (&change, &endpoint.kind) {
-            (_, Kind::Custom(served)) if subresource == Subresource::Scale => {
-                let current_scale = scale::of(&old, served, &endpoint.version);
+            (_, _) if subresource == Subresource::Scale => {
+                let paths = endpoint.scale_paths().ok_or_else(|| ApiError::internal("the resource has no scale"))?;
+                let current_scale = scale::of(&old, paths);
                 let desired = match &change {
                     Change::Replace(body) => body.clone(),
                     Change::Patch(body_type, patch) => apply_patch(&current_scale, *body_type, patch)?,
                 };
                 let rv = crate::object::meta_str(&desired, "resourceVersion").map(str::to_string);
                 let mut new = old.clone();
-                scale::apply(&mut new, &desired, served, &endpoint.version)?;
+                scale::apply(&mut new, &desired, paths)?;
                 (new, rv)
             }
             (Change::Patch(BodyType::ApplyPatch, config), _) => {
@@ -975,14 +991,14 @@ async fn admit_update(
             crate::object::keep_server_fields(&mut new, old);
         }
         (Kind::BuiltIn(resource), _) => {
-            resource.prepare_update(&mut new, old)?;
-            crate::object::keep_server_fields(&mut new, old);
+            let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
+            warnings = resource.prepare_update(&mut new, old, status, field_validation)?;
         }
         (Kind::Custom(served), _) => {
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
             warnings = custom_resource::admit(&mut new, Some(old), served, &endpoint.version, field_validation)?;
             if status {
-                custom_resource::prepare_status_update(&mut new, old);
+                crate::object::keep_all_but_status(&mut new, old);
             } else {
                 custom_resource::prepare_update(&mut new, old, served, &endpoint.version);
             }

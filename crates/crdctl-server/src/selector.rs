@@ -111,7 +111,11 @@ pub fn field_value(object: &Value, label: &str) -> String {
     for step in label.split('.') {
         node = node.and_then(|n| n.get(step));
     }
-    node.and_then(Value::as_str).unwrap_or_default().to_string()
+    match node {
+        Some(Value::String(text)) => text.clone(),
+        Some(value @ (Value::Bool(_) | Value::Number(_))) => value.to_string(),
+        _ => String::new(),
+    }
 }
 
 /// A field selector: `field=value` and `field!=value` terms, all of which must hold.

@@ -38,6 +38,8 @@ pub enum Source {
     Count(&'static [&'static str]),
     /// `<first>/<second>` of two JSONPaths: a binding's `Role`.
     Pair(&'static str, &'static str),
+    /// `<ready>/<desired>` of two counts, a missing one read as 0: a Deployment's `Ready`.
+    Ready(&'static str, &'static str),
 }
 
 impl Column {
@@ -172,6 +174,10 @@ fn cell(column: &Column, object: &Value, now: i64) -> Value {
         Source::Pair(first, second) => {
             let text = |path: &str| crate::jsonpath::first(object, path).and_then(Value::as_str).unwrap_or_default();
             return Value::String(format!("{}/{}", text(first), text(second)));
+        }
+        Source::Ready(ready, desired) => {
+            let count = |path: &str| crate::jsonpath::first(object, path).and_then(Value::as_i64).unwrap_or(0);
+            return Value::String(format!("{}/{}", count(ready), count(desired)));
         }
         Source::Path(path) => path,
     };

@@ -5,36 +5,11 @@
 //! Upstream: apiextensions' `pkg/registry/customresource/{strategy.go,status_strategy.go}` and
 //! the decoding steps of `customresource_handler.go` (`schemaCoercingDecoder`).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::registry::ServedCrd;
-
-/// `?fieldValidation=`: what to do with fields the schema does not know.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FieldValidation {
-    /// Drop them silently.
-    Ignore,
-    /// Drop them and say so in `Warning` headers (the API server's default).
-    #[default]
-    Warn,
-    /// Refuse the request (kubectl's default).
-    Strict,
-}
-
-impl FieldValidation {
-    /// Parses the query parameter.
-    pub fn parse(text: Option<&str>) -> Result<FieldValidation, ApiError> {
-        match text {
-            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
-            Some("Ignore") => Ok(FieldValidation::Ignore),
-            Some("Strict") => Ok(FieldValidation::Strict),
-            Some(other) => Err(ApiError::bad_request(format!(
-                "fieldValidation parameter unsupported: {other}. Supported values are Ignore, Warn, Strict"
-            ))),
-        }
-    }
-}
+use crate::registry::unknown_fields::FieldValidation;
 
 /// Decodes a written object at `version`: checks its type, prunes (reporting unknown fields as
 /// `fieldValidation` asks), defaults and validates it against the schema, and `old` (the
@@ -72,19 +47,7 @@ pub fn admit(
     let mut warnings = Vec::new();
     if let Some(schema) = crd.schema(version) {
         let unknown = crdctl_schema::prune(object, schema);
-        let texts: Vec<String> = unknown.iter().map(|path| format!("unknown field {path:?}")).collect();
-        match field_validation {
-            FieldValidation::Strict if !texts.is_empty() => {
-                return Err(ApiError::bad_request(format!(
-                    "{} in version {version:?} cannot be handled as a {}: strict decoding error: {}",
-                    crd.kind(),
-                    crd.kind(),
-                    texts.join(", ")
-                )));
-            }
-            FieldValidation::Warn => warnings.extend(texts),
-            _ => {}
-        }
+        warnings.extend(field_validation.report(crd.kind(), version, unknown)?);
         crdctl_schema::default(object, schema);
     }
     let mut violations = crate::object::subdomain_name_errors(object);
@@ -117,27 +80,7 @@ pub fn prepare_update(new: &mut Value, old: &Value, crd: &ServedCrd, version: &s
     crate::object::keep_server_fields(new, old);
     let has_status = crd.has_status(version);
     if has_status {
-        match old.get("status") {
-            Some(status) => new["status"] = status.clone(),
-            None => {
-                new.as_object_mut().map(|fields| fields.remove("status"));
-            }
-        }
+        crate::object::keep_status(new, old);
     }
-    let generation = crate::object::meta_field(old, "generation").and_then(Value::as_i64).unwrap_or(1);
-    let bumped = if crate::object::spec_changed(old, new, has_status) { generation + 1 } else { generation };
-    crate::object::meta_mut(new).insert("generation".into(), json!(bumped));
-}
-
-/// An update through `/status`: everything but `status` comes from `old`.
-pub fn prepare_status_update(new: &mut Value, old: &Value) {
-    let mut updated = old.clone();
-    match new.get("status") {
-        Some(status) => crate::object::set(&mut updated, "status", status.clone()),
-        None => {
-            updated.as_object_mut().map(|fields| fields.remove("status"));
-        }
-    }
-    crate::object::meta_mut(&mut updated).remove("resourceVersion");
-    *new = updated;
+    crate::object::count_generation(new, old, has_status);
 }

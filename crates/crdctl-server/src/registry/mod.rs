@@ -11,6 +11,7 @@ pub mod custom_resource;
 pub mod event;
 pub mod namespace;
 pub mod scale;
+pub mod unknown_fields;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};

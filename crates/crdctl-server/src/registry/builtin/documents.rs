@@ -1,0 +1,205 @@
+//! Upstream's published OpenAPI v3 documents of Kubernetes 1.33 (`api/openapi-spec/v3` in
+//! kubernetes/kubernetes), vendored gzip-compressed in `upstream/openapi-v3` with their
+//! provenance and licence. They are what `/openapi/v3` serves for built-in group versions and
+//! where a built-in kind's schema comes from: unknown fields, types, list types and map keys for
+//! server-side apply.
+//!
+//! A document is decompressed and parsed the first time something needs it, and a kind's schema
+//! compiled the first time it is written, so a server that never touches a group pays nothing
+//! for it (`TestServer` starts without reading any).
+
+use std::io::Read;
+use std::sync::OnceLock;
+
+use crdctl_schema::Schema;
+use serde_json::{Map, Value, json};
+
+/// One vendored document.
+struct Document {
+    group: &'static str,
+    version: &'static str,
+    compressed: &'static [u8],
+    parsed: OnceLock<Option<Value>>,
+}
+
+macro_rules! documents {
+    ($(($group:literal, $version:literal, $file:literal)),* $(,)?) => {
+        [$(Document {
+            group: $group,
+            version: $version,
+            compressed: include_bytes!(concat!("../../../upstream/openapi-v3/", $file, "_openapi.json.gz")),
+            parsed: OnceLock::new(),
+        }),*]
+    };
+}
+
+static DOCUMENTS: [Document; 21] = documents![
+    ("", "v1", "api__v1"),
+    ("admissionregistration.k8s.io", "v1", "apis__admissionregistration.k8s.io__v1"),
+    ("apiextensions.k8s.io", "v1", "apis__apiextensions.k8s.io__v1"),
+    ("apiregistration.k8s.io", "v1", "apis__apiregistration.k8s.io__v1"),
+    ("apps", "v1", "apis__apps__v1"),
+    ("authentication.k8s.io", "v1", "apis__authentication.k8s.io__v1"),
+    ("authorization.k8s.io", "v1", "apis__authorization.k8s.io__v1"),
+    ("autoscaling", "v1", "apis__autoscaling__v1"),
+    ("autoscaling", "v2", "apis__autoscaling__v2"),
+    ("batch", "v1", "apis__batch__v1"),
+    ("certificates.k8s.io", "v1", "apis__certificates.k8s.io__v1"),
+    ("coordination.k8s.io", "v1", "apis__coordination.k8s.io__v1"),
+    ("discovery.k8s.io", "v1", "apis__discovery.k8s.io__v1"),
+    ("events.k8s.io", "v1", "apis__events.k8s.io__v1"),
+    ("flowcontrol.apiserver.k8s.io", "v1", "apis__flowcontrol.apiserver.k8s.io__v1"),
+    ("networking.k8s.io", "v1", "apis__networking.k8s.io__v1"),
+    ("node.k8s.io", "v1", "apis__node.k8s.io__v1"),
+    ("policy", "v1", "apis__policy__v1"),
+    ("rbac.authorization.k8s.io", "v1", "apis__rbac.authorization.k8s.io__v1"),
+    ("scheduling.k8s.io", "v1", "apis__scheduling.k8s.io__v1"),
+    ("storage.k8s.io", "v1", "apis__storage.k8s.io__v1"),
+];
+
+/// The group versions with a vendored document.
+pub fn group_versions() -> impl Iterator<Item = (&'static str, &'static str)> {
+    DOCUMENTS.iter().map(|d| (d.group, d.version))
+}
+
+/// The document of `group`/`version`, parsed on first use (`None` if there is none, or if the
+/// vendored bytes do not decode, which the tests rule out).
+pub fn document(group: &str, version: &str) -> Option<&'static Value> {
+    let document = DOCUMENTS.iter().find(|d| d.group == group && d.version == version)?;
+    document.parsed.get_or_init(|| decode(document.compressed)).as_ref()
+}
+
+/// A hash of `group`/`version`'s document for the `/openapi/v3` index, read from the
+/// compressed bytes so the index parses nothing.
+pub fn hash(group: &str, version: &str) -> Option<String> {
+    use sha2::Digest;
+    let document = DOCUMENTS.iter().find(|d| d.group == group && d.version == version)?;
+    let digest = sha2::Sha512::digest(document.compressed);
+    Some(digest.iter().take(32).map(|b| format!("{b:02X}")).collect())
+}
+
+fn decode(compressed: &[u8]) -> Option<Value> {
+    let mut text = Vec::new();
+    flate2::read::GzDecoder::new(compressed).read_to_end(&mut text).ok()?;
+    serde_json::from_slice(&text).ok()
+}
+
+/// The component schema name of `kind` in `group`/`version`: the one whose
+/// `x-kubernetes-group-version-kind` names it.
+pub fn component_name(group: &str, version: &str, kind: &str) -> Option<&'static str> {
+    let schemas = document(group, version)?.pointer("/components/schemas")?.as_object()?;
+    let names_kind = |gvk: &Value| gvk["group"] == group && gvk["version"] == version && gvk["kind"] == kind;
+    schemas.iter().find_map(|(name, schema)| {
+        let gvks = schema.get("x-kubernetes-group-version-kind")?.as_array()?;
+        gvks.iter().any(names_kind).then_some(name.as_str())
+    })
+}
+
+/// The compiled schema of `kind` in `group`/`version` (see [`structural`]).
+pub fn schema(group: &str, version: &str, kind: &str) -> Option<Schema> {
+    let schemas = document(group, version)?.pointer("/components/schemas")?.as_object()?;
+    let name = component_name(group, version, kind)?;
+    Some(Schema::new(&structural(schemas, name, &mut Vec::new())))
+}
+
+const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
+const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
+const RAW_EXTENSION: &str = "io.k8s.apimachinery.pkg.runtime.RawExtension";
+const FIELDS_V1: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1";
+const JSON: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON";
+
+/// The component `name` as one structural schema, the form the server's validator and pruner
+/// read: references inlined, descriptions and `default`s dropped (upstream defaults built-in
+/// kinds in Go, not from the schema), and the types the documents spell as `oneOf` or as a bare
+/// object said the structural way — `IntOrString` is `x-kubernetes-int-or-string`, a `Quantity`
+/// (string or number) and the embedded JSON of `RawExtension`, `FieldsV1` and apiextensions'
+/// `JSON` keep what they hold. A reference back to a component being inlined (only
+/// apiextensions' `JSONSchemaProps` has one) keeps what it holds too.
+fn structural(schemas: &Map<String, Value>, name: &str, inlining: &mut Vec<String>) -> Value {
+    match name {
+        INT_OR_STRING => return json!({"x-kubernetes-int-or-string": true}),
+        QUANTITY | JSON => return json!({"x-kubernetes-preserve-unknown-fields": true}),
+        RAW_EXTENSION | FIELDS_V1 => return json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+        _ if inlining.iter().any(|n| n == name) => {
+            return json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+        }
+        _ => {}
+    }
+    let Some(component) = schemas.get(name) else { return json!({"x-kubernetes-preserve-unknown-fields": true}) };
+    inlining.push(name.to_string());
+    let node = inline(schemas, component, inlining);
+    inlining.pop();
+    node
+}
+
+fn inline(schemas: &Map<String, Value>, node: &Value, inlining: &mut Vec<String>) -> Value {
+    let Some(fields) = node.as_object() else { return node.clone() };
+    // A reference, alone or wrapped in the one-element `allOf` upstream uses to describe it.
+    let wrapped = fields.get("allOf").and_then(Value::as_array).and_then(|all| all.first());
+    let reference = fields.get("$ref").or_else(|| wrapped?.get("$ref")).and_then(Value::as_str);
+    if let Some(name) = reference.and_then(|r| r.strip_prefix("#/components/schemas/")) {
+        return structural(schemas, name, inlining);
+    }
+    let mut out = Map::new();
+    for (key, value) in fields {
+        let value = match key.as_str() {
+            "description" | "default" | "x-kubernetes-group-version-kind" => continue,
+            "properties" => Value::Object(
+                value
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(name, property)| (name.clone(), inline(schemas, property, inlining)))
+                    .collect(),
+            ),
+            "items" | "additionalProperties" if value.is_object() => inline(schemas, value, inlining),
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), value);
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_document_decodes_and_names_its_group_version() {
+        for (group, version) in group_versions() {
+            let document = document(group, version).unwrap_or_else(|| panic!("{group}/{version} does not decode"));
+            let prefix =
+                if group.is_empty() { format!("/api/{version}/") } else { format!("/apis/{group}/{version}/") };
+            let paths = document["paths"].as_object().unwrap();
+            assert!(!paths.is_empty() && paths.keys().all(|p| p.starts_with(&prefix)), "{prefix}");
+        }
+    }
+
+    #[test]
+    fn schemas_are_structural_with_references_inlined() {
+        let deployment = schema("apps", "v1", "Deployment").unwrap();
+        let containers =
+            deployment.property("spec").and_then(|s| s.property("template")).and_then(|t| t.property("spec"));
+        let containers = containers.and_then(|s| s.property("containers")).unwrap();
+        assert_eq!(
+            (containers.list_type.as_deref(), containers.list_map_keys.as_slice()),
+            (Some("map"), &["name".to_string()][..])
+        );
+        let container = containers.items.as_deref().unwrap();
+        assert_eq!(container.required, ["name"]);
+        let port = container.property("ports").and_then(|p| p.items.as_deref()).unwrap();
+        assert!(port.property("containerPort").unwrap().types == ["integer"]);
+        let strategy = deployment.property("spec").and_then(|s| s.property("strategy")).unwrap();
+        let max_surge = strategy.property("rollingUpdate").and_then(|r| r.property("maxSurge")).unwrap();
+        assert!(max_surge.int_or_string);
+        assert!(deployment.property("spec").unwrap().default.is_none(), "upstream defaults built-ins in Go");
+        let crd = schema("apiextensions.k8s.io", "v1", "CustomResourceDefinition").unwrap();
+        let versions = crd.property("spec").and_then(|s| s.property("versions")).and_then(|v| v.items.as_deref());
+        let props = versions.and_then(|v| v.property("schema")).and_then(|s| s.property("openAPIV3Schema"));
+        let nested = props.and_then(|p| p.property("properties")).and_then(|p| match &p.additional_properties {
+            Some(crdctl_schema::Additional::Schema(s)) => Some(s),
+            _ => None,
+        });
+        assert!(nested.unwrap().preserve_unknown_fields, "a schema inside a schema keeps what it holds");
+    }
+}

@@ -1,0 +1,268 @@
+//! Built-in resources served from one table ([`RESOURCES`], in `table.rs`): each row says what
+//! upstream's discovery and registry say of a resource (group, version, names, scope, verbs,
+//! subresources, the fields a field selector can name, whether it tracks `generation`, where it
+//! is stored) and which [`Strategy`] writes it. Routing, the verb check, discovery, field
+//! selectors and namespace cleanup read the table; adding a kind is one row, plus a strategy when
+//! it has upstream behaviour of its own.
+//!
+//! Every write is decoded as upstream's typed decoder would: the type defaulted from the URL,
+//! `null` fields dropped, unknown fields dropped (or refused under `fieldValidation=Strict`)
+//! against the kind's schema from upstream's OpenAPI documents ([`documents`]); then the
+//! strategy's defaults, then validation (names, the schema's types and required fields, the
+//! strategy's checks). Nothing acts on the objects afterwards: no controller runs, as in envtest.
+
+mod data;
+pub mod documents;
+mod review;
+mod table;
+mod workload;
+
+use std::sync::OnceLock;
+
+use crdctl_model::field;
+use crdctl_schema::Schema;
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
+use crate::registry::unknown_fields::FieldValidation;
+use crate::selector::SelectableFields;
+use crate::table::Column;
+
+pub use table::RESOURCES;
+
+/// One built-in resource at one version.
+#[derive(Debug)]
+pub struct BuiltIn {
+    /// The API group; empty for core.
+    pub group: &'static str,
+    /// The version.
+    pub version: &'static str,
+    /// The plural.
+    pub resource: &'static str,
+    /// The singular.
+    pub singular: &'static str,
+    /// The kind.
+    pub kind: &'static str,
+    /// Short names, as upstream discovery lists them.
+    pub short_names: &'static [&'static str],
+    /// Categories (`all`, …).
+    pub categories: &'static [&'static str],
+    /// Whether objects live in a namespace.
+    pub namespaced: bool,
+    /// The verbs, as upstream discovery lists them.
+    pub verbs: &'static [&'static str],
+    /// The subresources, as upstream discovery lists them.
+    pub subresources: &'static [Subresource],
+    /// Whether `metadata.generation` starts at 1 and counts changes outside `metadata` and
+    /// `status` (upstream sets it for workloads and policies, not for data objects).
+    pub generation: bool,
+    /// The fields a field selector can name beyond `metadata.name` and `metadata.namespace`.
+    pub fields: SelectableFields,
+    /// Where objects are stored: `/registry/<resource>/[<namespace>/]<name>`, as upstream.
+    pub prefix: &'static str,
+    /// The name rule (`ValidateNameFunc`).
+    pub name_rule: fn(&str) -> Vec<String>,
+    /// What writes do beyond the generic.
+    pub strategy: Strategy,
+    /// The `Table` columns of upstream's printer.
+    pub columns: fn() -> Vec<Column>,
+}
+
+/// Each row's schema, compiled from upstream's document on first use.
+static SCHEMAS: [OnceLock<Option<Schema>>; table::COUNT] = [const { OnceLock::new() }; table::COUNT];
+
+/// A subresource of a built-in resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    /// `status`: writes there change only `status`, writes to the resource everything else.
+    Status,
+    /// `scale`: an `autoscaling/v1` `Scale` of `spec.replicas`.
+    Scale,
+    /// What only a kubelet can answer (`pods/exec`, `log`, `attach`, `portforward`, `proxy`,
+    /// `nodes/proxy`, `services/proxy`): refused with a `Status` that says no node runs pods.
+    Node(&'static str),
+}
+
+impl Subresource {
+    /// The name in the URL.
+    pub fn name(self) -> &'static str {
+        match self {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+            Subresource::Node(name) => name,
+        }
+    }
+
+    /// The verbs discovery lists.
+    pub fn verbs(self) -> &'static [&'static str] {
+        match self {
+            Subresource::Status | Subresource::Scale => &["get", "patch", "update"],
+            Subresource::Node("log") => &["get"],
+            Subresource::Node(_) => &["create", "get"],
+        }
+    }
+
+    /// The response kind discovery names, when it is not the resource's own.
+    pub fn kind(self) -> Option<(&'static str, &'static str, &'static str)> {
+        match self {
+            Subresource::Scale => Some(("autoscaling", "v1", "Scale")),
+            Subresource::Node("exec") => Some(("", "v1", "PodExecOptions")),
+            Subresource::Node("attach") => Some(("", "v1", "PodAttachOptions")),
+            Subresource::Node("portforward") => Some(("", "v1", "PodPortForwardOptions")),
+            Subresource::Node("proxy") => Some(("", "v1", "PodProxyOptions")),
+            Subresource::Status | Subresource::Node(_) => None,
+        }
+    }
+}
+
+/// What a kind's writes do beyond the generic (upstream's `RESTCreateStrategy` and
+/// `RESTUpdateStrategy`).
+#[derive(Debug, Clone, Copy)]
+pub enum Strategy {
+    /// Nothing beyond the generic.
+    Plain,
+    /// `data`/`binaryData` keys, the 1 MiB limit, `immutable`.
+    ConfigMap,
+    /// `stringData` merged into `data`, `type` defaulted and immutable, keys, size, `immutable`.
+    Secret,
+    /// A workload or pod: upstream's defaults for the pod template at this path (`spec` for
+    /// Pods, `spec.template.spec` for workloads, `spec.jobTemplate.spec.template.spec` for
+    /// CronJobs) and the kind's own (`replicas`, strategies, limits).
+    Workload(&'static [&'static str]),
+    /// Services: `type`, `sessionAffinity`, port protocols and IP families defaulted.
+    Service,
+    /// A review: created, answered in `status`, never stored (the only verb is `create`).
+    Review(fn(&Value, &crate::Config) -> Value),
+}
+
+/// The resource `resource` of `group`/`version`, if built in.
+pub fn find(group: &str, version: &str, resource: &str) -> Option<&'static BuiltIn> {
+    RESOURCES.iter().find(|r| r.group == group && r.version == version && r.resource == resource)
+}
+
+impl BuiltIn {
+    /// `<group>/<version>`, or `<version>` for core.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.to_string() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// The store prefix of one namespace's objects, or of all.
+    pub fn namespace_prefix(&self, namespace: Option<&str>) -> String {
+        match namespace.filter(|_| self.namespaced) {
+            Some(namespace) => format!("{}{namespace}/", self.prefix),
+            None => self.prefix.to_string(),
+        }
+    }
+
+    /// Whether objects are stored (all but reviews).
+    pub fn stored(&self) -> bool {
+        !matches!(self.strategy, Strategy::Review(_))
+    }
+
+    /// Whether the resource has `subresource`.
+    pub fn has(&self, subresource: Subresource) -> bool {
+        self.subresources.contains(&subresource)
+    }
+
+    /// The subresource named `name`, if the resource has it.
+    pub fn subresource(&self, name: &str) -> Option<Subresource> {
+        self.subresources.iter().copied().find(|s| s.name() == name)
+    }
+
+    /// The kind's schema from upstream's OpenAPI document, compiled on first use.
+    pub fn schema(&'static self) -> Option<&'static Schema> {
+        let row = RESOURCES.iter().position(|r| std::ptr::eq(r, self))?;
+        SCHEMAS.get(row)?.get_or_init(|| documents::schema(self.group, self.version, self.kind)).as_ref()
+    }
+
+    /// A review's answer: the review with its `status` (`None` for kinds that are stored).
+    pub fn review(&self, object: &mut Value, config: &crate::Config) -> ApiResult<Option<Value>> {
+        let Strategy::Review(answer) = self.strategy else { return Ok(None) };
+        crate::object::check_type(object, &self.api_version(), self.kind)?;
+        let mut answered = object.clone();
+        crate::object::set(&mut answered, "status", answer(object, config));
+        Ok(Some(answered))
+    }
+
+    /// Decodes, defaults and validates a created object (upstream's decoder, then
+    /// `BeforeCreate`); returns the warnings to send.
+    pub fn prepare_create(&'static self, object: &mut Value, validation: FieldValidation) -> ApiResult<Vec<String>> {
+        let warnings = self.decode(object, validation)?;
+        let mut errors = crate::object::name_errors(object, self.name_rule);
+        errors.extend(self.write(object, None)?);
+        self.refuse(object, errors)?;
+        if self.generation {
+            crate::object::start_generation(object);
+        }
+        if self.has(Subresource::Status) {
+            crate::object::fields_mut(object).remove("status");
+        }
+        Ok(warnings)
+    }
+
+    /// Decodes, defaults and validates a replacement of `old` (`BeforeUpdate`); at `/status`
+    /// only `status` changes, elsewhere everything but `status` (when it is a subresource).
+    pub fn prepare_update(
+        &'static self,
+        object: &mut Value,
+        old: &Value,
+        status: bool,
+        validation: FieldValidation,
+    ) -> ApiResult<Vec<String>> {
+        let warnings = self.decode(object, validation)?;
+        if status {
+            crate::object::keep_all_but_status(object, old);
+        } else {
+            crate::object::keep_server_fields(object, old);
+            if self.has(Subresource::Status) {
+                crate::object::keep_status(object, old);
+            }
+        }
+        let errors = self.write(object, Some(old))?;
+        self.refuse(object, errors)?;
+        if self.generation {
+            crate::object::count_generation(object, old, self.has(Subresource::Status));
+        }
+        Ok(warnings)
+    }
+
+    /// The typed decoder's part: type from the URL, `null`s dropped, unknown fields pruned.
+    fn decode(&'static self, object: &mut Value, validation: FieldValidation) -> ApiResult<Vec<String>> {
+        crate::object::check_type(object, &self.api_version(), self.kind)?;
+        crate::object::drop_nulls(object);
+        let Some(schema) = self.schema() else { return Ok(Vec::new()) };
+        validation.report(self.kind, self.version, crdctl_schema::prune(object, schema))
+    }
+
+    fn refuse(&self, object: &Value, errors: field::ErrorList) -> ApiResult<()> {
+        if errors.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::invalid(self.group, self.kind, crate::object::name(object), &errors))
+    }
+
+    /// The strategy's defaults and checks, then the schema's, for a create (`old` is `None`)
+    /// or an update.
+    fn write(&'static self, object: &mut Value, old: Option<&Value>) -> ApiResult<field::ErrorList> {
+        let mut errors = match self.strategy {
+            Strategy::Plain | Strategy::Review(_) => field::ErrorList::new(),
+            Strategy::ConfigMap => data::config_map(object, old),
+            Strategy::Secret => data::secret(object, old).map_err(|err| self.undecodable(&err))?,
+            Strategy::Workload(pod_spec) => workload::default(self.kind, pod_spec, object),
+            Strategy::Service => workload::default_service(object),
+        };
+        if let Some(schema) = self.schema() {
+            errors.extend(crdctl_schema::check(object, old, schema).errors);
+        }
+        Ok(errors)
+    }
+
+    /// 400 for a body the typed decoder would refuse (a `data` value that is not base64).
+    fn undecodable(&self, err: &str) -> ApiError {
+        let kind = self.kind;
+        ApiError::bad_request(format!("{kind} in version {:?} cannot be handled as a {kind}: {err}", self.version))
+    }
+}
+
+#[cfg(test)]
+mod tests;

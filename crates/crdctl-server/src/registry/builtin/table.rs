@@ -1,0 +1,560 @@
+//! The table: every resource of the group versions kube-apiserver 1.33 enables by default,
+//! besides namespaces, events and CRDs (which have modules of their own), with upstream
+//! discovery's names, short names, categories, verbs and subresources. A test checks each row
+//! against upstream's OpenAPI document of its group version.
+
+use crdctl_model::names;
+
+use super::review::{allowed, every_rule, token_review, whoami};
+use super::{BuiltIn, Strategy, Subresource};
+use crate::selector::SelectableFields;
+use crate::table::{Column, Source};
+
+/// The verbs of most resources.
+const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
+/// The verbs of a review.
+pub(super) const CREATE_ONLY: &[&str] = &["create"];
+
+const STATUS: &[Subresource] = &[Subresource::Status];
+const SCALE_AND_STATUS: &[Subresource] = &[Subresource::Scale, Subresource::Status];
+
+/// Pod templates, where each workload keeps one.
+const TEMPLATE: &[&str] = &["spec", "template", "spec"];
+
+/// A stored resource of `group`/v1 with every verb, named by DNS subdomains, with no behaviour
+/// of its own; rows change what differs.
+const fn resource(
+    group: &'static str,
+    resource: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    prefix: &'static str,
+    namespaced: bool,
+) -> BuiltIn {
+    BuiltIn {
+        group,
+        version: "v1",
+        resource,
+        singular,
+        kind,
+        short_names: &[],
+        categories: &[],
+        namespaced,
+        verbs: ALL_VERBS,
+        subresources: &[],
+        generation: false,
+        fields: SelectableFields::METADATA,
+        prefix,
+        name_rule: names::dns1123_subdomain_errors,
+        strategy: Strategy::Plain,
+        columns: crate::table::created_at_columns,
+    }
+}
+
+/// A workload of `apps`/v1 (or another group): a pod template, `status`, `generation`, `all`.
+const fn workload(
+    group: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    prefix: &'static str,
+    short_names: &'static [&'static str],
+) -> BuiltIn {
+    BuiltIn {
+        short_names,
+        categories: ALL,
+        subresources: SCALE_AND_STATUS,
+        generation: true,
+        strategy: Strategy::Workload(TEMPLATE),
+        ..resource(group, plural, singular, kind, prefix, true)
+    }
+}
+
+/// A review of `group`/v1: created, answered, not stored.
+const fn review(
+    group: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    answer: fn(&serde_json::Value, &crate::Config) -> serde_json::Value,
+) -> BuiltIn {
+    BuiltIn {
+        verbs: CREATE_ONLY,
+        strategy: Strategy::Review(answer),
+        ..resource(group, plural, singular, kind, "", namespaced)
+    }
+}
+
+/// An `rbac.authorization.k8s.io/v1` resource: RBAC names are path segments (`system:…`).
+const fn rbac(
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    prefix: &'static str,
+    namespaced: bool,
+    columns: fn() -> Vec<Column>,
+) -> BuiltIn {
+    BuiltIn {
+        name_rule: names::path_segment_name_errors,
+        columns,
+        ..resource("rbac.authorization.k8s.io", plural, singular, kind, prefix, namespaced)
+    }
+}
+
+const ALL: &[&str] = &["all"];
+const API_EXTENSIONS: &[&str] = &["api-extensions"];
+const ADMISSION: &str = "admissionregistration.k8s.io";
+const AUTHORIZATION: &str = "authorization.k8s.io";
+const AUTHENTICATION: &str = "authentication.k8s.io";
+const NETWORKING: &str = "networking.k8s.io";
+const STORAGE: &str = "storage.k8s.io";
+const FLOW_CONTROL: &str = "flowcontrol.apiserver.k8s.io";
+
+const fn selectable(labels: &'static [&'static str]) -> SelectableFields {
+    SelectableFields { labels, value: crate::selector::field_value }
+}
+
+/// How many rows the table has.
+pub const COUNT: usize = 54;
+
+/// Every built-in resource, besides namespaces, events and CRDs.
+pub static RESOURCES: [BuiltIn; COUNT] = [
+    // core/v1
+    BuiltIn {
+        short_names: &["cm"],
+        strategy: Strategy::ConfigMap,
+        columns: || columns(vec![Column::new("Data", "string", 0, DATA, Source::Count(&["data", "binaryData"]))]),
+        ..resource("", "configmaps", "configmap", "ConfigMap", "/registry/configmaps/", true)
+    },
+    BuiltIn {
+        short_names: &["ep"],
+        ..resource("", "endpoints", "endpoints", "Endpoints", "/registry/services/endpoints/", true)
+    },
+    BuiltIn {
+        short_names: &["limits"],
+        ..resource("", "limitranges", "limitrange", "LimitRange", "/registry/limitranges/", true)
+    },
+    BuiltIn {
+        short_names: &["no"],
+        subresources: &[Subresource::Status, Subresource::Node("proxy")],
+        fields: selectable(&["spec.unschedulable"]),
+        ..resource("", "nodes", "node", "Node", "/registry/minions/", false)
+    },
+    BuiltIn {
+        short_names: &["pvc"],
+        subresources: STATUS,
+        ..resource(
+            "",
+            "persistentvolumeclaims",
+            "persistentvolumeclaim",
+            "PersistentVolumeClaim",
+            "/registry/persistentvolumeclaims/",
+            true,
+        )
+    },
+    BuiltIn {
+        short_names: &["pv"],
+        subresources: STATUS,
+        ..resource(
+            "",
+            "persistentvolumes",
+            "persistentvolume",
+            "PersistentVolume",
+            "/registry/persistentvolumes/",
+            false,
+        )
+    },
+    BuiltIn {
+        short_names: &["po"],
+        categories: ALL,
+        subresources: &[
+            Subresource::Node("attach"),
+            Subresource::Node("exec"),
+            Subresource::Node("log"),
+            Subresource::Node("portforward"),
+            Subresource::Node("proxy"),
+            Subresource::Status,
+        ],
+        fields: selectable(&[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ]),
+        strategy: Strategy::Workload(&["spec"]),
+        ..resource("", "pods", "pod", "Pod", "/registry/pods/", true)
+    },
+    BuiltIn {
+        strategy: Strategy::Workload(TEMPLATE),
+        ..resource("", "podtemplates", "podtemplate", "PodTemplate", "/registry/podtemplates/", true)
+    },
+    BuiltIn {
+        subresources: SCALE_AND_STATUS,
+        fields: selectable(&["status.replicas"]),
+        ..workload(
+            "",
+            "replicationcontrollers",
+            "replicationcontroller",
+            "ReplicationController",
+            "/registry/controllers/",
+            &["rc"],
+        )
+    },
+    BuiltIn {
+        short_names: &["quota"],
+        subresources: STATUS,
+        ..resource("", "resourcequotas", "resourcequota", "ResourceQuota", "/registry/resourcequotas/", true)
+    },
+    BuiltIn {
+        fields: selectable(&["type"]),
+        strategy: Strategy::Secret,
+        columns: || {
+            let type_ = "Used to facilitate programmatic handling of secret data.";
+            columns(vec![
+                Column::new("Type", "string", 0, type_, Source::Path(".type".into())),
+                Column::new("Data", "string", 0, DATA, Source::Count(&["data"])),
+            ])
+        },
+        ..resource("", "secrets", "secret", "Secret", "/registry/secrets/", true)
+    },
+    BuiltIn {
+        short_names: &["sa"],
+        columns: || {
+            let secrets = Source::Count(&["secrets"]);
+            columns(vec![Column::new("Secrets", "string", 0, "Secrets of the ServiceAccount.", secrets)])
+        },
+        ..resource("", "serviceaccounts", "serviceaccount", "ServiceAccount", "/registry/serviceaccounts/", true)
+    },
+    BuiltIn {
+        short_names: &["svc"],
+        categories: ALL,
+        subresources: &[Subresource::Node("proxy"), Subresource::Status],
+        strategy: Strategy::Service,
+        name_rule: names::dns1035_label_errors,
+        columns: || {
+            columns(vec![
+                Column::new("Type", "string", 0, "The type of the service.", Source::Path(".spec.type".into())),
+                Column::new("Cluster-IP", "string", 0, "The cluster IP.", Source::Path(".spec.clusterIP".into())),
+            ])
+        },
+        ..resource("", "services", "service", "Service", "/registry/services/specs/", true)
+    },
+    // admissionregistration.k8s.io/v1
+    BuiltIn {
+        categories: API_EXTENSIONS,
+        ..resource(
+            ADMISSION,
+            "mutatingwebhookconfigurations",
+            "mutatingwebhookconfiguration",
+            "MutatingWebhookConfiguration",
+            "/registry/mutatingwebhookconfigurations/",
+            false,
+        )
+    },
+    BuiltIn {
+        categories: API_EXTENSIONS,
+        subresources: STATUS,
+        generation: true,
+        ..resource(
+            ADMISSION,
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicy",
+            "ValidatingAdmissionPolicy",
+            "/registry/validatingadmissionpolicies/",
+            false,
+        )
+    },
+    BuiltIn {
+        categories: API_EXTENSIONS,
+        ..resource(
+            ADMISSION,
+            "validatingadmissionpolicybindings",
+            "validatingadmissionpolicybinding",
+            "ValidatingAdmissionPolicyBinding",
+            "/registry/validatingadmissionpolicybindings/",
+            false,
+        )
+    },
+    BuiltIn {
+        categories: API_EXTENSIONS,
+        ..resource(
+            ADMISSION,
+            "validatingwebhookconfigurations",
+            "validatingwebhookconfiguration",
+            "ValidatingWebhookConfiguration",
+            "/registry/validatingwebhookconfigurations/",
+            false,
+        )
+    },
+    // apiregistration.k8s.io/v1
+    BuiltIn {
+        categories: API_EXTENSIONS,
+        subresources: STATUS,
+        ..resource(
+            "apiregistration.k8s.io",
+            "apiservices",
+            "apiservice",
+            "APIService",
+            "/registry/apiregistration.k8s.io/apiservices/",
+            false,
+        )
+    },
+    // apps/v1
+    resource(
+        "apps",
+        "controllerrevisions",
+        "controllerrevision",
+        "ControllerRevision",
+        "/registry/controllerrevisions/",
+        true,
+    ),
+    BuiltIn {
+        subresources: STATUS,
+        ..workload("apps", "daemonsets", "daemonset", "DaemonSet", "/registry/daemonsets/", &["ds"])
+    },
+    BuiltIn {
+        columns: workload_columns,
+        ..workload("apps", "deployments", "deployment", "Deployment", "/registry/deployments/", &["deploy"])
+    },
+    BuiltIn {
+        fields: selectable(&["status.replicas"]),
+        ..workload("apps", "replicasets", "replicaset", "ReplicaSet", "/registry/replicasets/", &["rs"])
+    },
+    workload("apps", "statefulsets", "statefulset", "StatefulSet", "/registry/statefulsets/", &["sts"]),
+    // authentication.k8s.io/v1, authorization.k8s.io/v1
+    review(AUTHENTICATION, "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", false, whoami),
+    review(AUTHENTICATION, "tokenreviews", "tokenreview", "TokenReview", false, token_review),
+    review(
+        AUTHORIZATION,
+        "localsubjectaccessreviews",
+        "localsubjectaccessreview",
+        "LocalSubjectAccessReview",
+        true,
+        allowed,
+    ),
+    review(
+        AUTHORIZATION,
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        "SelfSubjectAccessReview",
+        false,
+        allowed,
+    ),
+    review(
+        AUTHORIZATION,
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+        "SelfSubjectRulesReview",
+        false,
+        every_rule,
+    ),
+    review(AUTHORIZATION, "subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview", false, allowed),
+    // autoscaling/v2
+    BuiltIn {
+        version: "v2",
+        short_names: &["hpa"],
+        categories: ALL,
+        subresources: STATUS,
+        ..resource(
+            "autoscaling",
+            "horizontalpodautoscalers",
+            "horizontalpodautoscaler",
+            "HorizontalPodAutoscaler",
+            "/registry/horizontalpodautoscalers/",
+            true,
+        )
+    },
+    // batch/v1
+    BuiltIn {
+        subresources: STATUS,
+        strategy: Strategy::Workload(&["spec", "jobTemplate", "spec", "template", "spec"]),
+        ..workload("batch", "cronjobs", "cronjob", "CronJob", "/registry/cronjobs/", &["cj"])
+    },
+    BuiltIn {
+        subresources: STATUS,
+        fields: selectable(&["status.successful"]),
+        ..workload("batch", "jobs", "job", "Job", "/registry/jobs/", &[])
+    },
+    // certificates.k8s.io/v1
+    BuiltIn {
+        short_names: &["csr"],
+        subresources: &[Subresource::Status],
+        fields: selectable(&["spec.signerName"]),
+        ..resource(
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            "certificatesigningrequest",
+            "CertificateSigningRequest",
+            "/registry/certificatesigningrequests/",
+            false,
+        )
+    },
+    // coordination.k8s.io/v1
+    BuiltIn {
+        columns: || {
+            let holder = Source::Path(".spec.holderIdentity".into());
+            columns(vec![Column::new("Holder", "string", 0, "The holder of the lease.", holder)])
+        },
+        ..resource("coordination.k8s.io", "leases", "lease", "Lease", "/registry/leases/", true)
+    },
+    // discovery.k8s.io/v1
+    resource("discovery.k8s.io", "endpointslices", "endpointslice", "EndpointSlice", "/registry/endpointslices/", true),
+    // flowcontrol.apiserver.k8s.io/v1
+    BuiltIn {
+        subresources: STATUS,
+        ..resource(FLOW_CONTROL, "flowschemas", "flowschema", "FlowSchema", "/registry/flowschemas/", false)
+    },
+    BuiltIn {
+        subresources: STATUS,
+        ..resource(
+            FLOW_CONTROL,
+            "prioritylevelconfigurations",
+            "prioritylevelconfiguration",
+            "PriorityLevelConfiguration",
+            "/registry/prioritylevelconfigurations/",
+            false,
+        )
+    },
+    // networking.k8s.io/v1
+    resource(NETWORKING, "ingressclasses", "ingressclass", "IngressClass", "/registry/ingressclasses/", false),
+    BuiltIn {
+        short_names: &["ing"],
+        subresources: STATUS,
+        ..resource(NETWORKING, "ingresses", "ingress", "Ingress", "/registry/ingress/", true)
+    },
+    BuiltIn {
+        short_names: &["ip"],
+        ..resource(NETWORKING, "ipaddresses", "ipaddress", "IPAddress", "/registry/ipaddresses/", false)
+    },
+    BuiltIn {
+        short_names: &["netpol"],
+        generation: true,
+        ..resource(NETWORKING, "networkpolicies", "networkpolicy", "NetworkPolicy", "/registry/networkpolicies/", true)
+    },
+    BuiltIn {
+        subresources: STATUS,
+        ..resource(NETWORKING, "servicecidrs", "servicecidr", "ServiceCIDR", "/registry/servicecidrs/", false)
+    },
+    // node.k8s.io/v1
+    resource("node.k8s.io", "runtimeclasses", "runtimeclass", "RuntimeClass", "/registry/runtimeclasses/", false),
+    // policy/v1
+    BuiltIn {
+        short_names: &["pdb"],
+        subresources: STATUS,
+        generation: true,
+        ..resource(
+            "policy",
+            "poddisruptionbudgets",
+            "poddisruptionbudget",
+            "PodDisruptionBudget",
+            "/registry/poddisruptionbudgets/",
+            true,
+        )
+    },
+    // rbac.authorization.k8s.io/v1
+    rbac(
+        "clusterrolebindings",
+        "clusterrolebinding",
+        "ClusterRoleBinding",
+        "/registry/clusterrolebindings/",
+        false,
+        binding_columns,
+    ),
+    rbac(
+        "clusterroles",
+        "clusterrole",
+        "ClusterRole",
+        "/registry/clusterroles/",
+        false,
+        crate::table::created_at_columns,
+    ),
+    rbac("rolebindings", "rolebinding", "RoleBinding", "/registry/rolebindings/", true, binding_columns),
+    rbac("roles", "role", "Role", "/registry/roles/", true, crate::table::created_at_columns),
+    // scheduling.k8s.io/v1
+    BuiltIn {
+        short_names: &["pc"],
+        ..resource(
+            "scheduling.k8s.io",
+            "priorityclasses",
+            "priorityclass",
+            "PriorityClass",
+            "/registry/priorityclasses/",
+            false,
+        )
+    },
+    // storage.k8s.io/v1
+    resource(STORAGE, "csidrivers", "csidriver", "CSIDriver", "/registry/csidrivers/", false),
+    resource(STORAGE, "csinodes", "csinode", "CSINode", "/registry/csinodes/", false),
+    resource(
+        STORAGE,
+        "csistoragecapacities",
+        "csistoragecapacity",
+        "CSIStorageCapacity",
+        "/registry/csistoragecapacities/",
+        true,
+    ),
+    BuiltIn {
+        short_names: &["sc"],
+        ..resource(STORAGE, "storageclasses", "storageclass", "StorageClass", "/registry/storageclasses/", false)
+    },
+    BuiltIn {
+        subresources: STATUS,
+        ..resource(
+            STORAGE,
+            "volumeattachments",
+            "volumeattachment",
+            "VolumeAttachment",
+            "/registry/volumeattachments/",
+            false,
+        )
+    },
+];
+
+/// What the `Data` columns count.
+const DATA: &str = "The number of keys the object holds.";
+
+/// `Name`, a kind's own columns, then `Age`, as upstream's printers order them.
+fn columns(own: Vec<Column>) -> Vec<Column> {
+    let mut columns = vec![Column::name()];
+    columns.extend(own);
+    columns.push(Column::age());
+    columns
+}
+
+/// A RoleBinding's or ClusterRoleBinding's: `Name`, `Role`, `Age`.
+fn binding_columns() -> Vec<Column> {
+    columns(vec![Column::new("Role", "string", 0, "The role bound.", Source::Pair(".roleRef.kind", ".roleRef.name"))])
+}
+
+/// A Deployment's: `Ready` (ready of desired), `Up-to-date`, `Available`.
+fn workload_columns() -> Vec<Column> {
+    columns(vec![
+        Column::new(
+            "Ready",
+            "string",
+            0,
+            "Number of the pod with ready state.",
+            Source::Ready(".status.readyReplicas", ".spec.replicas"),
+        ),
+        Column::new(
+            "Up-to-date",
+            "string",
+            0,
+            "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+            Source::Path(".status.updatedReplicas".into()),
+        ),
+        Column::new(
+            "Available",
+            "string",
+            0,
+            "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+            Source::Path(".status.availableReplicas".into()),
+        ),
+    ])
+}

@@ -1,0 +1,323 @@
+//! Upstream's defaulting functions for what controllers and tests read (`pkg/apis/core/v1`,
+//! `apps/v1`, `batch/v1` `defaults.go`), and the workload checks a wrong object would mislead a
+//! test without (`pkg/apis/apps/validation`: the selector must select the template).
+
+use crdctl_model::field::{self, Path, Raw};
+use serde_json::{Map, Value, json};
+
+/// Sets `key` to `value` where it is missing.
+fn or_insert(fields: &mut Map<String, Value>, key: &str, value: Value) {
+    fields.entry(key.to_string()).or_insert(value);
+}
+
+/// The object at `path`, created (as `{}`) where missing.
+fn object_at<'a>(object: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, Value>> {
+    let mut node = object;
+    for key in path {
+        node = node.as_object_mut()?.entry(key.to_string()).or_insert_with(|| json!({}));
+    }
+    node.as_object_mut()
+}
+
+/// Every object in the list at `key`, if it is one.
+fn each<'a>(fields: &'a mut Map<String, Value>, key: &str) -> impl Iterator<Item = &'a mut Map<String, Value>> {
+    fields.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten().filter_map(Value::as_object_mut)
+}
+
+/// The defaults of a workload of `kind` whose pod spec is at `pod_spec`, then the checks of its
+/// selector.
+pub fn default(kind: &str, pod_spec: &[&str], object: &mut Value) -> field::ErrorList {
+    if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
+        default_spec(kind, spec);
+    }
+    if let Some(pod) = object_at(object, pod_spec) {
+        default_pod_spec(pod);
+    }
+    if kind == "Pod" {
+        let status = object_at(object, &["status"]);
+        status.into_iter().for_each(|status| or_insert(status, "phase", json!("Pending")));
+    }
+    selector_errors(kind, object)
+}
+
+/// `SetDefaults_Deployment`, `_ReplicaSet`, `_StatefulSet`, `_DaemonSet`, `_Job`, `_CronJob`,
+/// `_ReplicationController`.
+fn default_spec(kind: &str, spec: &mut Map<String, Value>) {
+    match kind {
+        "Deployment" => {
+            or_insert(spec, "replicas", json!(1));
+            or_insert(spec, "revisionHistoryLimit", json!(10));
+            or_insert(spec, "progressDeadlineSeconds", json!(600));
+            let strategy = spec.entry("strategy").or_insert_with(|| json!({}));
+            if let Some(strategy) = strategy.as_object_mut() {
+                or_insert(strategy, "type", json!("RollingUpdate"));
+                if strategy.get("type") == Some(&json!("RollingUpdate")) {
+                    let rolling = strategy.entry("rollingUpdate").or_insert_with(|| json!({}));
+                    if let Some(rolling) = rolling.as_object_mut() {
+                        or_insert(rolling, "maxUnavailable", json!("25%"));
+                        or_insert(rolling, "maxSurge", json!("25%"));
+                    }
+                }
+            }
+        }
+        "ReplicaSet" => or_insert(spec, "replicas", json!(1)),
+        "ReplicationController" => {
+            or_insert(spec, "replicas", json!(1));
+            let labels = spec.get("template").and_then(|t| t.pointer("/metadata/labels")).cloned();
+            if let Some(labels) = labels.filter(|_| spec.get("selector").is_none_or(|s| s == &json!({}))) {
+                spec.insert("selector".into(), labels);
+            }
+        }
+        "StatefulSet" => {
+            or_insert(spec, "replicas", json!(1));
+            or_insert(spec, "podManagementPolicy", json!("OrderedReady"));
+            or_insert(spec, "revisionHistoryLimit", json!(10));
+            or_insert(spec, "updateStrategy", json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+            let retention = json!({"whenDeleted": "Retain", "whenScaled": "Retain"});
+            or_insert(spec, "persistentVolumeClaimRetentionPolicy", retention);
+        }
+        "DaemonSet" => {
+            or_insert(spec, "revisionHistoryLimit", json!(10));
+            let update = json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}});
+            or_insert(spec, "updateStrategy", update);
+        }
+        "Job" => {
+            if spec.get("completions").is_none() && spec.get("parallelism").is_none() {
+                spec.insert("completions".into(), json!(1));
+            }
+            or_insert(spec, "parallelism", json!(1));
+            or_insert(spec, "backoffLimit", json!(6));
+            or_insert(spec, "completionMode", json!("NonIndexed"));
+            or_insert(spec, "suspend", json!(false));
+            or_insert(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+        }
+        "CronJob" => {
+            or_insert(spec, "concurrencyPolicy", json!("Allow"));
+            or_insert(spec, "suspend", json!(false));
+            or_insert(spec, "successfulJobsHistoryLimit", json!(3));
+            or_insert(spec, "failedJobsHistoryLimit", json!(1));
+        }
+        _ => {}
+    }
+}
+
+/// `SetDefaults_PodSpec`, `_Container` (and init containers), `_Probe`, the volume sources'.
+fn default_pod_spec(pod: &mut Map<String, Value>) {
+    or_insert(pod, "restartPolicy", json!("Always"));
+    or_insert(pod, "dnsPolicy", json!("ClusterFirst"));
+    or_insert(pod, "terminationGracePeriodSeconds", json!(30));
+    or_insert(pod, "securityContext", json!({}));
+    or_insert(pod, "schedulerName", json!("default-scheduler"));
+    or_insert(pod, "enableServiceLinks", json!(true));
+    for list in ["containers", "initContainers"] {
+        each(pod, list).for_each(default_container);
+    }
+    for volume in each(pod, "volumes") {
+        for source in ["secret", "configMap", "downwardAPI", "projected"] {
+            if let Some(source) = volume.get_mut(source).and_then(Value::as_object_mut) {
+                or_insert(source, "defaultMode", json!(420));
+            }
+        }
+    }
+}
+
+fn default_container(container: &mut Map<String, Value>) {
+    or_insert(container, "terminationMessagePath", json!("/dev/termination-log"));
+    or_insert(container, "terminationMessagePolicy", json!("File"));
+    or_insert(container, "resources", json!({}));
+    let image = container.get("image").and_then(Value::as_str).unwrap_or_default();
+    or_insert(container, "imagePullPolicy", json!(pull_policy(image)));
+    each(container, "ports").for_each(|port| or_insert(port, "protocol", json!("TCP")));
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(probe) = container.get_mut(probe).and_then(Value::as_object_mut) {
+            or_insert(probe, "timeoutSeconds", json!(1));
+            or_insert(probe, "periodSeconds", json!(10));
+            or_insert(probe, "successThreshold", json!(1));
+            or_insert(probe, "failureThreshold", json!(3));
+            if let Some(get) = probe.get_mut("httpGet").and_then(Value::as_object_mut) {
+                or_insert(get, "scheme", json!("HTTP"));
+            }
+        }
+    }
+    for env in each(container, "env") {
+        if let Some(field) = env.get_mut("valueFrom").and_then(|v| v.get_mut("fieldRef")).and_then(Value::as_object_mut)
+        {
+            or_insert(field, "apiVersion", json!("v1"));
+        }
+    }
+}
+
+/// `Always` for an image at `:latest` or with no tag (and no digest), else `IfNotPresent`.
+fn pull_policy(image: &str) -> &'static str {
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    let name = image.rsplit('/').next().unwrap_or(image);
+    match name.split_once(':') {
+        Some((_, tag)) if tag != "latest" => "IfNotPresent",
+        _ => "Always",
+    }
+}
+
+/// `SetDefaults_Service` and `_ServicePort`: `type`, `sessionAffinity`, port protocols and
+/// target ports, `internalTrafficPolicy`, and `externalTrafficPolicy` for externally reached
+/// types.
+pub fn default_service(object: &mut Value) -> field::ErrorList {
+    let Some(spec) = object_at(object, &["spec"]) else { return field::ErrorList::new() };
+    or_insert(spec, "type", json!("ClusterIP"));
+    or_insert(spec, "sessionAffinity", json!("None"));
+    let kind = spec.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
+    if kind != "ExternalName" {
+        or_insert(spec, "internalTrafficPolicy", json!("Cluster"));
+    }
+    if kind == "NodePort" || kind == "LoadBalancer" {
+        or_insert(spec, "externalTrafficPolicy", json!("Cluster"));
+    }
+    for port in each(spec, "ports") {
+        or_insert(port, "protocol", json!("TCP"));
+        if let Some(number) = port.get("port").cloned() {
+            or_insert(port, "targetPort", number);
+        }
+    }
+    field::ErrorList::new()
+}
+
+/// Go's `%#v` of a `map[string]string` (keys sorted), as upstream's messages print label maps.
+fn go_string_map(map: &Map<String, Value>) -> String {
+    let mut pairs: Vec<(&String, &Value)> = map.iter().collect();
+    pairs.sort_by(|a, b| a.0.cmp(b.0));
+    let text = |value: &Value| crdctl_model::go::quote(value.as_str().unwrap_or_default());
+    let entries: Vec<String> =
+        pairs.iter().map(|(k, v)| format!("{}:{}", crdctl_model::go::quote(k), text(v))).collect();
+    format!("map[string]string{{{}}}", entries.join(", "))
+}
+
+/// Whether `labels` has every `matchLabels` pair and meets every `matchExpressions` term.
+fn selects(selector: &Value, labels: &Map<String, Value>) -> bool {
+    let match_labels = selector.get("matchLabels").and_then(Value::as_object);
+    let pairs_hold = match_labels.into_iter().flatten().all(|(k, v)| labels.get(k) == Some(v));
+    let expressions = selector.get("matchExpressions").and_then(Value::as_array);
+    pairs_hold
+        && expressions.into_iter().flatten().all(|term| {
+            let key = term["key"].as_str().unwrap_or_default();
+            let values: Vec<&str> = term["values"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let value = labels.get(key).and_then(Value::as_str);
+            match term["operator"].as_str() {
+                Some("In") => value.is_some_and(|v| values.contains(&v)),
+                Some("NotIn") => value.is_none_or(|v| !values.contains(&v)),
+                Some("Exists") => value.is_some(),
+                Some("DoesNotExist") => value.is_none(),
+                _ => false,
+            }
+        })
+}
+
+/// `ValidateDeploymentSpec` and its siblings: a non-empty selector that selects the template's
+/// labels.
+fn selector_errors(kind: &str, object: &Value) -> field::ErrorList {
+    let mut errors = field::ErrorList::new();
+    if !matches!(kind, "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") {
+        return errors;
+    }
+    let Some(selector) = object.pointer("/spec/selector") else { return errors };
+    let spec = Path::new("spec");
+    let empty = selector.get("matchLabels").and_then(Value::as_object).is_none_or(Map::is_empty)
+        && selector.get("matchExpressions").and_then(Value::as_array).is_none_or(Vec::is_empty);
+    if empty {
+        let shown = Raw(
+            "v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}"
+                .into(),
+        );
+        errors.push(
+            spec.child("selector").invalid(shown, format!("empty selector is invalid for {}", kind.to_lowercase())),
+        );
+        return errors;
+    }
+    let labels =
+        object.pointer("/spec/template/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
+    if !selects(selector, &labels) {
+        let template = spec.child("template");
+        let metadata = template.child("metadata");
+        let at = metadata.child("labels");
+        errors.push(at.invalid(Raw(go_string_map(&labels)), "`selector` does not match template `labels`"));
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cases from upstream's `TestSetDefaultDeployment`, `TestSetDefaultPodSpec` and
+    /// `TestSetDefaultServiceSessionAffinity`.
+    #[test]
+    fn defaults_are_upstreams() {
+        let mut deployment = json!({"spec": {"selector": {"matchLabels": {"app": "a"}},
+            "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}]}]}}}});
+        assert!(default("Deployment", &["spec", "template", "spec"], &mut deployment).is_empty());
+        let spec = &deployment["spec"];
+        assert_eq!(
+            (spec["replicas"].clone(), spec["revisionHistoryLimit"].clone(), spec["progressDeadlineSeconds"].clone()),
+            (json!(1), json!(10), json!(600))
+        );
+        assert_eq!(
+            spec["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+        );
+        let pod = &spec["template"]["spec"];
+        assert_eq!(
+            (pod["restartPolicy"].as_str(), pod["dnsPolicy"].as_str(), pod["schedulerName"].as_str()),
+            (Some("Always"), Some("ClusterFirst"), Some("default-scheduler"))
+        );
+        assert_eq!(
+            (pod["terminationGracePeriodSeconds"].clone(), pod["securityContext"].clone()),
+            (json!(30), json!({}))
+        );
+        let container = &pod["containers"][0];
+        assert_eq!(
+            (container["imagePullPolicy"].as_str(), container["terminationMessagePath"].as_str()),
+            (Some("Always"), Some("/dev/termination-log"))
+        );
+        assert_eq!(container["ports"][0]["protocol"], "TCP");
+        let mut recreate = json!({"spec": {"strategy": {"type": "Recreate"}}});
+        default("Deployment", &["spec", "template", "spec"], &mut recreate);
+        assert_eq!(recreate["spec"]["strategy"], json!({"type": "Recreate"}));
+
+        let mut service = json!({"spec": {"ports": [{"port": 80}]}});
+        default_service(&mut service);
+        assert_eq!(
+            service["spec"],
+            json!({"ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}], "type": "ClusterIP", "sessionAffinity": "None", "internalTrafficPolicy": "Cluster"})
+        );
+    }
+
+    /// `TestPullPolicy`'s cases.
+    #[test]
+    fn the_pull_policy_follows_the_tag() {
+        for (image, policy) in [
+            ("nginx", "Always"),
+            ("nginx:latest", "Always"),
+            ("nginx:1.27", "IfNotPresent"),
+            ("localhost:5000/app", "Always"),
+            ("localhost:5000/app:v1", "IfNotPresent"),
+            ("nginx@sha256:0123", "IfNotPresent"),
+        ] {
+            assert_eq!(pull_policy(image), policy, "{image}");
+        }
+    }
+
+    #[test]
+    fn a_selector_must_select_the_template() {
+        let mut deployment = json!({"spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"metadata": {"labels": {"app": "b", "tier": "x"}}}}});
+        let errors = default("Deployment", &["spec", "template", "spec"], &mut deployment);
+        assert_eq!(
+            errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                r#"spec.template.metadata.labels: Invalid value: map[string]string{"app":"b", "tier":"x"}: `selector` does not match template `labels`"#
+            ]
+        );
+        let mut empty = json!({"spec": {"selector": {}, "template": {"metadata": {"labels": {"app": "b"}}}}});
+        let errors = default("ReplicaSet", &["spec", "template", "spec"], &mut empty);
+        assert!(errors[0].to_string().ends_with("empty selector is invalid for replicaset"), "{}", errors[0]);
+    }
+}
