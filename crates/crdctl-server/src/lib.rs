@@ -106,6 +106,8 @@ pub struct Config {
     /// `resourceVersion`. Its buffer (and the store's, which catches up from history) stays
     /// bounded meanwhile.
     pub watch_stall_timeout: std::time::Duration,
+    /// Where Services' ClusterIPs and node ports come from.
+    pub service_ranges: registry::builtin::service::ServiceRanges,
 }
 
 impl Default for Config {
@@ -119,6 +121,7 @@ impl Default for Config {
             watch_cache: false,
             names: object::NameGenerator::default(),
             watch_stall_timeout: std::time::Duration::from_secs(2),
+            service_ranges: registry::builtin::service::ServiceRanges::default(),
         }
     }
 }
@@ -198,6 +201,8 @@ impl AppState {
             }
             registry::namespace::create_default_service_account(&*store, name).await;
         }
+        let port = config.listen.port();
+        registry::builtin::service::create_kubernetes_service(&*store, &config.service_ranges, port).await;
         let resolver = Arc::new(MappedServices(config.webhook_services.clone()));
         let registry = Registry::start(Arc::clone(&store), resolver).await.map_err(|e| StartError::Store(e.message))?;
         // A namespace whose deletion a stopped server left unfinished is finished now.

@@ -18,7 +18,8 @@ use crate::AppState;
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
 use crate::negotiate::{BodyType, PATCH_TYPES, Representation};
-use crate::registry::builtin::{BuiltIn, Subresource as BuiltInSubresource};
+use crate::registry::builtin::service::{self, Reserved};
+use crate::registry::builtin::{BuiltIn, Strategy, Subresource as BuiltInSubresource};
 use crate::registry::scale;
 use crate::registry::unknown_fields::FieldValidation;
 use crate::registry::{Items, ServedCrd, crd, custom_resource, event, namespace};
@@ -293,6 +294,24 @@ impl Endpoint {
             Kind::Namespace => namespace::VERBS.contains(&verb),
             Kind::BuiltIn(resource) => resource.verbs.contains(&verb),
             Kind::Crd | Kind::Custom(_) | Kind::Event(_) => true,
+        }
+    }
+
+    /// Reserves what a written object needs from shared ranges (a Service's ClusterIP and node
+    /// ports), given back with [`Reserved::release`] if the write fails.
+    async fn reserve(&self, state: &AppState, object: &mut Value, old: Option<&Value>) -> ApiResult<Reserved> {
+        match &self.kind {
+            Kind::BuiltIn(resource) if matches!(resource.strategy, Strategy::Service) => {
+                service::allocate(&*state.store, object, old, &state.config.service_ranges).await
+            }
+            _ => Ok(Reserved::default()),
+        }
+    }
+
+    /// Gives back what `old` held and `new` (if the object is still there) does not.
+    pub async fn release(&self, state: &AppState, old: &Value, new: Option<&Value>) {
+        if let Kind::BuiltIn(resource) = &self.kind {
+            resource.release(&*state.store, old, new).await;
         }
     }
 
@@ -693,6 +712,7 @@ pub async fn create(
         let body = endpoint.present_one(stored).await?;
         return Ok(Reply::with_warnings(StatusCode::CREATED, body, warnings));
     }
+    let reserved = endpoint.reserve(state, &mut stored, None).await?;
     // A generated name that exists already is drawn again, as kube-apiserver does since 1.32
     // (`RetryGenerateName`): the whole create is tried with a new name up to 8 times.
     let mut attempts = 1;
@@ -711,9 +731,14 @@ pub async fn create(
                 crate::object::set_name(&mut stored, name.clone());
             }
             (Err(StoreError::AlreadyExists { .. }), Some(_)) => {
+                reserved.release(&*state.store).await;
                 return Err(ApiError::generate_name_conflict(endpoint.subject(&name)));
             }
-            (written, _) => break written.map_err(store_error(endpoint, &name))?,
+            (Err(err), _) => {
+                reserved.release(&*state.store).await;
+                return Err(store_error(endpoint, &name)(err));
+            }
+            (Ok(entry), _) => break entry,
         }
     };
     match endpoint.kind {
@@ -863,13 +888,16 @@ pub async fn update(
                 crate::object::name(&new)
             )));
         }
-        let (stored, warnings) = admit_update(state, endpoint, new, &old, status, params).await?;
+        let (mut stored, warnings) = admit_update(state, endpoint, new, &old, status, params).await?;
         if params.dry_run.is_some() {
             return Ok(Reply::with_warnings(StatusCode::OK, endpoint.present_one(stored).await?, warnings));
         }
         let deleting = crate::object::meta_field(&stored, "deletionTimestamp").is_some()
             && crate::object::finalizers(&stored).is_empty()
             && !matches!(endpoint.kind, Kind::Crd | Kind::Namespace);
+        let reserved =
+            if deleting { Reserved::default() } else { endpoint.reserve(state, &mut stored, Some(&old)).await? };
+        let kept = (!deleting).then(|| stored.clone());
         let result = if deleting {
             state.store.delete(&key, Some(current.mod_revision)).await.map(|event| event.prev)
         } else {
@@ -890,6 +918,11 @@ pub async fn update(
             }
             .map(Some)
         };
+        if result.is_err() {
+            reserved.release(&*state.store).await;
+        } else {
+            endpoint.release(state, &old, kept.as_ref()).await;
+        }
         match result {
             Ok(entry) => {
                 let entry = entry.ok_or_else(|| ApiError::internal("the store returned no object"))?;
@@ -1103,7 +1136,11 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
                 state.store.update(&key, encode(&object)?, current.mod_revision).await.map(Some)
             }
             Kind::Custom(_) | Kind::Event(_) | Kind::BuiltIn(_) => {
-                state.store.delete(&key, Some(current.mod_revision)).await.map(|_| None)
+                let deleted = state.store.delete(&key, Some(current.mod_revision)).await;
+                if deleted.is_ok() {
+                    endpoint.release(state, &object, None).await;
+                }
+                deleted.map(|_| None)
             }
         };
         match result {

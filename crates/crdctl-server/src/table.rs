@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use serde_json::{Value, json};
 
 /// One printer column.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Column {
     /// Header, e.g. `Spec`.
     pub name: String,
@@ -25,7 +25,7 @@ pub struct Column {
 }
 
 /// Where a cell's value comes from.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Source {
     /// `metadata.name`.
     Name,
@@ -38,8 +38,8 @@ pub enum Source {
     Count(&'static [&'static str]),
     /// `<first>/<second>` of two JSONPaths: a binding's `Role`.
     Pair(&'static str, &'static str),
-    /// `<ready>/<desired>` of two counts, a missing one read as 0: a Deployment's `Ready`.
-    Ready(&'static str, &'static str),
+    /// Computed from the object by a kind's printer: a Service's `Port(s)`.
+    Computed(fn(&Value) -> Value),
 }
 
 impl Column {
@@ -175,10 +175,7 @@ fn cell(column: &Column, object: &Value, now: i64) -> Value {
             let text = |path: &str| crate::jsonpath::first(object, path).and_then(Value::as_str).unwrap_or_default();
             return Value::String(format!("{}/{}", text(first), text(second)));
         }
-        Source::Ready(ready, desired) => {
-            let count = |path: &str| crate::jsonpath::first(object, path).and_then(Value::as_i64).unwrap_or(0);
-            return Value::String(format!("{}/{}", count(ready), count(desired)));
-        }
+        Source::Computed(print) => return print(object),
         Source::Path(path) => path,
     };
     let Some(value) = crate::jsonpath::first(object, path) else { return Value::Null };

@@ -983,7 +983,216 @@ async fn built_in_resources(backend: Backend) {
     assert_eq!(api.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/system:crontab-reader").await.code, 200);
 }
 
+const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/default/deployments";
+
+fn deployment(name: &str, labels: Value) -> Value {
+    json!({"metadata": {"name": name}, "spec": {"selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}})
+}
+
+/// Workloads as upstream's registry writes them: defaults, `generation`, the selector check,
+/// `status` and `scale` as subresources, unknown fields pruned or refused.
+async fn workloads(backend: Backend) {
+    let api = Api::on(backend).await;
+    let created = api.post(DEPLOYMENTS, &deployment("web", json!({"app": "web"}))).await;
+    assert_eq!(created.code, 201, "{created:?}");
+    let spec = &created.body["spec"];
+    assert_eq!((spec["replicas"].clone(), spec["strategy"]["type"].clone()), (json!(1), json!("RollingUpdate")));
+    assert_eq!(spec["template"]["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
+    assert_eq!(created.body["metadata"]["generation"], 1);
+    assert!(created.body.get("status").is_none(), "status is the subresource's");
+
+    let mismatched = api.post(DEPLOYMENTS, &deployment("other", json!({"app": "else"}))).await;
+    assert_eq!(mismatched.code, 422);
+    assert_eq!(
+        mismatched.body["message"],
+        "Deployment.apps \"other\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"else\"}: `selector` does not match template `labels`"
+    );
+    let mut unknown = deployment("strict", json!({"app": "strict"}));
+    unknown["spec"]["replica"] = json!(2);
+    let refused = api.post(&format!("{DEPLOYMENTS}?fieldValidation=Strict"), &unknown).await;
+    assert_eq!(
+        (refused.code, refused.body["message"].as_str()),
+        (
+            400,
+            Some(
+                "Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: unknown field \"spec.replica\""
+            )
+        )
+    );
+    let warned = api.post(DEPLOYMENTS, &unknown).await;
+    assert_eq!(
+        (warned.code, warned.warnings.as_slice()),
+        (201, &["299 - \"unknown field \\\"spec.replica\\\"\"".to_string()][..]),
+        "{warned:?}"
+    );
+    assert!(warned.body["spec"].get("replica").is_none());
+    let mut wrong_type = deployment("typed", json!({"app": "typed"}));
+    wrong_type["spec"]["replicas"] = json!("two");
+    assert_eq!(api.post(DEPLOYMENTS, &wrong_type).await.code, 422);
+
+    // Writes to the resource leave status alone and count generations; /status only status.
+    let web = format!("{DEPLOYMENTS}/web");
+    let status = api
+        .patch(
+            &format!("{web}/status"),
+            "application/merge-patch+json",
+            &json!({"status": {"readyReplicas": 1}, "spec": {"replicas": 5}}),
+        )
+        .await;
+    assert_eq!(
+        (status.code, status.body["status"]["readyReplicas"].clone(), status.body["spec"]["replicas"].clone()),
+        (200, json!(1), json!(1)),
+        "{status:?}"
+    );
+    let scaled_up = api
+        .patch(&web, "application/merge-patch+json", &json!({"spec": {"replicas": 2}, "status": {"readyReplicas": 9}}))
+        .await;
+    assert_eq!(
+        (scaled_up.body["status"]["readyReplicas"].clone(), scaled_up.body["metadata"]["generation"].clone()),
+        (json!(1), json!(2))
+    );
+    // The scale subresource, as `kubectl scale` and the HPA use it.
+    let scale = api.get(&format!("{web}/scale")).await;
+    assert_eq!(
+        (
+            scale.body["kind"].as_str(),
+            scale.body["spec"]["replicas"].clone(),
+            scale.body["status"]["selector"].as_str()
+        ),
+        (Some("Scale"), json!(2), Some("app=web")),
+        "{scale:?}"
+    );
+    let rescaled =
+        api.patch(&format!("{web}/scale"), "application/merge-patch+json", &json!({"spec": {"replicas": 4}})).await;
+    assert_eq!(rescaled.body["spec"]["replicas"], 4, "{rescaled:?}");
+    assert_eq!(api.get(&web).await.body["spec"]["replicas"], 4);
+
+    // Pods are stored with their defaults; what needs a kubelet says there is none.
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+    let created = api.post("/api/v1/namespaces/default/pods", &pod).await;
+    assert_eq!(
+        (created.code, created.body["spec"]["serviceAccountName"].as_str()),
+        (201, Some("default")),
+        "{created:?}"
+    );
+    let log = api.get("/api/v1/namespaces/default/pods/p/log").await;
+    assert_eq!(log.code, 400);
+    assert_eq!(log.body["message"], "pods \"p\" has no node to log: crdctl serve runs no kubelet, so no pod runs");
+    assert_eq!(
+        item_names(
+            &api.get("/api/v1/pods?fieldSelector=spec.schedulerName=default-scheduler,status.phase=Pending").await
+        ),
+        ["p"]
+    );
+}
+
+/// ClusterIPs and node ports handed out from their ranges, once each, and given back.
+async fn services(backend: Backend) {
+    let api = Api::on(backend).await;
+    const SERVICES: &str = "/api/v1/namespaces/default/services";
+    let kubernetes = api.get(&format!("{SERVICES}/kubernetes")).await;
+    assert_eq!(kubernetes.body["spec"]["clusterIP"], "10.96.0.1", "{kubernetes:?}");
+    let service = |name: &str, spec: Value| json!({"metadata": {"name": name}, "spec": spec});
+    let web = api.post(SERVICES, &service("web", json!({"selector": {"app": "web"}, "ports": [{"port": 80}]}))).await;
+    assert_eq!(web.code, 201, "{web:?}");
+    let ip = web.body["spec"]["clusterIP"].as_str().unwrap().to_string();
+    assert!(ip.starts_with("10.") && ip != "10.96.0.1", "{ip}");
+    assert_eq!(web.body["spec"]["clusterIPs"], json!([ip]));
+    assert_eq!(web.body["spec"]["ports"][0], json!({"port": 80, "protocol": "TCP", "targetPort": 80}));
+    let address = api.get(&format!("/apis/networking.k8s.io/v1/ipaddresses/{ip}")).await;
+    assert_eq!(address.body["spec"]["parentRef"]["name"], "web", "{address:?}");
+    let taken = api.post(SERVICES, &service("copy", json!({"clusterIP": ip, "ports": [{"port": 80}]}))).await;
+    assert_eq!(taken.code, 422);
+    assert_eq!(
+        taken.body["message"],
+        format!(
+            "Service \"copy\" is invalid: spec.clusterIPs: Invalid value: []string{{\"{ip}\"}}: failed to allocate IP {ip}: provided IP is already allocated"
+        )
+    );
+    let outside =
+        api.post(SERVICES, &service("outside", json!({"clusterIP": "192.168.0.1", "ports": [{"port": 80}]}))).await;
+    assert!(
+        outside.body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("is not in the valid range. The range of valid IPs is 10.96.0.0/12"),
+        "{outside:?}"
+    );
+    let headless =
+        api.post(SERVICES, &service("headless", json!({"clusterIP": "None", "ports": [{"port": 80}]}))).await;
+    assert_eq!(headless.body["spec"]["clusterIP"], "None");
+    let changed = api
+        .patch(
+            &format!("{SERVICES}/web"),
+            "application/merge-patch+json",
+            &json!({"spec": {"clusterIP": "10.96.0.99", "clusterIPs": ["10.96.0.99"]}}),
+        )
+        .await;
+    assert_eq!(changed.code, 422, "{changed:?}");
+    assert!(changed.body["message"].as_str().unwrap().ends_with(": may not change once set"), "{changed:?}");
+
+    let node_port = api
+        .post(
+            SERVICES,
+            &service("np", json!({"type": "NodePort", "ports": [{"port": 80}, {"port": 443, "nodePort": 30443}]})),
+        )
+        .await;
+    assert_eq!(node_port.code, 201, "{node_port:?}");
+    let first = node_port.body["spec"]["ports"][0]["nodePort"].as_u64().unwrap();
+    assert!(
+        (30000..=32767).contains(&first) && node_port.body["spec"]["ports"][1]["nodePort"] == 30443,
+        "{node_port:?}"
+    );
+    let clash = api
+        .post(SERVICES, &service("np2", json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30443}]})))
+        .await;
+    assert_eq!(
+        clash.body["message"],
+        "Service \"np2\" is invalid: spec.ports[0].nodePort: Invalid value: 30443: provided port is already allocated"
+    );
+    // An update keeps what was allocated.
+    let relabelled = api
+        .patch(&format!("{SERVICES}/np"), "application/merge-patch+json", &json!({"metadata": {"labels": {"a": "b"}}}))
+        .await;
+    assert_eq!(relabelled.body["spec"]["ports"][0]["nodePort"].as_u64(), Some(first), "{relabelled:?}");
+    // Deleting gives addresses back: the same ones can be asked for again.
+    assert_eq!(api.delete(&format!("{SERVICES}/np")).await.code, 200);
+    assert_eq!(api.delete(&format!("{SERVICES}/web")).await.code, 200);
+    assert_eq!(api.get(&format!("/apis/networking.k8s.io/v1/ipaddresses/{ip}")).await.code, 404);
+    let again = api
+        .post(
+            SERVICES,
+            &service("again", json!({"clusterIP": ip, "type": "NodePort", "ports": [{"port": 80, "nodePort": 30443}]})),
+        )
+        .await;
+    assert_eq!(again.code, 201, "{again:?}");
+}
+
+/// `/openapi/v3` and `/openapi/v2` serve upstream's documents for built-in group versions.
+async fn built_in_openapi(backend: Backend) {
+    let api = Api::on(backend).await.with_crd().await;
+    let index = api.get("/openapi/v3").await.body;
+    let apps = index["paths"]["apis/apps/v1"]["serverRelativeURL"].as_str().unwrap().to_string();
+    assert!(index["paths"]["apis/example.com/v1"].is_object(), "{index}");
+    let document = api.get(&apps).await.body;
+    let strategy = &document["components"]["schemas"]["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]["strategy"];
+    assert_eq!(strategy["allOf"][0]["$ref"], "#/components/schemas/io.k8s.api.apps.v1.DeploymentStrategy");
+    let swagger = api.get("/openapi/v2").await.body;
+    let definitions = swagger["definitions"].as_object().unwrap();
+    assert!(
+        definitions.contains_key("io.k8s.api.core.v1.ConfigMap") && definitions.contains_key("com.example.v1.CronTab")
+    );
+    assert_eq!(
+        definitions["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]["strategy"]["allOf"][0]["$ref"],
+        "#/definitions/io.k8s.api.apps.v1.DeploymentStrategy"
+    );
+}
+
 on_each_backend!(
+    workloads,
+    services,
+    built_in_openapi,
     namespaces_and_generated_names,
     built_in_resources,
     built_in_types_and_their_field_selectors,

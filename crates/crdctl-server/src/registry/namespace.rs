@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::registry::builtin::BuiltIn;
 use crdctl_storage::{ListOptions, Store, StoreError};
 use serde_json::{Value, json};
 
@@ -114,20 +115,26 @@ pub async fn finalize(store: Arc<dyn Store>, registry: Registry, name: String) {
 
 /// One pass over the namespace's objects; how many are left.
 async fn remaining(store: &dyn Store, registry: &Registry, namespace: &str) -> Result<usize, StoreError> {
-    let mut prefixes: Vec<String> =
-        registry.all().values().filter(|crd| crd.namespaced()).map(|crd| crd.prefix(Some(namespace))).collect();
-    prefixes.push(crate::registry::event::prefix(Some(namespace)));
+    let crds = registry.all();
+    let mut prefixes: Vec<(String, Option<&BuiltIn>)> =
+        crds.values().filter(|crd| crd.namespaced()).map(|crd| (crd.prefix(Some(namespace)), None)).collect();
+    prefixes.push((crate::registry::event::prefix(Some(namespace)), None));
     let built_in =
         crate::registry::builtin::RESOURCES.iter().filter(|resource| resource.namespaced && resource.stored());
-    prefixes.extend(built_in.map(|resource| resource.namespace_prefix(Some(namespace))));
+    prefixes.extend(built_in.map(|resource| (resource.namespace_prefix(Some(namespace)), Some(resource))));
     let mut left = 0;
-    for prefix in prefixes {
+    for (prefix, built_in) in prefixes {
         let page = store.list(ListOptions { prefix: &prefix, ..Default::default() }).await?;
         for entry in page.entries {
             let Some(mut object) = crate::registry::decode(&entry.value, entry.mod_revision) else { continue };
             if crate::object::finalizers(&object).is_empty() {
                 match store.delete(&entry.key, Some(entry.mod_revision)).await {
-                    Ok(_) | Err(StoreError::NotFound { .. }) => {}
+                    Ok(_) => {
+                        if let Some(resource) = built_in {
+                            resource.release(store, &object, None).await;
+                        }
+                    }
+                    Err(StoreError::NotFound { .. }) => {}
                     Err(StoreError::Conflict { .. }) => left += 1,
                     Err(err) => return Err(err),
                 }

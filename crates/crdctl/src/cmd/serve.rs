@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use crdctl_server::registry::builtin::service::{Cidr, ServiceRanges};
 use crdctl_server::{Config, Server, UpgradeSafety};
 
 use super::Outcome;
@@ -48,6 +49,24 @@ pub struct Args {
     /// (TLS is still verified for NAME.NAMESPACE.svc against the CRD's caBundle).
     #[arg(long = "webhook-service", value_parser = parse_service)]
     webhook_services: Vec<(String, SocketAddr)>,
+    /// The IPv4 CIDR Services' ClusterIPs come from (its first address is the `kubernetes`
+    /// Service's), as kube-apiserver's flag.
+    #[arg(long, default_value = "10.96.0.0/12", value_name = "CIDR")]
+    service_cluster_ip_range: Cidr,
+    /// The node ports `NodePort` and `LoadBalancer` Services get: FIRST-LAST.
+    #[arg(long, default_value = "30000-32767", value_name = "FIRST-LAST", value_parser = parse_port_range)]
+    service_node_port_range: (u16, u16),
+}
+
+/// `--service-node-port-range`: `FIRST-LAST`, FIRST not above LAST.
+fn parse_port_range(text: &str) -> Result<(u16, u16), String> {
+    let parse = |port: &str| port.trim().parse::<u16>().map_err(|_| format!("{port:?} is not a port"));
+    let (first, last) = text.split_once('-').ok_or_else(|| format!("{text:?} is not FIRST-LAST"))?;
+    let (first, last) = (parse(first)?, parse(last)?);
+    if first > last {
+        return Err(format!("{text:?}: {first} is above {last}"));
+    }
+    Ok((first, last))
 }
 
 /// `--crd-upgrade-safety`, spelled as OLM's enforcement.
@@ -99,6 +118,10 @@ async fn serve(args: Args) -> anyhow::Result<Outcome> {
         },
         webhook_services: args.webhook_services.iter().cloned().collect::<HashMap<_, _>>(),
         watch_cache: args.etcd.enabled() && args.watch_cache,
+        service_ranges: ServiceRanges {
+            cluster_ips: args.service_cluster_ip_range,
+            node_ports: args.service_node_port_range.0..=args.service_node_port_range.1,
+        },
         ..Config::default()
     };
     let (store, where_): (Arc<dyn crdctl_storage::Store>, String) = if args.in_memory {

@@ -14,6 +14,7 @@
 mod data;
 pub mod documents;
 mod review;
+pub mod service;
 mod table;
 mod workload;
 
@@ -175,6 +176,14 @@ impl BuiltIn {
         SCHEMAS.get(row)?.get_or_init(|| documents::schema(self.group, self.version, self.kind)).as_ref()
     }
 
+    /// Gives back what `old` held from shared ranges and `new` (the object, if it is still
+    /// there) does not: a Service's ClusterIP and node ports.
+    pub async fn release(&self, store: &dyn crdctl_storage::Store, old: &Value, new: Option<&Value>) {
+        if let Strategy::Service = self.strategy {
+            service::release(store, old, new).await;
+        }
+    }
+
     /// A review's answer: the review with its `status` (`None` for kinds that are stored).
     pub fn review(&self, object: &mut Value, config: &crate::Config) -> ApiResult<Option<Value>> {
         let Strategy::Review(answer) = self.strategy else { return Ok(None) };
@@ -188,14 +197,14 @@ impl BuiltIn {
     /// `BeforeCreate`); returns the warnings to send.
     pub fn prepare_create(&'static self, object: &mut Value, validation: FieldValidation) -> ApiResult<Vec<String>> {
         let warnings = self.decode(object, validation)?;
+        if self.has(Subresource::Status) {
+            crate::object::fields_mut(object).remove("status");
+        }
         let mut errors = crate::object::name_errors(object, self.name_rule);
         errors.extend(self.write(object, None)?);
         self.refuse(object, errors)?;
         if self.generation {
             crate::object::start_generation(object);
-        }
-        if self.has(Subresource::Status) {
-            crate::object::fields_mut(object).remove("status");
         }
         Ok(warnings)
     }

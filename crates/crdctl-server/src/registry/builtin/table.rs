@@ -4,6 +4,7 @@
 //! against upstream's OpenAPI document of its group version.
 
 use crdctl_model::names;
+use serde_json::{Value, json};
 
 use super::review::{allowed, every_rule, token_review, whoami};
 use super::{BuiltIn, Strategy, Subresource};
@@ -78,7 +79,7 @@ const fn review(
     singular: &'static str,
     kind: &'static str,
     namespaced: bool,
-    answer: fn(&serde_json::Value, &crate::Config) -> serde_json::Value,
+    answer: fn(&Value, &crate::Config) -> Value,
 ) -> BuiltIn {
     BuiltIn {
         verbs: CREATE_ONLY,
@@ -237,12 +238,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         subresources: &[Subresource::Node("proxy"), Subresource::Status],
         strategy: Strategy::Service,
         name_rule: names::dns1035_label_errors,
-        columns: || {
-            columns(vec![
-                Column::new("Type", "string", 0, "The type of the service.", Source::Path(".spec.type".into())),
-                Column::new("Cluster-IP", "string", 0, "The cluster IP.", Source::Path(".spec.clusterIP".into())),
-            ])
-        },
+        columns: service_columns,
         ..resource("", "services", "service", "Service", "/registry/services/specs/", true)
     },
     // admissionregistration.k8s.io/v1
@@ -532,29 +528,68 @@ fn binding_columns() -> Vec<Column> {
     columns(vec![Column::new("Role", "string", 0, "The role bound.", Source::Pair(".roleRef.kind", ".roleRef.name"))])
 }
 
+/// A count a Go printer reads from an `int32` field: 0 when missing.
+fn count(object: &Value, pointer: &str) -> i64 {
+    object.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+}
+
 /// A Deployment's: `Ready` (ready of desired), `Up-to-date`, `Available`.
 fn workload_columns() -> Vec<Column> {
+    let ready = |d: &Value| json!(format!("{}/{}", count(d, "/status/readyReplicas"), count(d, "/spec/replicas")));
+    let up_to_date =
+        "Total number of non-terminated pods targeted by this deployment that have the desired template spec.";
+    let available = "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.";
     columns(vec![
-        Column::new(
-            "Ready",
-            "string",
-            0,
-            "Number of the pod with ready state.",
-            Source::Ready(".status.readyReplicas", ".spec.replicas"),
-        ),
+        Column::new("Ready", "string", 0, "Number of the pod with ready state.", Source::Computed(ready)),
         Column::new(
             "Up-to-date",
-            "string",
+            "integer",
             0,
-            "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
-            Source::Path(".status.updatedReplicas".into()),
+            up_to_date,
+            Source::Computed(|d| json!(count(d, "/status/updatedReplicas"))),
         ),
         Column::new(
             "Available",
-            "string",
+            "integer",
             0,
-            "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
-            Source::Path(".status.availableReplicas".into()),
+            available,
+            Source::Computed(|d| json!(count(d, "/status/availableReplicas"))),
         ),
+    ])
+}
+
+/// A Service's: `Type`, `Cluster-IP`, `External-IP`, `Port(s)` (`80/TCP`, `80:30080/TCP`).
+fn service_columns() -> Vec<Column> {
+    let external = |s: &Value| {
+        let ips: Vec<&str> = s
+            .pointer("/spec/externalIPs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        match s.pointer("/spec/type").and_then(Value::as_str) {
+            _ if !ips.is_empty() => json!(ips.join(",")),
+            Some("LoadBalancer") => json!("<pending>"),
+            Some("ExternalName") => s.pointer("/spec/externalName").cloned().unwrap_or(json!("<none>")),
+            _ => json!("<none>"),
+        }
+    };
+    let ports = |s: &Value| {
+        let ports = s.pointer("/spec/ports").and_then(Value::as_array).into_iter().flatten().map(|p| {
+            let protocol = p["protocol"].as_str().unwrap_or("TCP");
+            match p.get("nodePort") {
+                Some(node_port) => format!("{}:{node_port}/{protocol}", p["port"]),
+                None => format!("{}/{protocol}", p["port"]),
+            }
+        });
+        let ports: Vec<String> = ports.collect();
+        json!(if ports.is_empty() { "<none>".to_string() } else { ports.join(",") })
+    };
+    columns(vec![
+        Column::new("Type", "string", 0, "The type of the service.", Source::Path(".spec.type".into())),
+        Column::new("Cluster-IP", "string", 0, "The cluster IP.", Source::Path(".spec.clusterIP".into())),
+        Column::new("External-IP", "string", 0, "The external IPs of the service.", Source::Computed(external)),
+        Column::new("Port(s)", "string", 0, "The ports of the service.", Source::Computed(ports)),
     ])
 }

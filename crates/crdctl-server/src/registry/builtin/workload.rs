@@ -34,6 +34,15 @@ pub fn default(kind: &str, pod_spec: &[&str], object: &mut Value) -> field::Erro
         default_pod_spec(pod);
     }
     if kind == "Pod" {
+        // What the ServiceAccount and Priority admission plugins and `SetDefaults_Pod` add.
+        if let Some(spec) = object_at(object, &["spec"]) {
+            or_insert(spec, "enableServiceLinks", json!(true));
+            or_insert(spec, "serviceAccountName", json!("default"));
+            let account = spec.get("serviceAccountName").cloned().unwrap_or_default();
+            or_insert(spec, "serviceAccount", account);
+            or_insert(spec, "priority", json!(0));
+            or_insert(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+        }
         let status = object_at(object, &["status"]);
         status.into_iter().for_each(|status| or_insert(status, "phase", json!("Pending")));
     }
@@ -108,7 +117,6 @@ fn default_pod_spec(pod: &mut Map<String, Value>) {
     or_insert(pod, "terminationGracePeriodSeconds", json!(30));
     or_insert(pod, "securityContext", json!({}));
     or_insert(pod, "schedulerName", json!("default-scheduler"));
-    or_insert(pod, "enableServiceLinks", json!(true));
     for list in ["containers", "initContainers"] {
         each(pod, list).for_each(default_container);
     }
