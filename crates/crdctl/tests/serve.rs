@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crdctl_storage::etcd::cluster::LocalCluster;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::util::repo_root;
 
@@ -504,9 +504,75 @@ rules: [{{apiGroups: [example.com], resources: [crontabs], verbs: ['*']}}]
     }
 }
 
+/// Workloads and Services as kubectl drives them: create, scale, expose, `get all`, `describe`
+/// with the object's Events, `explain` from upstream's schema, strict validation.
+fn kubectl_runs_workloads_and_services(backend: Backend) {
+    let deployment = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: 'nginx:1.27', ports: [{containerPort: 80}]}]}
+";
+    for version in kubectl_versions() {
+        let served = Served::start_on(backend, &[]);
+        let k = Kubectl::new(&version, &served);
+        k.run_with(&["create", "-f", "-"], Some(deployment));
+        let created = k.json(&["get", "deployment", "web"]);
+        assert_eq!(created["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%", "{}", k.name());
+        k.ok(&["scale", "deployment", "web", "--replicas=3"]);
+        assert_eq!(k.json(&["get", "deployment", "web"])["spec"]["replicas"], 3, "{}", k.name());
+        k.ok(&["expose", "deployment", "web", "--port=80"]);
+        let service = k.json(&["get", "service", "web"]);
+        let cluster_ip = service["spec"]["clusterIP"].as_str().unwrap().to_string();
+        assert!(cluster_ip.starts_with("10."), "{}: {service}", k.name());
+        assert_eq!(service["spec"]["selector"], json!({"app": "web"}));
+
+        let all = k.ok(&["get", "all"]).stdout;
+        let rows: Vec<Vec<&str>> = all.lines().map(|line| line.split_whitespace().collect()).collect();
+        assert!(
+            rows.iter().any(|r| r.get(..4) == Some(&["deployment.apps/web", "0/3", "0", "0"])),
+            "{}: {all}",
+            k.name()
+        );
+        let service_row = ["service/web", "ClusterIP", cluster_ip.as_str(), "<none>", "80/TCP"];
+        assert!(rows.iter().any(|r| r.get(..5) == Some(&service_row)), "{}: {all}", k.name());
+
+        let uid = created["metadata"]["uid"].as_str().unwrap();
+        let event = format!(
+            "apiVersion: v1\nkind: Event\nmetadata: {{name: web.1}}\ntype: Normal\nreason: ScalingReplicaSet\nmessage: Scaled up replica set web-1 to 3\ninvolvedObject: {{apiVersion: apps/v1, kind: Deployment, name: web, namespace: default, uid: {uid}}}\nsource: {{component: deployment-controller}}\n"
+        );
+        k.apply(&event);
+        let described = k.ok(&["describe", "deployment", "web"]).stdout;
+        assert!(described.contains("Scaled up replica set web-1 to 3"), "{}: {described}", k.name());
+        assert!(described.contains("25% max unavailable, 25% max surge"), "{}: {described}", k.name());
+
+        let explained = k.ok(&["explain", "deployment.spec.strategy"]).stdout;
+        assert!(
+            explained.contains("rollingUpdate") && explained.contains("DeploymentStrategy"),
+            "{}: {explained}",
+            k.name()
+        );
+        let unknown = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: typo}\ndata: {a: b}\ndatta: {a: b}\n";
+        let strict = k.run_with(&["apply", "--validate=strict", "-f", "-"], Some(unknown));
+        assert_ne!(strict.code, 0, "{}", k.name());
+        assert!(strict.stderr.contains(r#"unknown field "datta""#), "{}: {strict:?}", k.name());
+        k.ok(&["delete", "service", "web"]);
+        let addresses = k.ok(&["get", "ipaddresses", "-o", "name"]).stdout;
+        assert!(
+            !addresses.contains(&cluster_ip),
+            "{}: deleting the Service gave its address back: {addresses}",
+            k.name()
+        );
+    }
+}
+
 on_each_backend!(
     kubectl_drives_the_seed_story,
     kubectl_applies_crds_and_built_in_objects_together,
+    kubectl_runs_workloads_and_services,
     data_survives_a_restart_and_sigterm_exits_cleanly,
     webhook_conversion_through_the_example_over_tls,
     acknowledged_writes_survive_sigkill,
