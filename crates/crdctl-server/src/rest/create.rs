@@ -1,0 +1,174 @@
+//! create: names (`generateName`), the namespace's existence and lifecycle, the kind's
+//! strategy, then a write that fails if the object exists.
+
+use axum::http::StatusCode;
+use crdctl_storage::{Entry, ListOptions, StoreError};
+use serde_json::Value;
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult, Subject};
+use crate::fieldmanager;
+use crate::registry::unknown_fields::FieldValidation;
+use crate::registry::{crd, custom_resource, event, namespace};
+
+use super::update::Subresource;
+use super::{Body, Endpoint, Kind, Params, Reply, encode, store_error, without_managed_fields};
+
+/// Who owns the fields of a created object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Managed {
+    /// The request's manager, as an `Update`.
+    Record,
+    /// Already set: a server-side apply created it.
+    Applied,
+}
+
+/// How many names a create with `generateName` tries (upstream's
+/// `maxNameGenerationCreateAttempts`).
+const GENERATE_NAME_ATTEMPTS: u32 = 8;
+
+/// POST: create an object.
+pub async fn create(
+    state: &AppState,
+    endpoint: &Endpoint,
+    mut object: Value,
+    params: &Params,
+    managed: Managed,
+) -> ApiResult<Reply> {
+    if let Kind::BuiltIn(resource) = &endpoint.kind
+        && let Some(answered) = resource.review(&mut object, &state.config)?
+    {
+        return Ok(Reply::of(StatusCode::CREATED, Body::Value(answered), Vec::new()));
+    }
+    let mut warnings = Vec::new();
+    let generate_from = crate::object::name_to_generate(&object);
+    if let Some(prefix) = &generate_from {
+        crate::object::set_name(&mut object, state.config.names.generate(prefix));
+    }
+    if let Some(namespace) = &endpoint.namespace {
+        let body_namespace = crate::object::meta_str(&object, "namespace").unwrap_or(namespace);
+        if body_namespace != namespace {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        require_namespace(state, namespace, endpoint.subject(crate::object::name(&object))).await?;
+    }
+    match &endpoint.kind {
+        Kind::Namespace => namespace::prepare_create(&mut object)?,
+        Kind::Crd => crd::prepare_create(&mut object, &state.registry)?,
+        Kind::Custom(served) => {
+            let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
+            warnings = custom_resource::admit(&mut object, None, served, &endpoint.version, field_validation)?;
+            custom_resource::prepare_create(&mut object, served, &endpoint.version, endpoint.namespace.as_deref());
+        }
+        Kind::Event(shape) => {
+            object = event::to_storage(object, *shape)?;
+            let violations = crate::object::subdomain_name_errors(&object);
+            if !violations.is_empty() {
+                let name = crate::object::name(&object).to_string();
+                return Err(ApiError::invalid(&endpoint.group, "Event", &name, &violations));
+            }
+            crate::object::prepare_create(&mut object, endpoint.namespace.as_deref());
+        }
+        Kind::BuiltIn(resource) => {
+            let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
+            warnings = resource.prepare_create(&mut object, field_validation)?;
+            crate::object::prepare_create(&mut object, endpoint.namespace.as_deref());
+        }
+    }
+    if managed == Managed::Record
+        && let Some(scope) = endpoint.field_scope(Subresource::Main)
+    {
+        let now = crate::object::now_timestamp();
+        let none = fieldmanager::OtherVersions::default();
+        fieldmanager::record_update(None, &mut object, &scope, &params.manager(), &now, &none);
+    }
+    let mut name = crate::object::name(&object).to_string();
+    endpoint.refuse_if_terminating(&name)?;
+    let mut stored = match &endpoint.kind {
+        Kind::Custom(served) => served.to_storage(object).await?,
+        _ => object,
+    };
+    if params.dry_run.is_some() {
+        let body = endpoint.present_one(stored).await?;
+        return Ok(Reply::with_warnings(StatusCode::CREATED, body, warnings));
+    }
+    let reserved = endpoint.reserve(state, &mut stored, None).await?;
+    // A generated name that exists already is drawn again, as kube-apiserver does since 1.32
+    // (`RetryGenerateName`): the whole create is tried with a new name up to 8 times.
+    let mut attempts = 1;
+    let entry = loop {
+        let key = endpoint.key(&name);
+        let written = match state.store.create(&key, encode(&stored)?).await {
+            Err(StoreError::TooLarge(_)) if without_managed_fields(&mut stored) => {
+                state.store.create(&key, encode(&stored)?).await
+            }
+            written => written,
+        };
+        match (written, &generate_from) {
+            (Err(StoreError::AlreadyExists { .. }), Some(prefix)) if attempts < GENERATE_NAME_ATTEMPTS => {
+                attempts += 1;
+                name = state.config.names.generate(prefix);
+                crate::object::set_name(&mut stored, name.clone());
+            }
+            (Err(StoreError::AlreadyExists { .. }), Some(_)) => {
+                reserved.release(&*state.store).await;
+                return Err(ApiError::generate_name_conflict(endpoint.subject(&name)));
+            }
+            (Err(err), _) => {
+                reserved.release(&*state.store).await;
+                return Err(store_error(endpoint, &name)(err));
+            }
+            (Ok(entry), _) => break entry,
+        }
+    };
+    match endpoint.kind {
+        Kind::Crd => state.registry.wait_for(entry.mod_revision).await,
+        Kind::Namespace => namespace::create_default_service_account(&*state.store, &name).await,
+        _ => {}
+    }
+    let body = endpoint.present_created(stored, &entry).await?;
+    Ok(Reply::with_warnings(StatusCode::CREATED, body, warnings))
+}
+
+/// As the NamespaceLifecycle admission plugin (a create in a terminating namespace is refused
+/// about the object `creating`): the namespace from the watch cache if it is
+/// there (a stale answer errs only towards a recently deleted namespace, as upstream's informer
+/// does), else a current read, so a namespace created a moment ago is found.
+async fn require_namespace(state: &AppState, name: &str, creating: Subject<'_>) -> ApiResult<()> {
+    let key = namespace::key(name);
+    let unavailable = |err: StoreError| ApiError::unavailable(err.to_string());
+    // The namespace's own key sorts first under it: one entry is enough.
+    let cached = ListOptions { prefix: &key, limit: 1, min_revision: Some(0), ..Default::default() };
+    let cached = state.store.list(cached).await.map_err(unavailable)?.entries.into_iter().find(|e| e.key == key);
+    let found = match cached {
+        Some(entry) => Some(entry),
+        None => state.store.get(&key).await.map_err(unavailable)?,
+    };
+    match found {
+        Some(entry) if being_deleted(&entry)? => Err(ApiError::forbidden(
+            creating,
+            &format!("unable to create new content in namespace {name} because it is being terminated"),
+        )),
+        Some(_) => Ok(()),
+        None => Err(ApiError::not_found(namespace::subject(name))),
+    }
+}
+
+/// Whether a stored object has a `deletionTimestamp`, reading nothing else of it.
+fn being_deleted(entry: &Entry) -> ApiResult<bool> {
+    #[derive(serde::Deserialize)]
+    struct Object {
+        #[serde(default)]
+        metadata: Metadata,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct Metadata {
+        #[serde(rename = "deletionTimestamp")]
+        deletion_timestamp: Option<serde::de::IgnoredAny>,
+    }
+    let object: Object = serde_json::from_slice(&entry.value)
+        .map_err(|_| ApiError::internal(format!("stored object {} is not JSON", entry.key)))?;
+    Ok(object.metadata.deletion_timestamp.is_some())
+}

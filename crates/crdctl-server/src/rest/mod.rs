@@ -1,0 +1,483 @@
+//! The verbs every resource shares — get, list, create, update, patch, delete,
+//! deletecollection, and their `/status` forms — written once over an [`Endpoint`] that says
+//! what kind of resource is addressed and supplies its strategy. One module per verb family:
+//! `read` (get, list), `create`, `update` (update, patch, apply, `/status`, `/scale`) and
+//! `delete` (delete, deletecollection); this one holds what they share (the [`Endpoint`], the
+//! query [`Params`], the [`Reply`]). Watches are `crate::watch`'s.
+//!
+//! Upstream: apiserver's `pkg/endpoints/handlers/{get,create,update,patch,delete}.go` and
+//! `pkg/registry/generic/registry/store.go` (`GuaranteedUpdate`, finalizers, preconditions).
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use crdctl_conversion::Shape;
+use crdctl_storage::{Entry, StoreError};
+use serde_json::Value;
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult, Subject};
+use crate::fieldmanager;
+use crate::registry::builtin::service::{self, Reserved};
+use crate::registry::builtin::{BuiltIn, Strategy, Subresource as BuiltInSubresource};
+use crate::registry::scale;
+use crate::registry::{Items, ServedCrd, crd, event, namespace};
+use crate::selector::{FieldSelector, SelectableFields};
+use crate::table::Column;
+
+mod create;
+mod delete;
+mod read;
+mod update;
+
+pub use create::{Managed, create};
+pub use delete::{delete, delete_collection};
+pub use read::{ListRead, get, list, read_list};
+pub use update::{Change, Subresource, update};
+
+/// How long an update keeps retrying races it did not ask to detect (upstream's
+/// `GuaranteedUpdate` retries for as long as the request may run; many writers on one object,
+/// through several replicas, lose many races).
+const UPDATE_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// What kind of resource a request addresses.
+#[derive(Debug, Clone)]
+pub enum Kind {
+    /// Core `v1` namespaces.
+    Namespace,
+    /// `apiextensions.k8s.io/v1` CustomResourceDefinitions.
+    Crd,
+    /// Objects of a CRD, at a served version.
+    Custom(Arc<ServedCrd>),
+    /// Events, in the core `v1` or the `events.k8s.io/v1` shape.
+    Event(event::Shape),
+    /// A resource of the built-in table.
+    BuiltIn(&'static BuiltIn),
+}
+
+/// A resource at a version, in a namespace or across all of them.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// Which resource.
+    pub kind: Kind,
+    /// The group, empty for core.
+    pub group: String,
+    /// The request version.
+    pub version: String,
+    /// The plural.
+    pub resource: String,
+    /// The namespace in the URL.
+    pub namespace: Option<String>,
+    /// The object kind.
+    pub type_kind: String,
+    /// The list kind.
+    pub list_kind: String,
+    /// Whether objects are namespaced.
+    pub namespaced: bool,
+}
+
+/// Query parameters the verbs read.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Params {
+    /// `labelSelector`.
+    pub label_selector: Option<String>,
+    /// `fieldSelector`.
+    pub field_selector: Option<String>,
+    /// `limit`.
+    pub limit: Option<usize>,
+    /// `continue`.
+    #[serde(rename = "continue")]
+    pub continue_: Option<String>,
+    /// `resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `resourceVersionMatch`.
+    pub resource_version_match: Option<String>,
+    /// `watch`.
+    pub watch: Option<String>,
+    /// `allowWatchBookmarks`.
+    pub allow_watch_bookmarks: Option<bool>,
+    /// `sendInitialEvents`.
+    pub send_initial_events: Option<bool>,
+    /// `timeoutSeconds`.
+    pub timeout_seconds: Option<u64>,
+    /// `fieldValidation`.
+    pub field_validation: Option<String>,
+    /// `dryRun`.
+    pub dry_run: Option<String>,
+    /// `includeObject` for tables.
+    pub include_object: Option<String>,
+    /// `fieldManager`.
+    pub field_manager: Option<String>,
+    /// `force` (server-side apply).
+    pub force: Option<bool>,
+    /// The request's `User-Agent`, for the default field manager; set by the handler.
+    #[serde(skip)]
+    pub user_agent: Option<String>,
+}
+
+impl Params {
+    /// The field manager of a write: `fieldManager`, else the user agent's first segment.
+    pub fn manager(&self) -> String {
+        self.field_manager.clone().unwrap_or_else(|| fieldmanager::default_manager(self.user_agent.as_deref()))
+    }
+
+    /// Whether this is a watch request.
+    pub fn is_watch(&self) -> bool {
+        matches!(self.watch.as_deref(), Some("true" | "1"))
+    }
+}
+
+/// A response body with the warnings to send with it.
+#[derive(Debug)]
+pub struct Reply {
+    /// HTTP status.
+    pub code: StatusCode,
+    /// The body; for a list, without its `items`.
+    pub body: Body,
+    /// A list's `items`, kept apart so that text a webhook answered is written out as it is.
+    pub items: Option<Items>,
+    /// `Warning` header texts.
+    pub warnings: Vec<String>,
+}
+
+/// A reply's body: a value, or one object's JSON text as read from the store, which is written
+/// out without being parsed.
+#[derive(Debug)]
+pub enum Body {
+    /// A value.
+    Value(Value),
+    /// An object's JSON text.
+    Json(Vec<u8>),
+}
+
+impl Body {
+    /// Whether this is a `Status` (which text never is: text is a stored object).
+    pub fn is_status(&self) -> bool {
+        matches!(self, Body::Value(value) if value["kind"] == "Status")
+    }
+
+    /// The body as a value, parsing text.
+    pub fn into_value(self) -> ApiResult<Value> {
+        match self {
+            Body::Value(value) => Ok(value),
+            Body::Json(text) => {
+                serde_json::from_slice(&text).map_err(|err| ApiError::internal(format!("stored object: {err}")))
+            }
+        }
+    }
+}
+
+impl Reply {
+    fn ok(body: Value) -> Reply {
+        Reply::with_warnings(StatusCode::OK, body, Vec::new())
+    }
+
+    fn with_warnings(code: StatusCode, body: Value, warnings: Vec<String>) -> Reply {
+        Reply::of(code, Body::Value(body), warnings)
+    }
+
+    fn of(code: StatusCode, body: Body, warnings: Vec<String>) -> Reply {
+        Reply { code, body, items: None, warnings }
+    }
+
+    /// The body as JSON, with the list's items.
+    pub fn into_json(self) -> Vec<u8> {
+        let mut out = match self.body {
+            // Writing a value into memory cannot fail.
+            Body::Value(value) => serde_json::to_vec(&value).unwrap_or_default(),
+            Body::Json(text) => text,
+        };
+        if let Some(items) = &self.items
+            && out.pop() == Some(b'}')
+        {
+            out.extend_from_slice(if out.len() > 1 { b",\"items\":" } else { b"\"items\":" });
+            items.write_array(&mut out);
+            out.push(b'}');
+        }
+        out
+    }
+}
+
+impl Endpoint {
+    /// `apiextensions.k8s.io/v1` CustomResourceDefinitions.
+    pub fn crds() -> Endpoint {
+        Endpoint {
+            kind: Kind::Crd,
+            group: crd::GROUP.into(),
+            version: "v1".into(),
+            resource: "customresourcedefinitions".into(),
+            namespace: None,
+            type_kind: "CustomResourceDefinition".into(),
+            list_kind: "CustomResourceDefinitionList".into(),
+            namespaced: false,
+        }
+    }
+
+    /// `v1`, `apiextensions.k8s.io/v1`, `<group>/<version>`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// The subject of errors about `name`.
+    pub fn subject<'a>(&'a self, name: &'a str) -> Subject<'a> {
+        Subject { group: &self.group, resource: &self.resource, name }
+    }
+
+    /// The store key of object `name` in the request's namespace.
+    pub fn key(&self, name: &str) -> String {
+        match &self.kind {
+            Kind::Namespace => namespace::key(name),
+            Kind::Crd => crd::key(name),
+            Kind::Custom(served) => format!("{}{name}", served.prefix(self.namespace.as_deref())),
+            Kind::Event(_) => event::key(self.namespace.as_deref(), name),
+            Kind::BuiltIn(resource) => format!("{}{name}", resource.namespace_prefix(self.namespace.as_deref())),
+        }
+    }
+
+    /// The store prefix a list or watch reads.
+    pub fn prefix(&self) -> String {
+        match &self.kind {
+            Kind::Namespace => namespace::PREFIX.to_string(),
+            Kind::Crd => crate::registry::CRD_PREFIX.to_string(),
+            Kind::Custom(served) => served.prefix(self.namespace.as_deref()),
+            Kind::Event(_) => event::prefix(self.namespace.as_deref()),
+            Kind::BuiltIn(resource) => resource.namespace_prefix(self.namespace.as_deref()),
+        }
+    }
+
+    /// What a write at `subresource` may own in `managedFields`; events keep none.
+    pub fn field_scope(&self, subresource: Subresource) -> Option<fieldmanager::Scope<'_>> {
+        let sub = match subresource {
+            Subresource::Main => "",
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+        };
+        let schema = match &self.kind {
+            Kind::Custom(served) => served.schema(&self.version),
+            Kind::BuiltIn(resource) => resource.schema(),
+            Kind::Crd | Kind::Namespace => None,
+            Kind::Event(_) => return None,
+        };
+        Some(fieldmanager::Scope {
+            schema,
+            api_version: self.api_version(),
+            subresource: sub,
+            has_status: self.has_status(),
+        })
+    }
+
+    /// A write from `old` to `new` (both at the request's version) converted to each other
+    /// version the managers of `managed` recorded fields in, and compared there, as upstream's
+    /// field manager converts a write to each manager's version; versions the CRD no longer has
+    /// are left out.
+    async fn in_manager_versions(
+        &self,
+        managed: &Value,
+        old: &Value,
+        new: &Value,
+    ) -> ApiResult<fieldmanager::OtherVersions> {
+        let mut others = fieldmanager::OtherVersions::default();
+        let Kind::Custom(served) = &self.kind else { return Ok(others) };
+        for api_version in fieldmanager::other_manager_versions(managed, &self.api_version()) {
+            let version = api_version.strip_prefix(&format!("{}/", self.group)).filter(|v| served.has_version(v));
+            let Some(version) = version else { continue };
+            let converted = served.convert(vec![old.clone(), new.clone()], version, Shape::List).await?;
+            let [old, new] = <[Value; 2]>::try_from(converted)
+                .map_err(|_| ApiError::internal("conversion changed the number of objects"))?;
+            others.compared(&api_version, &old, &new, served.schema(version));
+        }
+        Ok(others)
+    }
+
+    /// Whether the resource has a verb, as discovery lists it.
+    pub fn allows(&self, verb: &str) -> bool {
+        match &self.kind {
+            Kind::Namespace => namespace::VERBS.contains(&verb),
+            Kind::BuiltIn(resource) => resource.verbs.contains(&verb),
+            Kind::Crd | Kind::Custom(_) | Kind::Event(_) => true,
+        }
+    }
+
+    /// Reserves what a written object needs from shared ranges (a Service's ClusterIP and node
+    /// ports), given back with [`Reserved::release`] if the write fails.
+    async fn reserve(&self, state: &AppState, object: &mut Value, old: Option<&Value>) -> ApiResult<Reserved> {
+        match &self.kind {
+            Kind::BuiltIn(resource) if matches!(resource.strategy, Strategy::Service) => {
+                service::allocate(&*state.store, object, old, &state.config.service_ranges).await
+            }
+            _ => Ok(Reserved::default()),
+        }
+    }
+
+    /// Gives back what `old` held and `new` (if the object is still there) does not.
+    pub async fn release(&self, state: &AppState, old: &Value, new: Option<&Value>) {
+        if let Kind::BuiltIn(resource) = &self.kind {
+            resource.release(&*state.store, old, new).await;
+        }
+    }
+
+    /// Whether `subresource` is one only a kubelet could answer (`pods/exec`, `log`, …).
+    pub fn runs_on_a_node(&self, subresource: &str) -> bool {
+        let Kind::BuiltIn(resource) = &self.kind else { return false };
+        matches!(resource.subresource(subresource), Some(BuiltInSubresource::Node(_)))
+    }
+
+    /// Where the `Scale` of the version's objects comes from, if it has the scale subresource.
+    pub fn scale_paths(&self) -> Option<scale::Paths<'_>> {
+        match &self.kind {
+            Kind::Custom(served) => scale::Paths::of_crd(served, &self.version),
+            Kind::BuiltIn(resource) if resource.has(BuiltInSubresource::Scale) => {
+                Some(scale::Paths::of_workload(resource.kind))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the version has the status subresource.
+    pub fn has_status(&self) -> bool {
+        match &self.kind {
+            Kind::Custom(served) => served.has_status(&self.version),
+            Kind::Crd | Kind::Namespace => true,
+            Kind::BuiltIn(resource) => resource.has(BuiltInSubresource::Status),
+            Kind::Event(_) => false,
+        }
+    }
+
+    /// The field selector of a list or watch of this resource.
+    pub fn field_selector(&self, params: &Params) -> ApiResult<FieldSelector> {
+        let fields = match &self.kind {
+            Kind::Namespace => namespace::SELECTABLE_FIELDS,
+            Kind::Event(_) => event::SELECTABLE_FIELDS,
+            Kind::BuiltIn(resource) => resource.fields,
+            Kind::Crd | Kind::Custom(_) => SelectableFields::METADATA,
+        };
+        FieldSelector::parse(params.field_selector.as_deref().unwrap_or_default(), self.namespaced, fields)
+    }
+
+    /// The Table columns.
+    pub fn columns(&self) -> Vec<Column> {
+        match &self.kind {
+            Kind::Custom(served) => crate::table::custom_resource_columns(served.printer_columns(&self.version)),
+            Kind::BuiltIn(resource) => (resource.columns)(),
+            Kind::Crd | Kind::Namespace | Kind::Event(_) => crate::table::created_at_columns(),
+        }
+    }
+
+    /// Stored objects as the client sees them: converted to the request version for custom
+    /// resources.
+    pub async fn present(&self, objects: Vec<Value>, shape: Shape) -> ApiResult<Vec<Value>> {
+        self.present_items(objects, shape).await?.into_values()
+    }
+
+    /// [`Endpoint::present`], keeping what a webhook converted as text.
+    pub async fn present_items(&self, objects: Vec<Value>, shape: Shape) -> ApiResult<Items> {
+        match &self.kind {
+            Kind::Custom(served) => served.read_items_as(objects, &self.version, shape).await,
+            Kind::Crd | Kind::Namespace | Kind::BuiltIn(_) => Ok(Items::Values(objects)),
+            Kind::Event(shape) => {
+                Ok(Items::Values(objects.into_iter().map(|object| event::present(object, *shape)).collect()))
+            }
+        }
+    }
+
+    /// [`Endpoint::present_items`] for objects as the store holds them.
+    pub async fn present_stored(&self, entries: &[Entry], shape: Shape) -> ApiResult<Items> {
+        match &self.kind {
+            Kind::Custom(served) => served.read_stored_as(entries, &self.version, shape).await,
+            _ => self.present_items(entries.iter().map(decode_entry).collect::<ApiResult<_>>()?, shape).await,
+        }
+    }
+
+    async fn present_one(&self, object: Value) -> ApiResult<Value> {
+        self.present(vec![object], Shape::Object)
+            .await?
+            .pop()
+            .ok_or_else(|| ApiError::internal("conversion lost the object"))
+    }
+
+    async fn present_entry(&self, entry: &Entry) -> ApiResult<Value> {
+        self.present_one(decode_entry(entry)?).await
+    }
+
+    /// The object just created as `entry`, without parsing back the bytes it was stored as:
+    /// with the value at hand, presenting it costs less than reading its text. A custom
+    /// resource created at the version it is stored in was pruned and defaulted with that
+    /// version's schema on its way in ([`custom_resource::admit`]): it is already what a read
+    /// would make of it.
+    async fn present_created(&self, mut object: Value, entry: &Entry) -> ApiResult<Value> {
+        crate::object::set_resource_version(&mut object, entry.mod_revision);
+        match &self.kind {
+            Kind::Custom(served) if served.storage_version() == self.version => Ok(object),
+            _ => self.present_one(object).await,
+        }
+    }
+
+    /// A stored object as a reply's body: text from the store to the response, unless it needs
+    /// a webhook ([`Endpoint::present_stored`]); cheaper than parsing it.
+    async fn reply_entry(&self, entry: &Entry) -> ApiResult<Body> {
+        match self.present_stored(std::slice::from_ref(entry), Shape::Object).await? {
+            Items::Json(mut texts) => texts.pop().map(Body::Json),
+            Items::Values(mut values) => values.pop().map(Body::Value),
+        }
+        .ok_or_else(|| ApiError::internal("conversion lost the object"))
+    }
+
+    /// Creates a terminating CRD's refusal.
+    fn refuse_if_terminating(&self, name: &str) -> ApiResult<()> {
+        if let Kind::Custom(served) = &self.kind
+            && served.terminating()
+        {
+            return Err(ApiError::forbidden(
+                self.subject(name),
+                "create not allowed while custom resource definition is terminating",
+            ));
+        }
+        Ok(())
+    }
+}
+
+pub use crate::registry::decode_entry;
+
+/// The bytes to store: the object without its `resourceVersion`, which is the store's revision.
+fn encode(object: &Value) -> ApiResult<Vec<u8>> {
+    let encoded = match crate::object::meta_field(object, "resourceVersion") {
+        None => serde_json::to_vec(object),
+        Some(_) => {
+            let mut object = object.clone();
+            crate::object::meta_mut(&mut object).remove("resourceVersion");
+            serde_json::to_vec(&object)
+        }
+    };
+    encoded.map_err(|err| ApiError::internal(err.to_string()))
+}
+
+fn store_error(endpoint: &Endpoint, name: &str) -> impl Fn(StoreError) -> ApiError {
+    move |err| ApiError::from_store(err, endpoint.subject(name))
+}
+
+/// Drops `managedFields` from an object the store found too large, so the write can be tried
+/// once more, as upstream's create, update and (non-apply) patch handlers do; whether there
+/// was anything to drop.
+fn without_managed_fields(object: &mut Value) -> bool {
+    crate::object::meta_mut(object).remove("managedFields").is_some()
+}
+
+/// DeleteOptions' preconditions.
+fn check_preconditions(endpoint: &Endpoint, name: &str, object: &Value, options: Option<&Value>) -> ApiResult<()> {
+    let Some(preconditions) = options.and_then(|o| o.get("preconditions")) else { return Ok(()) };
+    for (field, label) in [("uid", "UID"), ("resourceVersion", "ResourceVersion")] {
+        if let Some(expected) = preconditions.get(field).and_then(Value::as_str) {
+            let actual = crate::object::meta_str(object, field).unwrap_or_default();
+            if expected != actual {
+                return Err(ApiError::conflict_with(
+                    endpoint.subject(name),
+                    &format!(
+                        "Precondition failed: {label} in precondition: {expected}, {label} in object meta: {actual}"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,298 @@
+//! update, patch and apply: read, compute the new object (replace, merge or JSON patch,
+//! server-side apply, `/status`, `/scale`), admit it through the kind's strategy, then
+//! compare-and-swap, retried on conflicts the client did not ask to detect.
+
+use axum::http::StatusCode;
+use crdctl_model::field::{self, Path};
+use crdctl_storage::StoreError;
+use serde_json::{Value, json};
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+use crate::fieldmanager;
+use crate::negotiate::{BodyType, PATCH_TYPES};
+use crate::registry::builtin::service::Reserved;
+use crate::registry::scale;
+use crate::registry::unknown_fields::FieldValidation;
+use crate::registry::{crd, custom_resource, event};
+
+use super::create::{Managed, create};
+use super::{Endpoint, Kind, Params, Reply, UPDATE_RETRY_FOR, encode, store_error, without_managed_fields};
+
+/// How an update computes the new object from the current one (both in the request version).
+pub enum Change {
+    /// PUT: the body replaces the object.
+    Replace(Value),
+    /// PATCH with a body of this type.
+    Patch(BodyType, Value),
+}
+
+/// What part of an object a request addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    /// The object itself.
+    Main,
+    /// `/status`: only `status` changes.
+    Status,
+    /// `/scale`: the request reads and writes an `autoscaling/v1` `Scale`.
+    Scale,
+}
+
+/// PUT or PATCH of the main resource, `/status` or `/scale`: read, compute, admit,
+/// compare-and-swap, retried on conflicts the client did not ask to detect.
+pub async fn update(
+    state: &AppState,
+    endpoint: &Endpoint,
+    name: &str,
+    change: Change,
+    subresource: Subresource,
+    params: &Params,
+) -> ApiResult<Reply> {
+    let status = subresource == Subresource::Status;
+    let deadline = std::time::Instant::now() + UPDATE_RETRY_FOR;
+    while std::time::Instant::now() < deadline {
+        let key = endpoint.key(name);
+        let current = state.store.get(&key).await.map_err(store_error(endpoint, name))?;
+        let Some(current) = current else {
+            if let Change::Patch(BodyType::ApplyPatch, body) = &change
+                && subresource == Subresource::Main
+            {
+                let applied = server_side_apply(endpoint, None, body, subresource, params).await?;
+                return create(state, endpoint, applied, params, Managed::Applied).await;
+            }
+            return Err(ApiError::not_found(endpoint.subject(name)));
+        };
+        let old = endpoint.present_entry(&current).await?;
+        let (new, precondition) = match (&change, &endpoint.kind) {
+            (_, _) if subresource == Subresource::Scale => {
+                let paths = endpoint.scale_paths().ok_or_else(|| ApiError::internal("the resource has no scale"))?;
+                let current_scale = scale::of(&old, paths);
+                let desired = match &change {
+                    Change::Replace(body) => body.clone(),
+                    Change::Patch(body_type, patch) => apply_patch(&current_scale, *body_type, patch)?,
+                };
+                let rv = crate::object::meta_str(&desired, "resourceVersion").map(str::to_string);
+                let mut new = old.clone();
+                scale::apply(&mut new, &desired, paths)?;
+                (new, rv)
+            }
+            (Change::Patch(BodyType::ApplyPatch, config), _) => {
+                let rv = crate::object::meta_str(config, "resourceVersion").map(str::to_string);
+                (server_side_apply(endpoint, Some(&old), config, subresource, params).await?, rv)
+            }
+            _ => {
+                let (mut new, rv) = change_object(endpoint, name, &old, &change)?;
+                if let Some(scope) = endpoint.field_scope(subresource) {
+                    let now = crate::object::now_timestamp();
+                    match endpoint.in_manager_versions(&old, &old, &new).await {
+                        Ok(others) => {
+                            fieldmanager::record_update(Some(&old), &mut new, &scope, &params.manager(), &now, &others)
+                        }
+                        // As upstream's `UpdateNoErrors`: the write goes on, without managedFields.
+                        Err(err) => {
+                            tracing::warn!(error = %err.message, "managedFields dropped: the write could not be converted");
+                            crate::object::meta_mut(&mut new).remove("managedFields");
+                        }
+                    }
+                }
+                (new, rv)
+            }
+        };
+        if let Some(rv) = &precondition
+            && *rv != current.mod_revision.to_string()
+        {
+            return Err(ApiError::conflict(endpoint.subject(name)));
+        }
+        if crate::object::name(&new) != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({name})",
+                crate::object::name(&new)
+            )));
+        }
+        let (mut stored, warnings) = admit_update(state, endpoint, new, &old, status, params).await?;
+        if params.dry_run.is_some() {
+            return Ok(Reply::with_warnings(StatusCode::OK, endpoint.present_one(stored).await?, warnings));
+        }
+        let deleting = crate::object::meta_field(&stored, "deletionTimestamp").is_some()
+            && crate::object::finalizers(&stored).is_empty()
+            && !matches!(endpoint.kind, Kind::Crd | Kind::Namespace);
+        let reserved =
+            if deleting { Reserved::default() } else { endpoint.reserve(state, &mut stored, Some(&old)).await? };
+        let kept = (!deleting).then(|| stored.clone());
+        let result = if deleting {
+            state.store.delete(&key, Some(current.mod_revision)).await.map(|event| event.prev)
+        } else {
+            let value = encode(&stored)?;
+            // As upstream: an update that would store the same bytes writes nothing and keeps
+            // the resourceVersion. Bytes in an older storage version differ, so a no-op update
+            // is how storage migration rewrites an object.
+            if value == current.value {
+                return Ok(Reply::of(StatusCode::OK, endpoint.reply_entry(&current).await?, warnings));
+            }
+            let mut stored = stored;
+            let applying = matches!(change, Change::Patch(BodyType::ApplyPatch, _));
+            match state.store.update(&key, value, current.mod_revision).await {
+                Err(StoreError::TooLarge(_)) if !applying && without_managed_fields(&mut stored) => {
+                    state.store.update(&key, encode(&stored)?, current.mod_revision).await
+                }
+                written => written,
+            }
+            .map(Some)
+        };
+        if result.is_err() {
+            reserved.release(&*state.store).await;
+        } else {
+            endpoint.release(state, &old, kept.as_ref()).await;
+        }
+        match result {
+            Ok(entry) => {
+                let entry = entry.ok_or_else(|| ApiError::internal("the store returned no object"))?;
+                if matches!(endpoint.kind, Kind::Crd) {
+                    state.registry.wait_for(entry.mod_revision).await;
+                }
+                return Ok(Reply::of(StatusCode::OK, endpoint.reply_entry(&entry).await?, warnings));
+            }
+            Err(StoreError::Conflict { .. }) if precondition.is_none() => continue,
+            Err(err) => return Err(ApiError::from_store(err, endpoint.subject(name))),
+        }
+    }
+    Err(ApiError::conflict(endpoint.subject(name)))
+}
+
+/// Server-side apply of `config` onto `live` (None: the object does not exist yet).
+async fn server_side_apply(
+    endpoint: &Endpoint,
+    live: Option<&Value>,
+    config: &Value,
+    subresource: Subresource,
+    params: &Params,
+) -> ApiResult<Value> {
+    let Some(manager) = params.field_manager.as_deref().filter(|m| !m.is_empty()) else {
+        let error = Path::new("fieldManager").required("is required for apply patch");
+        return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", &[error]));
+    };
+    if crate::object::meta_field(config, "managedFields").is_some_and(|m| !m.is_null()) {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    let Some(scope) = endpoint.field_scope(subresource) else {
+        let live = live.cloned().unwrap_or_else(|| json!({}));
+        return Ok(fieldmanager::typed::merge(&live, config, None));
+    };
+    let force = params.force.unwrap_or(false);
+    let merged = fieldmanager::apply_merge(live, config, &scope, manager, &crate::object::now_timestamp());
+    let others = match live {
+        Some(live) => {
+            let (live_object, merged_object) = merged.objects();
+            endpoint.in_manager_versions(live, live_object, merged_object).await?
+        }
+        None => fieldmanager::OtherVersions::default(),
+    };
+    fieldmanager::apply_finish(merged, &scope, force, &others).map_err(fieldmanager::Conflicts::into_error)
+}
+
+/// The object a PUT or PATCH of the main resource or `/status` asks for, and the
+/// `resourceVersion` it must replace.
+fn change_object(endpoint: &Endpoint, name: &str, old: &Value, change: &Change) -> ApiResult<(Value, Option<String>)> {
+    Ok(match change {
+        Change::Replace(body) if !body.is_object() => {
+            return Err(ApiError::bad_request(format!(
+                "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                crdctl_conversion::response::json_type(body)
+            )));
+        }
+        Change::Replace(body) => {
+            let rv = crate::object::meta_str(body, "resourceVersion").map(str::to_string);
+            if rv.is_none() && matches!(endpoint.kind, Kind::Custom(_)) {
+                return Err(ApiError::invalid(
+                    &endpoint.group,
+                    &endpoint.type_kind,
+                    name,
+                    &[Path::new("metadata")
+                        .child("resourceVersion")
+                        .invalid(field::Raw("0x0".into()), "must be specified for an update")],
+                ));
+            }
+            (body.clone(), rv)
+        }
+        Change::Patch(body_type, patch) => {
+            let rv = crate::object::meta_str(patch, "resourceVersion").map(str::to_string);
+            (apply_patch(old, *body_type, patch)?, rv)
+        }
+    })
+}
+
+/// Runs the strategy for an update; returns the object to store (in the storage version for
+/// custom resources) and warnings.
+async fn admit_update(
+    state: &AppState,
+    endpoint: &Endpoint,
+    mut new: Value,
+    old: &Value,
+    status: bool,
+    params: &Params,
+) -> ApiResult<(Value, Vec<String>)> {
+    let mut warnings = Vec::new();
+    match (&endpoint.kind, status) {
+        (Kind::Namespace, _) => {
+            crate::object::check_type(&mut new, "v1", "Namespace")?;
+            crate::object::keep_server_fields(&mut new, old);
+            crate::object::set(&mut new, "status", old.get("status").cloned().unwrap_or_else(|| json!({})));
+        }
+        (Kind::Crd, false) => crd::prepare_update(&mut new, old, &state.registry, state.config.upgrade_safety)?,
+        (Kind::Crd, true) => crd::prepare_status_update(&mut new, old)?,
+        (Kind::Event(shape), _) => {
+            new = event::to_storage(new, *shape)?;
+            crate::object::keep_server_fields(&mut new, old);
+        }
+        (Kind::BuiltIn(resource), _) => {
+            let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
+            warnings = resource.prepare_update(&mut new, old, status, field_validation)?;
+        }
+        (Kind::Custom(served), _) => {
+            let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
+            warnings = custom_resource::admit(&mut new, Some(old), served, &endpoint.version, field_validation)?;
+            if status {
+                crate::object::keep_all_but_status(&mut new, old);
+            } else {
+                custom_resource::prepare_update(&mut new, old, served, &endpoint.version);
+            }
+            new = served.to_storage(new).await?;
+        }
+    }
+    Ok((new, warnings))
+}
+
+/// Applies a patch to the current object (in the request version).
+fn apply_patch(current: &Value, body_type: BodyType, patch: &Value) -> ApiResult<Value> {
+    let mut patched = current.clone();
+    match body_type {
+        BodyType::MergePatch => json_patch::merge(&mut patched, patch),
+        BodyType::ApplyPatch => return Err(ApiError::bad_request("apply patches are not applied as merge patches")),
+        BodyType::JsonPatch => {
+            let operations: json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|err| {
+                ApiError::bad_request(format!("the server rejected our request due to an error in our request: {err}"))
+            })?;
+            for (index, operation) in operations.0.iter().enumerate() {
+                // As upstream's JSON patch library: testing a missing path for null succeeds
+                // (kube-runtime's finalizer helper adds the first finalizer that way).
+                if let json_patch::PatchOperation::Test(test) = operation
+                    && test.value.is_null()
+                    && patched.pointer(test.path.as_str()).is_none()
+                {
+                    continue;
+                }
+                json_patch::patch(&mut patched, std::slice::from_ref(operation)).map_err(|mut err| {
+                    err.operation = index;
+                    ApiError::unprocessable_patch(&err.to_string())
+                })?;
+            }
+        }
+        BodyType::Json | BodyType::Yaml | BodyType::StrategicMergePatch => {
+            return Err(ApiError::unsupported_media_type(&PATCH_TYPES));
+        }
+    }
+    if !patched.is_object() {
+        return Err(ApiError::bad_request("the patch did not produce an object"));
+    }
+    Ok(patched)
+}
