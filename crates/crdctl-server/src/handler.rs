@@ -86,6 +86,7 @@ async fn route(
         None => Subresource::Main,
         Some("status") if endpoint.has_status() => Subresource::Status,
         Some("scale") if endpoint.scale_paths().is_some() => Subresource::Scale,
+        Some("token") if endpoint.issues_tokens() => Subresource::Token,
         Some(sub) if endpoint.runs_on_a_node(sub) => {
             return Err(ApiError::bad_request(format!(
                 "{} {:?} has no node to {sub}: crdctl serve runs no kubelet, so no pod runs",
@@ -134,6 +135,10 @@ async fn route(
             } else {
                 return Err(ApiError::unsupported_media_type(&["application/json", "application/yaml"]));
             }
+        }
+        (Method::POST, Some(name)) if subresource == Subresource::Token => {
+            let (_, request) = decode()?;
+            rest::request_token(state, &endpoint, name, request).await?
         }
         (Method::PUT, Some(name)) => {
             let (_, object) = decode()?;

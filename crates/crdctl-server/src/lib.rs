@@ -170,6 +170,8 @@ pub struct AppState {
     pub metrics: metrics::Metrics,
     /// Watch events rendered once and shared by every watcher that sends them.
     pub watch_lines: Arc<watch::RenderedLines>,
+    /// Signs and checks ServiceAccount tokens.
+    pub tokens: registry::builtin::token::TokenSigner,
 }
 
 /// Resolves `--webhook-service` mappings; unknown services fall back to DNS.
@@ -203,6 +205,7 @@ impl AppState {
         }
         let port = config.listen.port();
         registry::builtin::service::create_kubernetes_service(&*store, &config.service_ranges, port).await;
+        let tokens = registry::builtin::token::TokenSigner::load_or_create(&*store).await.map_err(StartError::Store)?;
         let resolver = Arc::new(MappedServices(config.webhook_services.clone()));
         let registry = Registry::start(Arc::clone(&store), resolver).await.map_err(|e| StartError::Store(e.message))?;
         // A namespace whose deletion a stopped server left unfinished is finished now.
@@ -222,6 +225,7 @@ impl AppState {
             shutdown: Arc::new(tokio::sync::watch::Sender::new(false)),
             metrics: metrics::Metrics::default(),
             watch_lines: Arc::default(),
+            tokens,
         })
     }
 }
@@ -293,7 +297,8 @@ async fn authenticate(State(state): State<AppState>, request: Request, next: Nex
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
-        if presented != Some(token.as_str()) {
+        let service_account = presented.and_then(|t| registry::builtin::token::user(&state.tokens, t));
+        if presented != Some(token.as_str()) && service_account.is_none() {
             return ApiError::unauthorized().into_response();
         }
     }

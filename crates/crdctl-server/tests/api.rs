@@ -1271,6 +1271,56 @@ async fn a_token_is_required_when_configured() {
     assert_eq!((status["kind"].as_str(), status["reason"].as_str()), (Some("Status"), Some("Unauthorized")));
     let authorized = http.get(format!("{}/apis", server.url())).bearer_auth("s3cret").send().await.unwrap();
     assert_eq!(authorized.status().as_u16(), 200);
+
+    // A ServiceAccount's token (the `token` subresource) authenticates too, and a TokenReview
+    // names its account; a token altered by one byte does neither.
+    let url = |path: &str| format!("{}{path}", server.url());
+    let requested = http
+        .post(url("/api/v1/namespaces/default/serviceaccounts/default/token"))
+        .bearer_auth("s3cret")
+        .json(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(requested.status().as_u16(), 201);
+    let requested: Value = requested.json().await.unwrap();
+    let token = requested["status"]["token"].as_str().unwrap().to_string();
+    assert!(requested["status"]["expirationTimestamp"].as_str().unwrap().ends_with('Z'), "{requested}");
+    let as_account = http.get(url("/api/v1/namespaces/default/configmaps")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(as_account.status().as_u16(), 200);
+    let review = |token: String| json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}});
+    let reviewed = http
+        .post(url("/apis/authentication.k8s.io/v1/tokenreviews"))
+        .bearer_auth(&token)
+        .json(&review(token.clone()))
+        .send()
+        .await
+        .unwrap();
+    let reviewed: Value = reviewed.json().await.unwrap();
+    assert_eq!(reviewed["status"]["user"]["username"], "system:serviceaccount:default:default", "{reviewed}");
+    let mut altered = token.clone().into_bytes();
+    let last = altered.len() - 5;
+    altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).unwrap();
+    let refused = http.get(url("/api/v1/namespaces/default/configmaps")).bearer_auth(&altered).send().await.unwrap();
+    assert_eq!(refused.status().as_u16(), 401);
+    let reviewed = http
+        .post(url("/apis/authentication.k8s.io/v1/tokenreviews"))
+        .bearer_auth("s3cret")
+        .json(&review(altered))
+        .send()
+        .await
+        .unwrap();
+    let reviewed: Value = reviewed.json().await.unwrap();
+    assert_eq!(reviewed["status"]["authenticated"], false, "{reviewed}");
+    let missing = http
+        .post(url("/api/v1/namespaces/default/serviceaccounts/nobody/token"))
+        .bearer_auth("s3cret")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status().as_u16(), 404);
 }
 
 async fn collections_and_conflicts(backend: Backend) {

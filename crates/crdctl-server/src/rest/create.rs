@@ -12,7 +12,7 @@ use crate::registry::unknown_fields::FieldValidation;
 use crate::registry::{crd, custom_resource, event, namespace};
 
 use super::update::Subresource;
-use super::{Body, Endpoint, Kind, Params, Reply, encode, store_error, without_managed_fields};
+use super::{Body, Endpoint, Kind, Params, Reply, decode_entry, encode, store_error, without_managed_fields};
 
 /// Who owns the fields of a created object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub async fn create(
     managed: Managed,
 ) -> ApiResult<Reply> {
     if let Kind::BuiltIn(resource) = &endpoint.kind
-        && let Some(answered) = resource.review(&mut object, &state.config)?
+        && let Some(answered) = resource.review(&mut object, state)?
     {
         return Ok(Reply::of(StatusCode::CREATED, Body::Value(answered), Vec::new()));
     }
@@ -171,4 +171,12 @@ fn being_deleted(entry: &Entry) -> ApiResult<bool> {
     let object: Object = serde_json::from_slice(&entry.value)
         .map_err(|_| ApiError::internal(format!("stored object {} is not JSON", entry.key)))?;
     Ok(object.metadata.deletion_timestamp.is_some())
+}
+
+/// POST `serviceaccounts/<name>/token`: a signed token for the account, in the `TokenRequest`.
+pub async fn request_token(state: &AppState, endpoint: &Endpoint, name: &str, request: Value) -> ApiResult<Reply> {
+    let entry = state.store.get(&endpoint.key(name)).await.map_err(store_error(endpoint, name))?;
+    let account = decode_entry(&entry.ok_or_else(|| ApiError::not_found(endpoint.subject(name)))?)?;
+    let answered = crate::registry::builtin::token::request(&state.tokens, &account, request)?;
+    Ok(Reply::of(StatusCode::CREATED, Body::Value(answered), Vec::new()))
 }

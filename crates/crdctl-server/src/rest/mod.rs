@@ -30,7 +30,7 @@ mod delete;
 mod read;
 mod update;
 
-pub use create::{Managed, create};
+pub use create::{Managed, create, request_token};
 pub use delete::{delete, delete_collection};
 pub use read::{ListRead, get, list, read_list};
 pub use update::{Change, Subresource, update};
@@ -252,6 +252,7 @@ impl Endpoint {
             Subresource::Main => "",
             Subresource::Status => "status",
             Subresource::Scale => "scale",
+            Subresource::Token => return None,
         };
         let schema = match &self.kind {
             Kind::Custom(served) => served.schema(&self.version),
@@ -315,6 +316,11 @@ impl Endpoint {
         if let Kind::BuiltIn(resource) = &self.kind {
             resource.release(&*state.store, old, new).await;
         }
+    }
+
+    /// Whether objects issue tokens (ServiceAccounts' `token` subresource).
+    pub fn issues_tokens(&self) -> bool {
+        matches!(&self.kind, Kind::BuiltIn(resource) if resource.has(BuiltInSubresource::Token))
     }
 
     /// Whether `subresource` is one only a kubelet could answer (`pods/exec`, `log`, …).

@@ -36,6 +36,8 @@ pub enum Subresource {
     Status,
     /// `/scale`: the request reads and writes an `autoscaling/v1` `Scale`.
     Scale,
+    /// `/token` of a ServiceAccount: a `TokenRequest` is created.
+    Token,
 }
 
 /// PUT or PATCH of the main resource, `/status` or `/scale`: read, compute, admit,

@@ -16,6 +16,7 @@ pub mod documents;
 mod review;
 pub mod service;
 mod table;
+pub mod token;
 mod workload;
 
 use std::sync::OnceLock;
@@ -79,6 +80,8 @@ pub enum Subresource {
     Status,
     /// `scale`: an `autoscaling/v1` `Scale` of `spec.replicas`.
     Scale,
+    /// `serviceaccounts/<name>/token`: a `TokenRequest` answered with a signed token.
+    Token,
     /// What only a kubelet can answer (`pods/exec`, `log`, `attach`, `portforward`, `proxy`,
     /// `nodes/proxy`, `services/proxy`): refused with a `Status` that says no node runs pods.
     Node(&'static str),
@@ -90,6 +93,7 @@ impl Subresource {
         match self {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
+            Subresource::Token => "token",
             Subresource::Node(name) => name,
         }
     }
@@ -99,6 +103,7 @@ impl Subresource {
         match self {
             Subresource::Status | Subresource::Scale => &["get", "patch", "update"],
             Subresource::Node("log") => &["get"],
+            Subresource::Token => &["create"],
             Subresource::Node(_) => &["create", "get"],
         }
     }
@@ -107,6 +112,7 @@ impl Subresource {
     pub fn kind(self) -> Option<(&'static str, &'static str, &'static str)> {
         match self {
             Subresource::Scale => Some(("autoscaling", "v1", "Scale")),
+            Subresource::Token => Some(("authentication.k8s.io", "v1", "TokenRequest")),
             Subresource::Node("exec") => Some(("", "v1", "PodExecOptions")),
             Subresource::Node("attach") => Some(("", "v1", "PodAttachOptions")),
             Subresource::Node("portforward") => Some(("", "v1", "PodPortForwardOptions")),
@@ -133,7 +139,7 @@ pub enum Strategy {
     /// Services: `type`, `sessionAffinity`, port protocols and IP families defaulted.
     Service,
     /// A review: created, answered in `status`, never stored (the only verb is `create`).
-    Review(fn(&Value, &crate::Config) -> Value),
+    Review(fn(&Value, &crate::AppState) -> Value),
 }
 
 /// The resource `resource` of `group`/`version`, if built in.
@@ -185,11 +191,11 @@ impl BuiltIn {
     }
 
     /// A review's answer: the review with its `status` (`None` for kinds that are stored).
-    pub fn review(&self, object: &mut Value, config: &crate::Config) -> ApiResult<Option<Value>> {
+    pub fn review(&self, object: &mut Value, state: &crate::AppState) -> ApiResult<Option<Value>> {
         let Strategy::Review(answer) = self.strategy else { return Ok(None) };
         crate::object::check_type(object, &self.api_version(), self.kind)?;
         let mut answered = object.clone();
-        crate::object::set(&mut answered, "status", answer(object, config));
+        crate::object::set(&mut answered, "status", answer(object, state));
         Ok(Some(answered))
     }
 

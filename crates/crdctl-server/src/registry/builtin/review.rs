@@ -10,12 +10,12 @@ fn user() -> Value {
 }
 
 /// A `SubjectAccessReview`'s: allowed.
-pub fn allowed(_: &Value, _: &crate::Config) -> Value {
+pub fn allowed(_: &Value, _: &crate::AppState) -> Value {
     json!({"allowed": true, "reason": "crdctl serve allows every request of an authenticated user"})
 }
 
 /// A `SelfSubjectRulesReview`'s: every verb on everything.
-pub fn every_rule(_: &Value, _: &crate::Config) -> Value {
+pub fn every_rule(_: &Value, _: &crate::AppState) -> Value {
     json!({
         "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
         "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
@@ -24,14 +24,18 @@ pub fn every_rule(_: &Value, _: &crate::Config) -> Value {
 }
 
 /// A `SelfSubjectReview`'s: the one user.
-pub fn whoami(_: &Value, _: &crate::Config) -> Value {
+pub fn whoami(_: &Value, _: &crate::AppState) -> Value {
     json!({"userInfo": user()})
 }
 
-/// A token is the server's own (or any, when the server has none).
-pub fn token_review(review: &Value, config: &crate::Config) -> Value {
+/// A token is a ServiceAccount token this server signed, or the server's own (any, when the
+/// server has none).
+pub fn token_review(review: &Value, state: &crate::AppState) -> Value {
     let token = review.pointer("/spec/token").and_then(Value::as_str).unwrap_or_default();
-    match &config.token {
+    if let Some(account) = super::token::user(&state.tokens, token) {
+        return json!({"authenticated": true, "user": account, "audiences": review.pointer("/spec/audiences")});
+    }
+    match &state.config.token {
         Some(expected) if expected != token => json!({"authenticated": false, "error": "invalid bearer token"}),
         _ => json!({"authenticated": true, "user": user()}),
     }

@@ -79,7 +79,7 @@ const fn review(
     singular: &'static str,
     kind: &'static str,
     namespaced: bool,
-    answer: fn(&Value, &crate::Config) -> Value,
+    answer: fn(&Value, &crate::AppState) -> Value,
 ) -> BuiltIn {
     BuiltIn {
         verbs: CREATE_ONLY,
@@ -226,6 +226,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
     },
     BuiltIn {
         short_names: &["sa"],
+        subresources: &[Subresource::Token],
         columns: || {
             let secrets = Source::Count(&["secrets"]);
             columns(vec![Column::new("Secrets", "string", 0, "Secrets of the ServiceAccount.", secrets)])

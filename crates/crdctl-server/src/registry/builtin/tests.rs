@@ -65,7 +65,7 @@ fn every_row_is_what_upstreams_document_says() {
             .filter_map(|p| p.strip_prefix(&format!("{collection}/{{name}}/")))
             .filter(|sub| {
                 !sub.contains('/')
-                    && !["binding", "eviction", "ephemeralcontainers", "resize", "token", "approval"].contains(sub)
+                    && !["binding", "eviction", "ephemeralcontainers", "resize", "approval"].contains(sub)
             })
             .collect();
         subresources.sort_unstable();
