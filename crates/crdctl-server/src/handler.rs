@@ -76,8 +76,11 @@ async fn route(
     let Some(resource) = path.resource.clone() else {
         return discovery(state, &path, uri.path().starts_with("/apis"), headers);
     };
-    let representation = negotiate::representation(headers)?;
     let (endpoint, warnings) = endpoint(state, &path, &resource, method)?;
+    let representation = match negotiate::representation(headers)? {
+        Representation::Protobuf if !endpoint.speaks_protobuf() => Representation::Object,
+        representation => representation,
+    };
     if !warnings.is_empty() {
         state.metrics.record_deprecated(&path);
     }
@@ -115,6 +118,9 @@ async fn route(
     }
     let decode = || -> ApiResult<(BodyType, Value)> {
         let body_type = negotiate::body_type(headers)?;
+        if body_type == BodyType::Protobuf && !endpoint.speaks_protobuf() {
+            return Err(ApiError::unsupported_media_type(&["application/json", "application/yaml"]));
+        }
         Ok((body_type, negotiate::decode_body(body, body_type)?))
     };
     let delete_options =
@@ -130,7 +136,7 @@ async fn route(
         (Method::GET, Some(name)) => rest::get(state, &endpoint, name).await?,
         (Method::POST, None) if main => {
             let (body_type, object) = decode()?;
-            if matches!(body_type, BodyType::Json | BodyType::Yaml) {
+            if matches!(body_type, BodyType::Json | BodyType::Yaml | BodyType::Protobuf) {
                 rest::create(state, &endpoint, object, &params, rest::Managed::Record).await?
             } else {
                 return Err(ApiError::unsupported_media_type(&["application/json", "application/yaml"]));
@@ -236,6 +242,26 @@ fn render(
     let body = match representation {
         Representation::Object => reply.into_json(),
         _ if reply.body.is_status() => reply.into_json(),
+        Representation::Protobuf => {
+            let object = match list_items(&mut reply)? {
+                Some(items) => {
+                    let mut list = reply.body.into_value()?;
+                    crate::object::set(&mut list, "items", Value::Array(items));
+                    list
+                }
+                None => reply.body.into_value()?,
+            };
+            match crate::protobuf::encode(&object) {
+                Some(bytes) => {
+                    let mut response = (code, bytes).into_response();
+                    let media_type = HeaderValue::from_static(crate::protobuf::MEDIA_TYPE);
+                    response.headers_mut().insert(CONTENT_TYPE, media_type);
+                    crate::warnings::add(&mut response, &warnings);
+                    return Ok(response);
+                }
+                None => to_json(&object),
+            }
+        }
         Representation::Table => {
             let (objects, metadata) = match list_items(&mut reply)? {
                 Some(items) => {

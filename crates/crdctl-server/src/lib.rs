@@ -40,6 +40,7 @@ pub mod negotiate;
 pub mod object;
 pub mod openapi;
 pub mod panic;
+pub mod protobuf;
 pub mod registry;
 pub mod request;
 pub mod rest;

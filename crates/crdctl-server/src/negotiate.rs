@@ -1,6 +1,7 @@
 //! Content negotiation: what the client asked for in `Accept` and what the body is in
-//! `Content-Type`. JSON is served for objects whatever the client prefers (kubectl offers
-//! protobuf first for some types and falls back), `Table` and `PartialObjectMetadata` when asked.
+//! `Content-Type`: JSON, or Kubernetes protobuf for kinds that have a message (custom resources
+//! get JSON whatever the client prefers, as upstream), `Table` and `PartialObjectMetadata` when
+//! asked.
 
 use axum::http::HeaderMap;
 use axum::http::header::{ACCEPT, CONTENT_TYPE};
@@ -17,6 +18,9 @@ pub enum Representation {
     Table,
     /// `PartialObjectMetadata` / `PartialObjectMetadataList`.
     Metadata,
+    /// The object (or list) in Kubernetes protobuf, for kinds that have a message (others get
+    /// JSON, as upstream serves custom resources).
+    Protobuf,
 }
 
 /// One media range of an `Accept` header, with its parameters.
@@ -66,6 +70,9 @@ pub fn representation(headers: &HeaderMap) -> Result<Representation, ApiError> {
         return Ok(Representation::Object);
     }
     for range in &ranges {
+        if range.essence == crate::protobuf::MEDIA_TYPE && range.param("as").is_none() {
+            return Ok(Representation::Protobuf);
+        }
         if !is_json(&range.essence) && range.essence != "application/yaml" {
             continue;
         }
@@ -97,6 +104,8 @@ pub enum BodyType {
     ApplyPatch,
     /// `application/strategic-merge-patch+json`, refused for custom resources.
     StrategicMergePatch,
+    /// `application/vnd.kubernetes.protobuf`, for kinds that have a message.
+    Protobuf,
 }
 
 /// The patch types custom resources and CRDs accept, for 415 messages.
@@ -114,6 +123,7 @@ pub fn body_type(headers: &HeaderMap) -> Result<BodyType, ApiError> {
         "application/json-patch+json" => BodyType::JsonPatch,
         "application/apply-patch+yaml" => BodyType::ApplyPatch,
         "application/strategic-merge-patch+json" => BodyType::StrategicMergePatch,
+        crate::protobuf::MEDIA_TYPE => BodyType::Protobuf,
         _ => return Err(ApiError::unsupported_media_type(&["application/json", "application/yaml"])),
     })
 }
@@ -123,6 +133,9 @@ pub fn body_type(headers: &HeaderMap) -> Result<BodyType, ApiError> {
 pub fn decode_body(bytes: &[u8], body_type: BodyType) -> Result<Value, ApiError> {
     if bytes.len() > MAX_REQUEST_BYTES {
         return Err(ApiError::too_large());
+    }
+    if body_type == BodyType::Protobuf {
+        return crate::protobuf::decode(bytes).map_err(|err| ApiError::bad_request(err.to_string()));
     }
     let text = std::str::from_utf8(bytes).map_err(|err| {
         ApiError::bad_request(format!("the request body is not valid UTF-8 (byte offset {})", err.valid_up_to()))
@@ -180,7 +193,9 @@ mod tests {
         let table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
         assert_eq!(representation(&with_accept(table)).unwrap(), Representation::Table);
         let protobuf_first = "application/vnd.kubernetes.protobuf,application/json";
-        assert_eq!(representation(&with_accept(protobuf_first)).unwrap(), Representation::Object);
+        assert_eq!(representation(&with_accept(protobuf_first)).unwrap(), Representation::Protobuf);
+        let json_first = "application/json,application/vnd.kubernetes.protobuf";
+        assert_eq!(representation(&with_accept(json_first)).unwrap(), Representation::Object);
         assert_eq!(representation(&HeaderMap::new()).unwrap(), Representation::Object);
         assert_eq!(representation(&with_accept("application/vnd.kubernetes.unknown")).unwrap_err().code, 406);
     }

@@ -53,13 +53,21 @@ pub async fn watch(
     tokio::spawn(async move {
         let run = tokio::time::timeout(timeout, stream.run(initial, from, bookmarks, initial_end_bookmark));
         if let Err(err) = crate::panic::guard(run).await {
-            let _ = tx.send(event_line("ERROR", &err.status())).await;
+            let line = match representation {
+                Representation::Protobuf => crate::protobuf::watch_frame("ERROR", &err.status()).map(Bytes::from),
+                _ => None,
+            };
+            let _ = tx.send(line.unwrap_or_else(|| event_line("ERROR", &err.status()))).await;
         }
     });
     let lines = tokio_stream::wrappers::ReceiverStream::new(rx);
     let body = Body::from_stream(futures_util::StreamExt::map(lines, Ok::<Bytes, std::convert::Infallible>));
     let mut response = Response::new(body);
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let media_type = match representation {
+        Representation::Protobuf => crate::protobuf::WATCH_MEDIA_TYPE,
+        _ => "application/json",
+    };
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
     crate::warnings::add(&mut response, &warnings);
     Ok(response)
 }
@@ -92,6 +100,10 @@ impl Stream {
                 crate::table::table(&columns, &[object], json!({}), "Metadata", crate::object::now_seconds())
             }
             Representation::Metadata if type_ != "ERROR" => crate::negotiate::partial_metadata(&object),
+            Representation::Protobuf => {
+                return crate::protobuf::watch_frame(type_, &object)
+                    .map_or_else(|| event_line(type_, &object), Bytes::from);
+            }
             _ => object,
         };
         event_line(type_, &object)

@@ -318,6 +318,12 @@ impl Endpoint {
         }
     }
 
+    /// Whether objects have a protobuf message (built-in kinds, not custom resources or CRDs).
+    pub fn speaks_protobuf(&self) -> bool {
+        !matches!(self.kind, Kind::Custom(_) | Kind::Crd)
+            && crate::protobuf::message(&self.api_version(), &self.type_kind).is_some()
+    }
+
     /// Whether objects issue tokens (ServiceAccounts' `token` subresource).
     pub fn issues_tokens(&self) -> bool {
         matches!(&self.kind, Kind::BuiltIn(resource) if resource.has(BuiltInSubresource::Token))

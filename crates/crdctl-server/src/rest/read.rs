@@ -183,7 +183,9 @@ pub async fn list(
 ) -> ApiResult<Reply> {
     let read = read_list(state, endpoint, params).await?;
     let items = match representation {
-        Representation::Object => endpoint.present_stored(&read.entries, Shape::List).await?,
+        Representation::Object | Representation::Protobuf => {
+            endpoint.present_stored(&read.entries, Shape::List).await?
+        }
         Representation::Table | Representation::Metadata => {
             endpoint.present_items(read.objects()?, Shape::List).await?
         }

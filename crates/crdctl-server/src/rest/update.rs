@@ -289,7 +289,7 @@ fn apply_patch(current: &Value, body_type: BodyType, patch: &Value) -> ApiResult
                 })?;
             }
         }
-        BodyType::Json | BodyType::Yaml | BodyType::StrategicMergePatch => {
+        BodyType::Json | BodyType::Yaml | BodyType::StrategicMergePatch | BodyType::Protobuf => {
             return Err(ApiError::unsupported_media_type(&PATCH_TYPES));
         }
     }

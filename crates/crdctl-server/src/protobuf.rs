@@ -1,0 +1,617 @@
+//! The Kubernetes protobuf wire format (`application/vnd.kubernetes.protobuf`), which client-go,
+//! kubectl's generators and Helm send for built-in kinds, transcoded to and from the JSON the
+//! server stores.
+//!
+//! A body is upstream's envelope: the magic `k8s\0`, then a `runtime.Unknown` whose `typeMeta`
+//! names the kind and whose `raw` is the object's message. Messages come from upstream's
+//! `generated.proto` files of Kubernetes 1.33 (`upstream/proto`), compiled into descriptors at
+//! build time by protox (pure Rust, so building needs no `protoc`) and read with prost-reflect;
+//! one transcoder walks the wire format against those descriptors in each direction, without
+//! generated types. The few types whose JSON is not their message's fields are done once here:
+//! `Time`/`MicroTime` (RFC 3339), `Duration` (Go's `1h2m3s`), `Quantity` (its string),
+//! `IntOrString`, and `RawExtension`/`FieldsV1`/apiextensions' `JSON` (embedded JSON bytes).
+//!
+//! Go's protobuf encoder writes the zero value of every value field, where its JSON encoder
+//! leaves optional (`omitempty`) ones out; only a pointer field (`replicas: 0`) or a required
+//! one keeps a zero in JSON. Decoding drops the zero scalars and times the JSON side would not
+//! have, reading which fields keep theirs from `upstream/proto/zero-fields.txt` (generated from
+//! upstream's Go types by `zero-fields.py`). Unknown field numbers are skipped, as upstream's
+//! generated decoders skip them.
+//!
+//! Watch streams are frames of a 4-byte big-endian length and a `WatchEvent` message (no
+//! envelope), whose `object.raw` is the object in the envelope.
+
+use std::sync::OnceLock;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use prost::bytes::Buf;
+use prost::encoding::{WireType, decode_key, decode_varint, encode_key, encode_varint};
+use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
+use serde_json::{Map, Value, json};
+
+/// The media type.
+pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+/// The media type of a watch stream.
+pub const WATCH_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+
+const MAGIC: &[u8; 4] = b"k8s\0";
+
+const TIME: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.Time";
+const MICRO_TIME: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime";
+const DURATION: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.Duration";
+const FIELDS_V1: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1";
+const QUANTITY: &str = "k8s.io.apimachinery.pkg.api.resource.Quantity";
+const INT_OR_STRING: &str = "k8s.io.apimachinery.pkg.util.intstr.IntOrString";
+const RAW_EXTENSION: &str = "k8s.io.apimachinery.pkg.runtime.RawExtension";
+const UNKNOWN: &str = "k8s.io.apimachinery.pkg.runtime.Unknown";
+const JSON: &str = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSON";
+
+/// `<message>.<field number>` of the fields whose zero value JSON keeps.
+fn keeps_zero(message: &MessageDescriptor, field: &FieldDescriptor) -> bool {
+    static KEPT: OnceLock<std::collections::HashSet<&'static str>> = OnceLock::new();
+    let kept = KEPT.get_or_init(|| include_str!("../upstream/proto/zero-fields.txt").lines().collect());
+    kept.contains(format!("{}.{}", message.full_name(), field.number()).as_str())
+}
+
+fn is_zero(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(text) => text.is_empty(),
+        Value::Array(_) | Value::Object(_) => false,
+    }
+}
+
+fn pool() -> Option<&'static DescriptorPool> {
+    static POOL: OnceLock<Option<DescriptorPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        DescriptorPool::decode(include_bytes!(concat!(env!("OUT_DIR"), "/kubernetes.descriptors")).as_slice()).ok()
+    })
+    .as_ref()
+}
+
+/// The protobuf package of an API group.
+fn package(group: &str) -> String {
+    match group {
+        "" => "k8s.io.api.core".into(),
+        "meta.k8s.io" => "k8s.io.apimachinery.pkg.apis.meta".into(),
+        "apiextensions.k8s.io" => "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions".into(),
+        "apiregistration.k8s.io" => "k8s.io.kube_aggregator.pkg.apis.apiregistration".into(),
+        _ => format!("k8s.io.api.{}", group.split('.').next().unwrap_or(group)),
+    }
+}
+
+/// The message of `kind` in `apiVersion`, if upstream has one (custom resources have none);
+/// `Status` and the other meta kinds any group version answers with are meta's.
+pub fn message(api_version: &str, kind: &str) -> Option<MessageDescriptor> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let pool = pool()?;
+    pool.get_message_by_name(&format!("{}.{version}.{kind}", package(group)))
+        .or_else(|| pool.get_message_by_name(&format!("k8s.io.apimachinery.pkg.apis.meta.v1.{kind}")))
+}
+
+/// Why a protobuf body cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DecodeError(String);
+
+fn error(message: impl Into<String>) -> DecodeError {
+    DecodeError(message.into())
+}
+
+/// Decodes a request body: the envelope, then its object as JSON with `apiVersion` and `kind`.
+pub fn decode(body: &[u8]) -> Result<Value, DecodeError> {
+    let raw = body.strip_prefix(MAGIC).ok_or_else(|| {
+        error("provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]")
+    })?;
+    let unknown = message_by_name(UNKNOWN)?;
+    let envelope = to_json(&unknown, raw)?;
+    let api_version = envelope.pointer("/typeMeta/apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let kind = envelope.pointer("/typeMeta/kind").and_then(Value::as_str).unwrap_or_default();
+    if let Some(encoding) = envelope.get("contentEncoding").and_then(Value::as_str).filter(|e| !e.is_empty()) {
+        return Err(error(format!("unsupported content encoding {encoding:?}")));
+    }
+    let descriptor = message(api_version, kind)
+        .ok_or_else(|| error(format!("no kind {kind:?} is registered for version {api_version:?}")))?;
+    let raw = match envelope.get("raw").and_then(Value::as_str) {
+        Some(raw) => STANDARD.decode(raw).map_err(|err| error(err.to_string()))?,
+        None => Vec::new(),
+    };
+    let mut object = to_json(&descriptor, &raw)?;
+    let fields = crate::object::fields_mut(&mut object);
+    fields.insert("apiVersion".into(), json!(api_version));
+    fields.insert("kind".into(), json!(kind));
+    Ok(object)
+}
+
+fn message_by_name(name: &str) -> Result<MessageDescriptor, DecodeError> {
+    pool().and_then(|p| p.get_message_by_name(name)).ok_or_else(|| error(format!("message {name} is not known")))
+}
+
+/// The envelope of `object` (which names its `apiVersion` and `kind`); `None` when the kind has
+/// no message.
+pub fn encode(object: &Value) -> Option<Vec<u8>> {
+    let api_version = object.get("apiVersion")?.as_str()?;
+    let kind = object.get("kind")?.as_str()?;
+    let descriptor = message(api_version, kind)?;
+    let mut raw = Vec::new();
+    write_message(&descriptor, object, &mut raw);
+    let mut type_meta = Vec::new();
+    write_string(1, api_version, &mut type_meta);
+    write_string(2, kind, &mut type_meta);
+    let mut out = MAGIC.to_vec();
+    write_bytes(1, &type_meta, &mut out);
+    write_bytes(2, &raw, &mut out);
+    write_string(3, "", &mut out);
+    write_string(4, "", &mut out);
+    Some(out)
+}
+
+/// One watch frame: the length, then a `WatchEvent` of `type_` whose object is `object`'s
+/// envelope; `None` when the object's kind has no message.
+pub fn watch_frame(type_: &str, object: &Value) -> Option<Vec<u8>> {
+    let enveloped = encode(object)?;
+    let mut raw_extension = Vec::new();
+    write_bytes(1, &enveloped, &mut raw_extension);
+    let mut event = Vec::new();
+    write_string(1, type_, &mut event);
+    write_bytes(2, &raw_extension, &mut event);
+    let mut frame = u32::try_from(event.len()).ok()?.to_be_bytes().to_vec();
+    frame.extend(event);
+    Some(frame)
+}
+
+// --- protobuf to JSON ---
+
+fn wire_error(err: prost::DecodeError) -> DecodeError {
+    error(format!("unable to decode protobuf: {err}"))
+}
+
+fn length_delimited<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], DecodeError> {
+    let len = usize::try_from(decode_varint(buf).map_err(wire_error)?).map_err(|_| error("length overflows"))?;
+    let (bytes, rest) = buf.split_at_checked(len).ok_or_else(|| error("unexpected EOF"))?;
+    *buf = rest;
+    Ok(bytes)
+}
+
+fn skip(wire_type: WireType, buf: &mut &[u8]) -> Result<(), DecodeError> {
+    let width = match wire_type {
+        WireType::Varint => return decode_varint(buf).map(drop).map_err(wire_error),
+        WireType::LengthDelimited => return length_delimited(buf).map(drop),
+        WireType::SixtyFourBit => 8,
+        WireType::ThirtyTwoBit => 4,
+        WireType::StartGroup | WireType::EndGroup => return Err(error("groups are not supported")),
+    };
+    if buf.remaining() < width {
+        return Err(error("unexpected EOF"));
+    }
+    buf.advance(width);
+    Ok(())
+}
+
+/// One scalar's JSON, read from the wire.
+fn scalar(kind: &Kind, wire_type: WireType, buf: &mut &[u8]) -> Result<Value, DecodeError> {
+    let varint = |buf: &mut &[u8]| decode_varint(buf).map_err(wire_error);
+    let fixed = |buf: &mut &[u8], width: usize| {
+        if buf.remaining() < width {
+            return Err(error("unexpected EOF"));
+        }
+        Ok(if width == 8 { buf.get_u64_le() } else { u64::from(buf.get_u32_le()) })
+    };
+    Ok(match (kind, wire_type) {
+        (Kind::String, WireType::LengthDelimited) => {
+            let bytes = length_delimited(buf)?;
+            json!(std::str::from_utf8(bytes).map_err(|_| error("a string is not valid UTF-8"))?)
+        }
+        (Kind::Bytes, WireType::LengthDelimited) => json!(STANDARD.encode(length_delimited(buf)?)),
+        (Kind::Bool, WireType::Varint) => json!(varint(buf)? != 0),
+        (Kind::Int32 | Kind::Int64 | Kind::Enum(_), WireType::Varint) => {
+            let value = varint(buf)? as i64;
+            if matches!(kind, Kind::Int64) { json!(value) } else { json!(value as i32) }
+        }
+        (Kind::Uint32 | Kind::Uint64, WireType::Varint) => json!(varint(buf)?),
+        (Kind::Sint32 | Kind::Sint64, WireType::Varint) => {
+            let value = varint(buf)?;
+            json!(((value >> 1) as i64) ^ -((value & 1) as i64))
+        }
+        (Kind::Double, WireType::SixtyFourBit) => json!(f64::from_bits(fixed(buf, 8)?)),
+        (Kind::Float, WireType::ThirtyTwoBit) => json!(f64::from(f32::from_bits(fixed(buf, 4)? as u32))),
+        (Kind::Fixed64 | Kind::Sfixed64, WireType::SixtyFourBit) => json!(fixed(buf, 8)?),
+        (Kind::Fixed32 | Kind::Sfixed32, WireType::ThirtyTwoBit) => json!(fixed(buf, 4)?),
+        _ => return Err(error(format!("wire type {wire_type:?} does not fit a {kind:?} field"))),
+    })
+}
+
+/// A message's JSON.
+fn to_json(descriptor: &MessageDescriptor, mut buf: &[u8]) -> Result<Value, DecodeError> {
+    let mut fields = Map::new();
+    while buf.has_remaining() {
+        let (number, wire_type) = decode_key(&mut buf).map_err(wire_error)?;
+        let Some(field) = descriptor.get_field(number) else {
+            skip(wire_type, &mut buf)?;
+            continue;
+        };
+        let name = field.name().to_string();
+        if matches!(field.kind(), Kind::Message(_)) && wire_type != WireType::LengthDelimited {
+            return Err(error(format!("wire type {wire_type:?} does not fit the message field {name:?}")));
+        }
+        match field.kind() {
+            Kind::Message(entry) if field.is_map() => {
+                let bytes = length_delimited(&mut buf)?;
+                let (key, value) = map_entry(&entry, bytes)?;
+                let map = fields.entry(name).or_insert_with(|| json!({}));
+                crate::object::fields_mut(map).insert(key, value);
+            }
+            Kind::Message(message) => {
+                let bytes = length_delimited(&mut buf)?;
+                let value = special_to_json(&message, bytes)?;
+                push(&mut fields, descriptor, &field, name, value);
+            }
+            kind if field.is_list()
+                && wire_type == WireType::LengthDelimited
+                && !matches!(kind, Kind::String | Kind::Bytes) =>
+            {
+                let mut packed = length_delimited(&mut buf)?;
+                let element_wire = if matches!(kind, Kind::Double | Kind::Fixed64 | Kind::Sfixed64) {
+                    WireType::SixtyFourBit
+                } else if matches!(kind, Kind::Float | Kind::Fixed32 | Kind::Sfixed32) {
+                    WireType::ThirtyTwoBit
+                } else {
+                    WireType::Varint
+                };
+                while packed.has_remaining() {
+                    let value = scalar(&kind, element_wire, &mut packed)?;
+                    push(&mut fields, descriptor, &field, name.clone(), value);
+                }
+            }
+            kind => {
+                let value =
+                    scalar(&kind, wire_type, &mut buf).map_err(|err| error(format!("field {name:?}: {err}")))?;
+                push(&mut fields, descriptor, &field, name, value);
+            }
+        }
+    }
+    Ok(Value::Object(fields))
+}
+
+/// Sets (or, for a list, appends) a field's value; a zero time, and a zero scalar JSON would
+/// not have, are left out.
+fn push(
+    fields: &mut Map<String, Value>,
+    message: &MessageDescriptor,
+    field: &FieldDescriptor,
+    name: String,
+    value: Value,
+) {
+    if field.is_list() {
+        if let Value::Array(items) = fields.entry(name).or_insert_with(|| json!([])) {
+            items.push(value);
+        }
+        return;
+    }
+    if value.is_null() || (is_zero(&value) && !keeps_zero(message, field)) {
+        fields.remove(&name);
+        return;
+    }
+    fields.insert(name, value);
+}
+
+fn map_entry(entry: &MessageDescriptor, bytes: &[u8]) -> Result<(String, Value), DecodeError> {
+    let decoded = to_json(entry, bytes)?;
+    let key = match decoded.get("key") {
+        Some(Value::String(key)) => key.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    let value = decoded.get("value").cloned().unwrap_or_else(|| match entry.map_entry_value_field().kind() {
+        Kind::String | Kind::Bytes => json!(""),
+        Kind::Message(_) => json!({}),
+        Kind::Bool => json!(false),
+        _ => json!(0),
+    });
+    Ok((key, value))
+}
+
+/// A message's JSON, for the types whose JSON is not their fields; `Null` for a zero time.
+fn special_to_json(message: &MessageDescriptor, bytes: &[u8]) -> Result<Value, DecodeError> {
+    let name = message.full_name();
+    let decoded = to_json(message, bytes)?;
+    let embedded = |field: &str| -> Result<Value, DecodeError> {
+        let Some(raw) = decoded.get(field).and_then(Value::as_str) else { return Ok(Value::Null) };
+        let raw = STANDARD.decode(raw).map_err(|err| error(err.to_string()))?;
+        if raw.starts_with(MAGIC) {
+            return decode(&raw);
+        }
+        serde_json::from_slice(&raw).map_err(|err| error(format!("embedded JSON: {err}")))
+    };
+    Ok(match name {
+        TIME | MICRO_TIME => {
+            let seconds = decoded.get("seconds").and_then(Value::as_i64).unwrap_or(0);
+            let nanos = decoded.get("nanos").and_then(Value::as_i64).unwrap_or(0);
+            if seconds == 0 && nanos == 0 {
+                return Ok(Value::Null);
+            }
+            json!(format_time(seconds, nanos, name == MICRO_TIME))
+        }
+        DURATION => json!(format_duration(decoded.get("duration").and_then(Value::as_i64).unwrap_or(0))),
+        QUANTITY => decoded.get("string").cloned().unwrap_or(json!("0")),
+        INT_OR_STRING => match decoded.get("type").and_then(Value::as_i64) {
+            Some(1) => decoded.get("strVal").cloned().unwrap_or(json!("")),
+            _ => decoded.get("intVal").cloned().unwrap_or(json!(0)),
+        },
+        RAW_EXTENSION | JSON => embedded("raw")?,
+        FIELDS_V1 => embedded("Raw")?,
+        _ => decoded,
+    })
+}
+
+fn format_time(seconds: i64, nanos: i64, micro: bool) -> String {
+    let at = time::OffsetDateTime::from_unix_timestamp(seconds).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let (y, mo, d, h, mi, s) = (at.year(), u8::from(at.month()), at.day(), at.hour(), at.minute(), at.second());
+    if micro {
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:06}Z", nanos / 1000)
+    } else {
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+    }
+}
+
+/// Go's `time.Duration.String()`.
+fn format_duration(nanos: i64) -> String {
+    if nanos == 0 {
+        return "0s".into();
+    }
+    let sign = if nanos < 0 { "-" } else { "" };
+    let n = nanos.unsigned_abs();
+    if n < 1_000_000_000 {
+        let (unit, scale) = if n < 1_000 {
+            ("ns", 1)
+        } else if n < 1_000_000 {
+            ("µs", 1_000)
+        } else {
+            ("ms", 1_000_000)
+        };
+        return format!("{sign}{}{unit}", trim_fraction(n, scale));
+    }
+    let (hours, rest) = (n / 3_600_000_000_000, n % 3_600_000_000_000);
+    let (minutes, rest) = (rest / 60_000_000_000, rest % 60_000_000_000);
+    let seconds = trim_fraction(rest, 1_000_000_000);
+    match (hours, minutes) {
+        (0, 0) => format!("{sign}{seconds}s"),
+        (0, m) => format!("{sign}{m}m{seconds}s"),
+        (h, m) => format!("{sign}{h}h{m}m{seconds}s"),
+    }
+}
+
+/// `n / scale` with its fraction, trailing zeros trimmed (`1.5`, `2`).
+fn trim_fraction(n: u64, scale: u64) -> String {
+    let (whole, fraction) = (n / scale, n % scale);
+    if fraction == 0 {
+        return whole.to_string();
+    }
+    let digits = scale.to_string().len() - 1;
+    let fraction = format!("{fraction:0digits$}");
+    format!("{whole}.{}", fraction.trim_end_matches('0'))
+}
+
+fn parse_duration(text: &str) -> Option<i64> {
+    let (sign, mut rest) = match text.strip_prefix('-') {
+        Some(rest) => (-1.0, rest),
+        None => (1.0, text.strip_prefix('+').unwrap_or(text)),
+    };
+    if rest == "0" {
+        return Some(0);
+    }
+    let mut total = 0.0;
+    while !rest.is_empty() {
+        let number_end = rest.find(|c: char| !c.is_ascii_digit() && c != '.')?;
+        let (number, tail) = rest.split_at(number_end);
+        let unit_end = tail.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_end);
+        let scale = match unit {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        total += number.parse::<f64>().ok()? * scale;
+        rest = tail;
+    }
+    Some((sign * total) as i64)
+}
+
+// --- JSON to protobuf ---
+
+fn write_string(number: u32, text: &str, out: &mut Vec<u8>) {
+    write_bytes(number, text.as_bytes(), out);
+}
+
+fn write_bytes(number: u32, bytes: &[u8], out: &mut Vec<u8>) {
+    encode_key(number, WireType::LengthDelimited, out);
+    encode_varint(bytes.len() as u64, out);
+    out.extend_from_slice(bytes);
+}
+
+fn write_varint(number: u32, value: u64, out: &mut Vec<u8>) {
+    encode_key(number, WireType::Varint, out);
+    encode_varint(value, out);
+}
+
+/// A message's fields from a JSON object; fields the message lacks are left out.
+fn write_message(descriptor: &MessageDescriptor, object: &Value, out: &mut Vec<u8>) {
+    let Some(fields) = object.as_object() else { return };
+    for (name, value) in fields {
+        let Some(field) = descriptor.get_field_by_name(name) else { continue };
+        let number = field.number();
+        match field.kind() {
+            Kind::Message(entry) if field.is_map() => {
+                for (key, value) in value.as_object().into_iter().flatten() {
+                    let mut bytes = Vec::new();
+                    write_value(&entry.map_entry_key_field(), &json!(key), &mut bytes);
+                    write_value(&entry.map_entry_value_field(), value, &mut bytes);
+                    write_bytes(number, &bytes, out);
+                }
+            }
+            _ if field.is_list() => {
+                for item in value.as_array().into_iter().flatten() {
+                    write_value(&field, item, out);
+                }
+            }
+            _ => write_value(&field, value, out),
+        }
+    }
+}
+
+/// One value of a field (an element, for lists).
+fn write_value(field: &FieldDescriptor, value: &Value, out: &mut Vec<u8>) {
+    let number = field.number();
+    if value.is_null() {
+        return;
+    }
+    match field.kind() {
+        Kind::Message(message) => {
+            let mut bytes = Vec::new();
+            write_special(&message, value, &mut bytes);
+            write_bytes(number, &bytes, out);
+        }
+        Kind::String => match value {
+            Value::String(text) => write_string(number, text, out),
+            other => write_string(number, &other.to_string(), out),
+        },
+        Kind::Bytes => {
+            let bytes = value.as_str().and_then(|b| STANDARD.decode(b).ok()).unwrap_or_default();
+            write_bytes(number, &bytes, out);
+        }
+        Kind::Bool => write_varint(number, u64::from(value.as_bool().unwrap_or(false)), out),
+        Kind::Int32 | Kind::Int64 | Kind::Enum(_) => {
+            let n = value.as_i64().or_else(|| value.as_f64().map(|f| f as i64)).unwrap_or(0);
+            write_varint(number, n as u64, out);
+        }
+        Kind::Uint32 | Kind::Uint64 => write_varint(number, value.as_u64().unwrap_or(0), out),
+        Kind::Sint32 | Kind::Sint64 => {
+            let n = value.as_i64().unwrap_or(0);
+            write_varint(number, ((n << 1) ^ (n >> 63)) as u64, out);
+        }
+        Kind::Double | Kind::Fixed64 | Kind::Sfixed64 => {
+            encode_key(number, WireType::SixtyFourBit, out);
+            let bits = if matches!(field.kind(), Kind::Double) {
+                value.as_f64().unwrap_or(0.0).to_bits()
+            } else {
+                value.as_i64().unwrap_or(0) as u64
+            };
+            out.extend_from_slice(&bits.to_le_bytes());
+        }
+        Kind::Float | Kind::Fixed32 | Kind::Sfixed32 => {
+            encode_key(number, WireType::ThirtyTwoBit, out);
+            let bits = if matches!(field.kind(), Kind::Float) {
+                (value.as_f64().unwrap_or(0.0) as f32).to_bits()
+            } else {
+                value.as_i64().unwrap_or(0) as u32
+            };
+            out.extend_from_slice(&bits.to_le_bytes());
+        }
+    }
+}
+
+/// A message from its JSON, for the types whose JSON is not their fields.
+fn write_special(message: &MessageDescriptor, value: &Value, out: &mut Vec<u8>) {
+    match message.full_name() {
+        TIME | MICRO_TIME => {
+            let text = value.as_str().unwrap_or_default();
+            if let Ok(at) = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339) {
+                write_varint(1, at.unix_timestamp() as u64, out);
+                if message.full_name() == MICRO_TIME && at.nanosecond() != 0 {
+                    write_varint(2, u64::from(at.nanosecond()), out);
+                }
+            }
+        }
+        DURATION => write_varint(1, value.as_str().and_then(parse_duration).unwrap_or(0) as u64, out),
+        QUANTITY => match value {
+            Value::String(text) => write_string(1, text, out),
+            other => write_string(1, &other.to_string(), out),
+        },
+        INT_OR_STRING => match value {
+            Value::String(text) => {
+                write_varint(1, 1, out);
+                write_string(3, text, out);
+            }
+            other => {
+                write_varint(1, 0, out);
+                write_varint(2, other.as_i64().unwrap_or(0) as u64, out);
+            }
+        },
+        RAW_EXTENSION | FIELDS_V1 | JSON => write_bytes(1, value.to_string().as_bytes(), out),
+        _ => write_message(message, value, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(object: Value) -> Value {
+        decode(&encode(&object).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn objects_round_trip_with_their_special_types() {
+        let deployment = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}, "generation": 2,
+                "creationTimestamp": "2026-12-03T08:00:00Z",
+                "managedFields": [{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:spec": {"f:replicas": {}}}, "time": "2026-12-03T08:00:00Z"}]},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx",
+                    "resources": {"limits": {"cpu": "500m", "memory": "1Gi"}}, "ports": [{"containerPort": 80, "protocol": "TCP"}]}]}}},
+            "status": {}
+        });
+        assert_eq!(round_trip(deployment.clone()), deployment);
+        let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "type": "Opaque", "data": {"a": "eA=="}, "immutable": false});
+        assert_eq!(round_trip(secret.clone()), secret, "a pointer field keeps its zero");
+        // What Go's encoder writes for value fields left at zero is not JSON's.
+        let written = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "generation": 0, "namespace": ""},
+            "spec": {"minReadySeconds": 0, "paused": false, "revisionHistoryLimit": 0,
+                "template": {"spec": {"containers": [{"name": "c", "stdin": false, "ports": [{"containerPort": 0, "hostPort": 0}]}]}}}});
+        let read = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"revisionHistoryLimit": 0, "template": {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 0}]}]}}}});
+        assert_eq!(round_trip(written), read);
+        let event = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"},
+            "eventTime": "2026-12-03T08:00:00.123456Z", "reason": "Started", "regarding": {"kind": "Pod", "name": "p"}});
+        assert_eq!(round_trip(event.clone()), event);
+    }
+
+    #[test]
+    fn the_envelope_is_upstreams() {
+        let bytes = encode(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})).unwrap();
+        // `k8s\0`, then Unknown.typeMeta (field 1) = {apiVersion: "v1", kind: "ConfigMap"}.
+        assert_eq!(&bytes[..4], b"k8s\0");
+        assert_eq!(&bytes[4..21], b"\x0a\x0f\x0a\x02v1\x12\x09ConfigMap");
+        assert_eq!(
+            decode(b"k9s\0").unwrap_err().to_string(),
+            "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]"
+        );
+        assert!(decode(&bytes[..bytes.len() - 3]).is_err(), "truncated");
+        let custom = json!({"apiVersion": "example.com/v1", "kind": "CronTab"});
+        assert!(encode(&custom).is_none(), "custom resources have no message");
+    }
+
+    #[test]
+    fn durations_print_and_parse_as_go_does() {
+        for (nanos, text) in [
+            (0, "0s"),
+            (1_500_000_000, "1.5s"),
+            (3_723_000_000_000, "1h2m3s"),
+            (500_000_000, "500ms"),
+            (60_000_000_000, "1m0s"),
+        ] {
+            assert_eq!(format_duration(nanos), text);
+            assert_eq!(parse_duration(text), Some(nanos), "{text}");
+        }
+    }
+}
