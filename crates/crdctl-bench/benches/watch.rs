@@ -148,7 +148,7 @@ async fn write(base: &str, plural: &str, kind: &str, objects: usize, size: usize
                     let patch = json!({"spec": {"sent": sent}}).to_string();
                     let object = format!("{path}/{plural}-{i:05}");
                     let response = connection
-                        .request(reqwest::Method::PATCH, &object, Some(("application/merge-patch+json", patch)))
+                        .request(reqwest::Method::PATCH, &object, Some(("application/merge-patch+json", patch.into())))
                         .await;
                     assert_eq!(response.status().as_u16(), 200);
                     response.into_body().collect().await.unwrap();

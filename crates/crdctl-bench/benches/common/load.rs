@@ -89,7 +89,7 @@ impl Connection {
     /// One request; the status and the body.
     pub async fn send(&mut self, method: reqwest::Method, path: &str, body: Option<String>) -> (u16, bytes::Bytes) {
         use http_body_util::BodyExt;
-        let response = self.request(method, path, body.map(|body| ("application/json", body))).await;
+        let response = self.request(method, path, body.map(|body| ("application/json", body.into()))).await;
         let code = response.status().as_u16();
         (code, response.into_body().collect().await.unwrap().to_bytes())
     }
@@ -99,13 +99,28 @@ impl Connection {
         &mut self,
         method: reqwest::Method,
         path: &str,
-        body: Option<(&str, String)>,
+        body: Option<(&str, bytes::Bytes)>,
     ) -> hyper::Response<hyper::body::Incoming> {
-        let mut request = hyper::Request::builder().method(method).uri(path).header(hyper::header::HOST, &self.host);
+        self.request_accepting(method, path, body, "application/json").await
+    }
+
+    /// [`Connection::request`], with an `Accept` header.
+    pub async fn request_accepting(
+        &mut self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<(&str, bytes::Bytes)>,
+        accept: &str,
+    ) -> hyper::Response<hyper::body::Incoming> {
+        let mut request = hyper::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(hyper::header::HOST, &self.host)
+            .header(hyper::header::ACCEPT, accept);
         if let Some((content_type, _)) = &body {
             request = request.header(hyper::header::CONTENT_TYPE, *content_type);
         }
-        let body = body.map(|(_, body)| bytes::Bytes::from(body)).unwrap_or_default();
+        let body = body.map(|(_, body)| body).unwrap_or_default();
         let request = request.body(http_body_util::Full::new(body)).unwrap();
         self.sender.ready().await.unwrap();
         self.sender.send_request(request).await.unwrap()

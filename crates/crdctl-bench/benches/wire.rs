@@ -1,0 +1,154 @@
+//! The built-in API's costs: the wire formats and the start-up.
+//!
+//! Wire formats: ConfigMap creates and gets with one client, in JSON and in Kubernetes protobuf
+//! (what client-go and Helm send), in alternating slices on one in-memory server, so the store
+//! costs the same for both and the difference is the codec. Target: protobuf ≥ the JSON rate.
+//!
+//! Start-up: `TestServer` start (median of 21, on the in-memory store; target < 20 ms), then
+//! what the built-in API adds once it is used: the time and resident memory to read every
+//! vendored OpenAPI document and compile every built-in kind's schema, against the process's
+//! memory with the server started (target: within +30 MiB; a server that never touches a group
+//! pays nothing for it).
+//!
+//! Run: `cargo bench -p crdctl-bench --bench wire`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
+#![allow(clippy::print_stdout, reason = "a benchmark prints its report")]
+
+#[path = "common/load.rs"]
+#[allow(dead_code, reason = "this benchmark uses the connections and the runtime, not the measured loops")]
+mod load;
+
+#[path = "common/memory.rs"]
+#[allow(dead_code, reason = "only the resident memory is read here, not the peak")]
+mod memory;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crdctl_server::testing::TestServer;
+use load::{Connection, Peer};
+use serde_json::json;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const CONFIG_MAPS: &str = "/api/v1/namespaces/default/configmaps";
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+const SLICE: Duration = Duration::from_millis(500);
+const SLICES: usize = 8;
+
+/// A ConfigMap in each wire format.
+fn bodies(name: &str) -> [(&'static str, bytes::Bytes); 2] {
+    let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"app": "web"}},
+        "data": {"host": "localhost", "port": "1234", "mode": "fast"}});
+    let protobuf = crdctl_server::protobuf::encode(&object).unwrap();
+    [("application/json", object.to_string().into()), (PROTOBUF, protobuf.into())]
+}
+
+/// Operations per second of `operation` over `SLICE`.
+async fn slice<F: AsyncFnMut(usize)>(mut operation: F) -> (usize, Duration) {
+    let started = Instant::now();
+    let mut n = 0;
+    while started.elapsed() < SLICE {
+        operation(n).await;
+        n += 1;
+    }
+    (n, started.elapsed())
+}
+
+fn rate(total: (usize, Duration)) -> f64 {
+    total.0 as f64 / total.1.as_secs_f64()
+}
+
+fn add(total: &mut (usize, Duration), part: (usize, Duration)) {
+    total.0 += part.0;
+    total.1 += part.1;
+}
+
+async fn wire_formats(base: &str) -> [[(usize, Duration); 2]; 2] {
+    let mut connection = Connection::open(base).await;
+    let mut creates = [(0, Duration::ZERO); 2];
+    let mut gets = [(0, Duration::ZERO); 2];
+    for round in 0..SLICES {
+        for (format, total) in creates.iter_mut().enumerate() {
+            let part = slice(async |n| {
+                let [json, protobuf] = bodies(&format!("cm-{round}-{format}-{n}"));
+                let body = if format == 0 { json } else { protobuf };
+                let response = connection.request(reqwest::Method::POST, CONFIG_MAPS, Some(body)).await;
+                assert_eq!(response.status(), 201);
+                http_body_util::BodyExt::collect(response.into_body()).await.unwrap();
+            })
+            .await;
+            add(total, part);
+        }
+    }
+    for _ in 0..SLICES {
+        for (format, total) in gets.iter_mut().enumerate() {
+            let accept =
+                if format == 0 { "application/json" } else { "application/vnd.kubernetes.protobuf, application/json" };
+            let part = slice(async |n| {
+                let path = format!("{CONFIG_MAPS}/cm-{}-0-0", n % SLICES);
+                let response = connection.request_accepting(reqwest::Method::GET, &path, None, accept).await;
+                assert_eq!(response.status(), 200);
+                let content_type = response.headers()["Content-Type"].to_str().unwrap().to_string();
+                assert_eq!(content_type, if format == 0 { "application/json" } else { PROTOBUF });
+                http_body_util::BodyExt::collect(response.into_body()).await.unwrap();
+            })
+            .await;
+            add(total, part);
+        }
+    }
+    [creates, gets]
+}
+
+#[tokio::main]
+async fn main() {
+    let peer = Peer::new(2);
+    let mut starts = Vec::new();
+    for _ in 0..21 {
+        let started = Instant::now();
+        let store = Arc::new(crdctl_storage::memory::open());
+        let server = peer.run(TestServer::start_with(crdctl_server::Config::default(), store)).await.unwrap();
+        starts.push(started.elapsed());
+        drop(server);
+    }
+    starts.sort();
+
+    let server = peer.run(TestServer::start()).await.unwrap();
+    let base = server.url();
+    let mut connection = Connection::open(&base).await;
+    assert_eq!(connection.send(reqwest::Method::GET, "/healthz", None).await.0, 200);
+    let before = memory::resident_kib("self");
+    let started = Instant::now();
+    let kinds = crdctl_server::registry::builtin::RESOURCES.iter().filter(|row| row.schema().is_some()).count();
+    for (group, version) in crdctl_server::registry::builtin::documents::group_versions() {
+        assert!(crdctl_server::registry::builtin::documents::document(group, version).is_some());
+    }
+    let loaded = started.elapsed();
+    let after = memory::resident_kib("self");
+
+    let [creates, gets] = wire_formats(&base).await;
+    println!("## Built-in API: wire formats and start-up\n");
+    println!("| measure | value | against the same run's baseline |");
+    println!("|---|---|---|");
+    let ratio = |pair: [(usize, Duration); 2]| rate(pair[1]) / rate(pair[0]);
+    println!("| ConfigMap creates, JSON, 1 client | {:.0}/s | baseline |", rate(creates[0]));
+    println!(
+        "| ConfigMap creates, protobuf, 1 client | {:.0}/s | {:.2}× JSON (target ≥ 1) |",
+        rate(creates[1]),
+        ratio(creates)
+    );
+    println!("| ConfigMap gets, JSON, 1 client | {:.0}/s | baseline |", rate(gets[0]));
+    println!("| ConfigMap gets, protobuf, 1 client | {:.0}/s | {:.2}× JSON (target ≥ 1) |", rate(gets[1]), ratio(gets));
+    println!(
+        "| `TestServer` start, in-memory store (median of 21) | {:.1} ms | target < 20 ms |",
+        starts[10].as_secs_f64() * 1e3
+    );
+    println!(
+        "| reading all 21 OpenAPI documents and compiling {kinds} kinds' schemas | {:.0} ms, +{:.1} MiB | {:.1} MiB resident with the server started (target +30 MiB) |",
+        loaded.as_secs_f64() * 1e3,
+        after.saturating_sub(before) as f64 / 1024.0,
+        before as f64 / 1024.0
+    );
+}
