@@ -243,6 +243,77 @@ fn write_json_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
+/// A Go duration (`1h30m`, `-1.5s`, `500ms`, `0`) in nanoseconds, as `time.ParseDuration` reads it.
+pub fn parse_duration(text: &str) -> Option<i64> {
+    let (negative, body) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    if body == "0" {
+        return Some(0);
+    }
+    if body.is_empty() {
+        return None;
+    }
+    let mut total = 0f64;
+    let mut rest = body;
+    while !rest.is_empty() {
+        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let (number, after) = rest.split_at_checked(number_end)?;
+        let number: f64 = number.parse().ok()?;
+        let unit_end = after.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(after.len());
+        let (unit, after) = after.split_at_checked(unit_end)?;
+        let nanos = match unit {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        rest = after;
+        total += number * nanos;
+    }
+    Some(if negative { -total } else { total } as i64)
+}
+
+/// Go's `time.Duration.String()` of `nanos`: `0s`, `500ms`, `1.5s`, `1m0s`, `1h2m3s`.
+pub fn format_duration(nanos: i64) -> String {
+    if nanos == 0 {
+        return "0s".into();
+    }
+    let sign = if nanos < 0 { "-" } else { "" };
+    let n = nanos.unsigned_abs();
+    if n < 1_000_000_000 {
+        let (unit, scale) = match n {
+            0..1_000 => ("ns", 1),
+            1_000..1_000_000 => ("µs", 1_000),
+            _ => ("ms", 1_000_000),
+        };
+        return format!("{sign}{}{unit}", with_fraction(n, scale));
+    }
+    let (hours, rest) = (n / 3_600_000_000_000, n % 3_600_000_000_000);
+    let (minutes, rest) = (rest / 60_000_000_000, rest % 60_000_000_000);
+    let seconds = with_fraction(rest, 1_000_000_000);
+    match (hours, minutes) {
+        (0, 0) => format!("{sign}{seconds}s"),
+        (0, m) => format!("{sign}{m}m{seconds}s"),
+        (h, m) => format!("{sign}{h}h{m}m{seconds}s"),
+    }
+}
+
+/// `n / scale` with its fraction, trailing zeros trimmed (`1.5`, `2`).
+fn with_fraction(n: u64, scale: u64) -> String {
+    let (whole, fraction) = (n / scale, n % scale);
+    if fraction == 0 {
+        return whole.to_string();
+    }
+    let digits = scale.to_string().len() - 1;
+    let fraction = format!("{fraction:0digits$}");
+    format!("{whole}.{}", fraction.trim_end_matches('0'))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -289,5 +360,24 @@ mod tests {
             r#"map[string]interface {}{"n":interface {}(nil), "name":"a"}"#
         );
         assert_eq!(bad_value(&json!(["a", 1])), r#"[]interface {}{"a", 1}"#);
+    }
+
+    #[test]
+    fn durations_print_and_parse_as_go_does() {
+        for (nanos, text) in [
+            (0, "0s"),
+            (1_500_000_000, "1.5s"),
+            (3_723_000_000_000, "1h2m3s"),
+            (500_000_000, "500ms"),
+            (60_000_000_000, "1m0s"),
+            (-2_000, "-2µs"),
+        ] {
+            assert_eq!(format_duration(nanos), text);
+            assert_eq!(parse_duration(text), Some(nanos), "{text}");
+        }
+        assert_eq!(
+            (parse_duration("1h30m"), parse_duration("1x"), parse_duration("")),
+            (Some(5_400_000_000_000), None, None)
+        );
     }
 }

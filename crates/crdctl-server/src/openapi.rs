@@ -160,7 +160,7 @@ fn operation(kind: &KindDoc, action: &str, reference: &str) -> Value {
 /// upstream's for built-in group versions, else built from the CRDs served there.
 pub fn v3_document(registry: &Registry, group: &str, version: &str) -> Option<Value> {
     if let Some(document) = documents::document(group, version) {
-        return Some(document.clone());
+        return Some(document);
     }
     let kinds = kinds_for(registry, group, version);
     if kinds.is_empty() {
@@ -234,7 +234,7 @@ pub fn v3_index(registry: &Registry) -> Value {
 }
 
 /// Swagger 2.0 `paths` and `definitions`.
-#[derive(Default, Clone)]
+#[derive(Default)]
 struct Swagger2 {
     paths: Map<String, Value>,
     definitions: Map<String, Value>,
@@ -278,23 +278,11 @@ fn rewrite_references(value: &mut Value) {
     }
 }
 
-/// The built-in group versions in Swagger 2.0 form, converted once.
-fn built_in_swagger2() -> &'static Swagger2 {
-    static CONVERTED: std::sync::OnceLock<Swagger2> = std::sync::OnceLock::new();
-    CONVERTED.get_or_init(|| {
-        let mut swagger = Swagger2::default();
-        for (group, version) in documents::group_versions() {
-            swagger.add(documents::document(group, version).cloned().unwrap_or_default());
-        }
-        swagger
-    })
-}
-
 /// The `/openapi/v2` (Swagger 2.0) document of everything served.
 pub fn v2_document(registry: &Registry) -> Value {
-    let mut swagger = built_in_swagger2().clone();
-    for (group, version) in group_versions(registry).iter().filter(|(g, v)| documents::document(g, v).is_none()) {
-        swagger.add(v3_document(registry, group, version).unwrap_or_default());
+    let mut swagger = Swagger2::default();
+    for (group, version) in group_versions(registry) {
+        swagger.add(v3_document(registry, &group, &version).unwrap_or_default());
     }
     let info = json!({"title": "Kubernetes", "version": crate::VERSION.git_version});
     json!({"swagger": "2.0", "info": info, "paths": swagger.paths, "definitions": swagger.definitions})

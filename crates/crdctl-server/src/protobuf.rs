@@ -44,7 +44,6 @@ const FIELDS_V1: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1";
 const QUANTITY: &str = "k8s.io.apimachinery.pkg.api.resource.Quantity";
 const INT_OR_STRING: &str = "k8s.io.apimachinery.pkg.util.intstr.IntOrString";
 const RAW_EXTENSION: &str = "k8s.io.apimachinery.pkg.runtime.RawExtension";
-const UNKNOWN: &str = "k8s.io.apimachinery.pkg.runtime.Unknown";
 const JSON: &str = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSON";
 
 /// `<message>.<field number>` of the fields whose zero value JSON keeps.
@@ -101,33 +100,58 @@ fn error(message: impl Into<String>) -> DecodeError {
     DecodeError(message.into())
 }
 
+/// What an envelope holds: `typeMeta`, `raw`, `contentEncoding`.
+#[derive(Default)]
+struct Envelope<'a> {
+    api_version: String,
+    kind: String,
+    raw: &'a [u8],
+    content_encoding: String,
+}
+
+/// Reads `runtime.Unknown` (fields: 1 `typeMeta` {1 `apiVersion`, 2 `kind`}, 2 `raw`,
+/// 3 `contentEncoding`, 4 `contentType`) straight off the wire.
+fn envelope(mut buf: &[u8]) -> Result<Envelope<'_>, DecodeError> {
+    let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).map_err(|_| error("a string is not valid UTF-8"));
+    let mut envelope = Envelope::default();
+    while buf.has_remaining() {
+        match decode_key(&mut buf).map_err(wire_error)? {
+            (1, WireType::LengthDelimited) => {
+                let mut type_meta = length_delimited(&mut buf)?;
+                while type_meta.has_remaining() {
+                    match decode_key(&mut type_meta).map_err(wire_error)? {
+                        (1, WireType::LengthDelimited) => {
+                            envelope.api_version = text(length_delimited(&mut type_meta)?)?
+                        }
+                        (2, WireType::LengthDelimited) => envelope.kind = text(length_delimited(&mut type_meta)?)?,
+                        (_, wire_type) => skip(wire_type, &mut type_meta)?,
+                    }
+                }
+            }
+            (2, WireType::LengthDelimited) => envelope.raw = length_delimited(&mut buf)?,
+            (3, WireType::LengthDelimited) => envelope.content_encoding = text(length_delimited(&mut buf)?)?,
+            (_, wire_type) => skip(wire_type, &mut buf)?,
+        }
+    }
+    Ok(envelope)
+}
+
 /// Decodes a request body: the envelope, then its object as JSON with `apiVersion` and `kind`.
 pub fn decode(body: &[u8]) -> Result<Value, DecodeError> {
     let raw = body.strip_prefix(MAGIC).ok_or_else(|| {
         error("provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]")
     })?;
-    let unknown = message_by_name(UNKNOWN)?;
-    let envelope = to_json(&unknown, raw)?;
-    let api_version = envelope.pointer("/typeMeta/apiVersion").and_then(Value::as_str).unwrap_or_default();
-    let kind = envelope.pointer("/typeMeta/kind").and_then(Value::as_str).unwrap_or_default();
-    if let Some(encoding) = envelope.get("contentEncoding").and_then(Value::as_str).filter(|e| !e.is_empty()) {
-        return Err(error(format!("unsupported content encoding {encoding:?}")));
+    let Envelope { api_version, kind, raw, content_encoding } = envelope(raw)?;
+    if !content_encoding.is_empty() {
+        return Err(error(format!("unsupported content encoding {content_encoding:?}")));
     }
-    let descriptor = message(api_version, kind)
+    let descriptor = message(&api_version, &kind)
         .ok_or_else(|| error(format!("no kind {kind:?} is registered for version {api_version:?}")))?;
-    let raw = match envelope.get("raw").and_then(Value::as_str) {
-        Some(raw) => STANDARD.decode(raw).map_err(|err| error(err.to_string()))?,
-        None => Vec::new(),
-    };
-    let mut object = to_json(&descriptor, &raw)?;
+    let mut object = to_json(&descriptor, raw)?;
     let fields = crate::object::fields_mut(&mut object);
     fields.insert("apiVersion".into(), json!(api_version));
     fields.insert("kind".into(), json!(kind));
     Ok(object)
-}
-
-fn message_by_name(name: &str) -> Result<MessageDescriptor, DecodeError> {
-    pool().and_then(|p| p.get_message_by_name(name)).ok_or_else(|| error(format!("message {name} is not known")))
 }
 
 /// The envelope of `object` (which names its `apiVersion` and `kind`); `None` when the kind has
@@ -335,7 +359,9 @@ fn special_to_json(message: &MessageDescriptor, bytes: &[u8]) -> Result<Value, D
             }
             json!(format_time(seconds, nanos, name == MICRO_TIME))
         }
-        DURATION => json!(format_duration(decoded.get("duration").and_then(Value::as_i64).unwrap_or(0))),
+        DURATION => {
+            json!(crdctl_model::go::format_duration(decoded.get("duration").and_then(Value::as_i64).unwrap_or(0)))
+        }
         QUANTITY => decoded.get("string").cloned().unwrap_or(json!("0")),
         INT_OR_STRING => match decoded.get("type").and_then(Value::as_i64) {
             Some(1) => decoded.get("strVal").cloned().unwrap_or(json!("")),
@@ -355,73 +381,6 @@ fn format_time(seconds: i64, nanos: i64, micro: bool) -> String {
     } else {
         format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
     }
-}
-
-/// Go's `time.Duration.String()`.
-fn format_duration(nanos: i64) -> String {
-    if nanos == 0 {
-        return "0s".into();
-    }
-    let sign = if nanos < 0 { "-" } else { "" };
-    let n = nanos.unsigned_abs();
-    if n < 1_000_000_000 {
-        let (unit, scale) = if n < 1_000 {
-            ("ns", 1)
-        } else if n < 1_000_000 {
-            ("µs", 1_000)
-        } else {
-            ("ms", 1_000_000)
-        };
-        return format!("{sign}{}{unit}", trim_fraction(n, scale));
-    }
-    let (hours, rest) = (n / 3_600_000_000_000, n % 3_600_000_000_000);
-    let (minutes, rest) = (rest / 60_000_000_000, rest % 60_000_000_000);
-    let seconds = trim_fraction(rest, 1_000_000_000);
-    match (hours, minutes) {
-        (0, 0) => format!("{sign}{seconds}s"),
-        (0, m) => format!("{sign}{m}m{seconds}s"),
-        (h, m) => format!("{sign}{h}h{m}m{seconds}s"),
-    }
-}
-
-/// `n / scale` with its fraction, trailing zeros trimmed (`1.5`, `2`).
-fn trim_fraction(n: u64, scale: u64) -> String {
-    let (whole, fraction) = (n / scale, n % scale);
-    if fraction == 0 {
-        return whole.to_string();
-    }
-    let digits = scale.to_string().len() - 1;
-    let fraction = format!("{fraction:0digits$}");
-    format!("{whole}.{}", fraction.trim_end_matches('0'))
-}
-
-fn parse_duration(text: &str) -> Option<i64> {
-    let (sign, mut rest) = match text.strip_prefix('-') {
-        Some(rest) => (-1.0, rest),
-        None => (1.0, text.strip_prefix('+').unwrap_or(text)),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    let mut total = 0.0;
-    while !rest.is_empty() {
-        let number_end = rest.find(|c: char| !c.is_ascii_digit() && c != '.')?;
-        let (number, tail) = rest.split_at(number_end);
-        let unit_end = tail.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(tail.len());
-        let (unit, tail) = tail.split_at(unit_end);
-        let scale = match unit {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        total += number.parse::<f64>().ok()? * scale;
-        rest = tail;
-    }
-    Some((sign * total) as i64)
 }
 
 // --- JSON to protobuf ---
@@ -529,7 +488,7 @@ fn write_special(message: &MessageDescriptor, value: &Value, out: &mut Vec<u8>) 
                 }
             }
         }
-        DURATION => write_varint(1, value.as_str().and_then(parse_duration).unwrap_or(0) as u64, out),
+        DURATION => write_varint(1, value.as_str().and_then(crdctl_model::go::parse_duration).unwrap_or(0) as u64, out),
         QUANTITY => match value {
             Value::String(text) => write_string(1, text, out),
             other => write_string(1, &other.to_string(), out),
@@ -599,19 +558,5 @@ mod tests {
         assert!(decode(&bytes[..bytes.len() - 3]).is_err(), "truncated");
         let custom = json!({"apiVersion": "example.com/v1", "kind": "CronTab"});
         assert!(encode(&custom).is_none(), "custom resources have no message");
-    }
-
-    #[test]
-    fn durations_print_and_parse_as_go_does() {
-        for (nanos, text) in [
-            (0, "0s"),
-            (1_500_000_000, "1.5s"),
-            (3_723_000_000_000, "1h2m3s"),
-            (500_000_000, "500ms"),
-            (60_000_000_000, "1m0s"),
-        ] {
-            assert_eq!(format_duration(nanos), text);
-            assert_eq!(parse_duration(text), Some(nanos), "{text}");
-        }
     }
 }

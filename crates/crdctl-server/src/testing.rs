@@ -36,14 +36,15 @@
 //! ```
 //!
 //! What is emulated: the API server's handling of CRDs and custom resources (the
-//! apiextensions-apiserver), core `v1` Namespaces, Events (also `events.k8s.io/v1`),
-//! ConfigMaps, Secrets and ServiceAccounts, `coordination.k8s.io/v1` Leases and
-//! `rbac.authorization.k8s.io/v1` Roles, ClusterRoles and their bindings (stored and served as
-//! upstream serves them; see `registry::builtin`). What is not: the other built-in kinds (Pods,
-//! Deployments, Services, …), and nothing runs, as in envtest (no kubelet, scheduler, garbage
-//! collector or controller manager: owner references are kept but nothing deletes by them; the
-//! namespace lifecycle is the one controller emulated), no admission webhooks, no authentication
-//! beyond an optional bearer token, and RBAC objects are stored but not enforced.
+//! apiextensions-apiserver) and the built-in API of the group versions kube-apiserver 1.33
+//! enables by default (Namespaces, Events, ConfigMaps, Secrets, ServiceAccounts and their tokens,
+//! Services with ClusterIPs, Deployments, Jobs, Leases, RBAC, …; see `registry::builtin`), in
+//! JSON and protobuf, with upstream's schemas, defaults and the strategies controllers rely on.
+//! What is not: nothing runs, as in envtest (no kubelet, scheduler, garbage collector or
+//! controller manager: a Deployment makes no ReplicaSet, owner references are kept but nothing
+//! deletes by them; the namespace lifecycle and the `default` ServiceAccount are the controllers
+//! emulated), no admission webhooks or policies, no authentication beyond an optional bearer
+//! token (and ServiceAccount tokens), and RBAC objects are stored but not enforced.
 //!
 //! Compared with the alternatives: `tower_test::mock` (kube-rs's recommendation) answers what
 //! the test scripts, so it tests the test; kind or k3d run a whole cluster in containers and

@@ -606,36 +606,5 @@ fn to_cel(value: &Value, schema: &Schema) -> cel::Value {
 
 /// A Go duration (`1h30m`, `-1.5s`) as chrono's.
 fn duration(s: &str) -> Option<chrono::Duration> {
-    let (negative, body) = match s.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    if body == "0" {
-        return Some(chrono::Duration::zero());
-    }
-    let mut total = 0f64;
-    let mut rest = body;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let (number, after) = rest.split_at_checked(number_end)?;
-        let number: f64 = number.parse().ok()?;
-        let unit_end = after.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(after.len());
-        let (unit, after) = after.split_at_checked(unit_end)?;
-        let nanos = match unit {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        rest = after;
-        total += number * nanos;
-    }
-    let nanos = if negative { -total } else { total };
-    Some(chrono::Duration::nanoseconds(nanos as i64))
+    crdctl_model::go::parse_duration(s).map(chrono::Duration::nanoseconds)
 }

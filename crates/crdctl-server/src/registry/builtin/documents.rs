@@ -4,14 +4,17 @@
 //! where a built-in kind's schema comes from: unknown fields, types, list types and map keys for
 //! server-side apply.
 //!
-//! A document is decompressed and parsed the first time something needs it, and a kind's schema
-//! compiled the first time it is written, so a server that never touches a group pays nothing
-//! for it (`TestServer` starts without reading any).
+//! Only the compressed bytes stay in memory: a document is decompressed and parsed when asked for
+//! (`/openapi/v3`, rarely), and a kind's schema is compiled from it the first time the kind is
+//! written and kept; so a server pays for the kinds it uses, not for the documents (`TestServer`
+//! starts without reading any).
 
+use std::collections::HashMap;
 use std::io::Read;
-use std::sync::OnceLock;
 
 use crdctl_schema::Schema;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 /// One vendored document.
@@ -19,7 +22,6 @@ struct Document {
     group: &'static str,
     version: &'static str,
     compressed: &'static [u8],
-    parsed: OnceLock<Option<Value>>,
 }
 
 macro_rules! documents {
@@ -28,7 +30,6 @@ macro_rules! documents {
             group: $group,
             version: $version,
             compressed: include_bytes!(concat!("../../../upstream/openapi-v3/", $file, "_openapi.json.gz")),
-            parsed: OnceLock::new(),
         }),*]
     };
 }
@@ -62,11 +63,18 @@ pub fn group_versions() -> impl Iterator<Item = (&'static str, &'static str)> {
     DOCUMENTS.iter().map(|d| (d.group, d.version))
 }
 
-/// The document of `group`/`version`, parsed on first use (`None` if there is none, or if the
-/// vendored bytes do not decode, which the tests rule out).
-pub fn document(group: &str, version: &str) -> Option<&'static Value> {
+/// The text of `group`/`version`'s document (`None` if there is none, or if the vendored bytes do
+/// not decompress, which the tests rule out).
+fn text(group: &str, version: &str) -> Option<Vec<u8>> {
     let document = DOCUMENTS.iter().find(|d| d.group == group && d.version == version)?;
-    document.parsed.get_or_init(|| decode(document.compressed)).as_ref()
+    let mut text = Vec::new();
+    flate2::read::GzDecoder::new(document.compressed).read_to_end(&mut text).ok()?;
+    Some(text)
+}
+
+/// The document of `group`/`version`, parsed.
+pub fn document(group: &str, version: &str) -> Option<Value> {
+    serde_json::from_slice(&text(group, version)?).ok()
 }
 
 /// A hash of `group`/`version`'s document for the `/openapi/v3` index, read from the
@@ -78,28 +86,41 @@ pub fn hash(group: &str, version: &str) -> Option<String> {
     Some(digest.iter().take(32).map(|b| format!("{b:02X}")).collect())
 }
 
-fn decode(compressed: &[u8]) -> Option<Value> {
-    let mut text = Vec::new();
-    flate2::read::GzDecoder::new(compressed).read_to_end(&mut text).ok()?;
-    serde_json::from_slice(&text).ok()
+/// A document's component schemas as text, each parsed only when a schema inlines it: a
+/// compile holds the document's text, not a parsed copy of all of it.
+type Components<'a> = HashMap<&'a str, &'a RawValue>;
+
+fn component(components: &Components, name: &str) -> Option<Value> {
+    serde_json::from_str(components.get(name)?.get()).ok()
 }
 
-/// The component schema name of `kind` in `group`/`version`: the one whose
+/// The component schema name of `kind`: the one named `….<version>.<kind>` whose
 /// `x-kubernetes-group-version-kind` names it.
-pub fn component_name(group: &str, version: &str, kind: &str) -> Option<&'static str> {
-    let schemas = document(group, version)?.pointer("/components/schemas")?.as_object()?;
+fn component_name<'a>(components: &Components<'a>, group: &str, version: &str, kind: &str) -> Option<&'a str> {
+    let suffix = format!(".{version}.{kind}");
     let names_kind = |gvk: &Value| gvk["group"] == group && gvk["version"] == version && gvk["kind"] == kind;
-    schemas.iter().find_map(|(name, schema)| {
-        let gvks = schema.get("x-kubernetes-group-version-kind")?.as_array()?;
-        gvks.iter().any(names_kind).then_some(name.as_str())
+    components.keys().copied().filter(|name| name.ends_with(&suffix)).find(|name| {
+        let gvks = component(components, name).and_then(|c| c.get("x-kubernetes-group-version-kind").cloned());
+        gvks.and_then(|g| g.as_array().map(|g| g.iter().any(names_kind))).unwrap_or(false)
     })
 }
 
 /// The compiled schema of `kind` in `group`/`version` (see [`structural`]).
 pub fn schema(group: &str, version: &str, kind: &str) -> Option<Schema> {
-    let schemas = document(group, version)?.pointer("/components/schemas")?.as_object()?;
-    let name = component_name(group, version, kind)?;
-    Some(Schema::new(&structural(schemas, name, &mut Vec::new())))
+    #[derive(Deserialize)]
+    struct Document<'a> {
+        #[serde(borrow)]
+        components: Schemas<'a>,
+    }
+    #[derive(Deserialize)]
+    struct Schemas<'a> {
+        #[serde(borrow)]
+        schemas: Components<'a>,
+    }
+    let text = text(group, version)?;
+    let components = serde_json::from_slice::<Document>(&text).ok()?.components.schemas;
+    let name = component_name(&components, group, version, kind)?;
+    Some(Schema::new(&structural(&components, name, &mut Vec::new())))
 }
 
 const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
@@ -115,7 +136,7 @@ const JSON: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSO
 /// (string or number) and the embedded JSON of `RawExtension`, `FieldsV1` and apiextensions'
 /// `JSON` keep what they hold. A reference back to a component being inlined (only
 /// apiextensions' `JSONSchemaProps` has one) keeps what it holds too.
-fn structural(schemas: &Map<String, Value>, name: &str, inlining: &mut Vec<String>) -> Value {
+fn structural(schemas: &Components, name: &str, inlining: &mut Vec<String>) -> Value {
     match name {
         INT_OR_STRING => return json!({"x-kubernetes-int-or-string": true}),
         QUANTITY | JSON => return json!({"x-kubernetes-preserve-unknown-fields": true}),
@@ -125,14 +146,16 @@ fn structural(schemas: &Map<String, Value>, name: &str, inlining: &mut Vec<Strin
         }
         _ => {}
     }
-    let Some(component) = schemas.get(name) else { return json!({"x-kubernetes-preserve-unknown-fields": true}) };
+    let Some(component) = component(schemas, name) else {
+        return json!({"x-kubernetes-preserve-unknown-fields": true});
+    };
     inlining.push(name.to_string());
-    let node = inline(schemas, component, inlining);
+    let node = inline(schemas, &component, inlining);
     inlining.pop();
     node
 }
 
-fn inline(schemas: &Map<String, Value>, node: &Value, inlining: &mut Vec<String>) -> Value {
+fn inline(schemas: &Components, node: &Value, inlining: &mut Vec<String>) -> Value {
     let Some(fields) = node.as_object() else { return node.clone() };
     // A reference, alone or wrapped in the one-element `allOf` upstream uses to describe it.
     let wrapped = fields.get("allOf").and_then(Value::as_array).and_then(|all| all.first());
