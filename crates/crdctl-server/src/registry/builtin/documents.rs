@@ -105,7 +105,7 @@ fn component_name<'a>(components: &Components<'a>, group: &str, version: &str, k
     })
 }
 
-/// The compiled schema of `kind` in `group`/`version` (see [`structural`]).
+/// The compiled schema of `kind` in `group`/`version`: structural, references inlined.
 pub fn schema(group: &str, version: &str, kind: &str) -> Option<Schema> {
     #[derive(Deserialize)]
     struct Document<'a> {
