@@ -1178,6 +1178,12 @@ async fn built_in_openapi(backend: Backend) {
     let document = api.get(&apps).await.body;
     let strategy = &document["components"]["schemas"]["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]["strategy"];
     assert_eq!(strategy["allOf"][0]["$ref"], "#/components/schemas/io.k8s.api.apps.v1.DeploymentStrategy");
+    // Strategic merge patch is not offered (the server does not take it yet), so kubectl's
+    // client-side apply falls back to a merge patch.
+    let patch = &document["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]["requestBody"]["content"];
+    let offered: Vec<&String> = patch.as_object().unwrap().keys().collect();
+    assert!(offered.iter().any(|t| *t == "application/merge-patch+json"), "{offered:?}");
+    assert!(!offered.iter().any(|t| t.contains("strategic")), "{offered:?}");
     let swagger = api.get("/openapi/v2").await.body;
     let definitions = swagger["definitions"].as_object().unwrap();
     assert!(
