@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 root=..
 shared=${CRDCTL_SHARED:-$root/../shared}
-mkdir -p corpus/load corpus/check corpus/review corpus/request corpus/prune corpus/power_loss corpus/protobuf
+mkdir -p corpus/load corpus/check corpus/review corpus/request corpus/prune corpus/power_loss corpus/protobuf corpus/strategic_merge
 
 n=0
 for file in "$shared"/corpus/real/*.yaml "$shared"/corpus/pairs/*/*.yaml "$root"/fixtures/pairs/*/*.yaml "$root"/examples/crontab/*.yaml; do
@@ -41,3 +41,8 @@ printf '\x40\x01\xff\xee\xdd\xcc\xbb\xaa\x99\x88\x00\x3f\x01\x3f\x02\x3f\x08\x3f
 echo "seeded: $(ls corpus/load | wc -l) load, $(ls corpus/check | wc -l) check, $(ls corpus/review | wc -l) review, $(ls corpus/request | wc -l) request, $(ls corpus/prune | wc -l) prune, $(ls corpus/power_loss | wc -l) power_loss"
 # A ConfigMap in the protobuf envelope: k8s\0, Unknown{typeMeta{v1, ConfigMap}, raw{metadata{name: a}, data{k: v}}}.
 printf '\x6b\x38\x73\x00\x0a\x0f\x0a\x02\x76\x31\x12\x09\x43\x6f\x6e\x66\x69\x67\x4d\x61\x70\x12\x0d\x0a\x03\x0a\x01\x61\x12\x06\x0a\x01\x6b\x12\x01\x76' > corpus/protobuf/seed-config-map
+# A Deployment, NUL, a strategic merge patch with each directive.
+printf '%s\0%s' \
+  '{"metadata":{"name":"web","labels":{"a":"b"},"finalizers":["x"]},"spec":{"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxSurge":1}},"template":{"spec":{"containers":[{"name":"web","image":"a","env":[{"name":"A","value":"1"}],"ports":[{"containerPort":80}]},{"name":"side","image":"b"}]}}}}' \
+  '{"metadata":{"labels":{"a":null,"c":"d"},"$deleteFromPrimitiveList/finalizers":["x"]},"spec":{"strategy":{"$retainKeys":["type"],"type":"Recreate"},"template":{"spec":{"$setElementOrder/containers":[{"name":"side"},{"name":"web"}],"containers":[{"name":"web","image":"c","env":[{"name":"A","$patch":"delete"},{"name":"B","value":"2"}]}]}}}}' \
+  > corpus/strategic_merge/seed-deployment

@@ -54,6 +54,7 @@ mod formats;
 mod list_type;
 mod openapi;
 mod read;
+pub mod strategic_merge;
 
 use indexmap::IndexMap;
 use serde::Deserialize;
@@ -186,6 +187,12 @@ pub struct Schema {
     pub list_map_keys: Vec<String>,
     /// `x-kubernetes-map-type`.
     pub map_type: Option<String>,
+    /// `x-kubernetes-patch-strategy`, split at commas (`merge`, `replace`, `retainKeys`):
+    /// how a strategic merge patch treats this field. Built-in kinds only.
+    pub patch_strategies: Vec<String>,
+    /// `x-kubernetes-patch-merge-key`: which field identifies an item of this list in a
+    /// strategic merge patch.
+    pub patch_merge_key: Option<String>,
     /// `x-kubernetes-validations`, compiled.
     pub rules: Vec<Rule>,
     /// The CEL type of `self` in this node's rules (none without rules, or for nodes CEL
@@ -250,6 +257,10 @@ struct Keywords {
     list_map_keys: Vec<String>,
     #[serde(rename = "x-kubernetes-map-type")]
     map_type: Option<String>,
+    #[serde(rename = "x-kubernetes-patch-strategy")]
+    patch_strategy: Option<String>,
+    #[serde(rename = "x-kubernetes-patch-merge-key")]
+    patch_merge_key: Option<String>,
     #[serde(rename = "x-kubernetes-validations")]
     validations: Vec<Value>,
 }
@@ -314,6 +325,11 @@ impl Schema {
             list_type: keywords.list_type,
             list_map_keys: keywords.list_map_keys,
             map_type: keywords.map_type,
+            patch_strategies: keywords
+                .patch_strategy
+                .map(|s| s.split(',').map(str::to_string).collect())
+                .unwrap_or_default(),
+            patch_merge_key: keywords.patch_merge_key,
             rules: keywords.validations.iter().map(Rule::new).collect(),
             rule_type: None,
             has_rules: false,

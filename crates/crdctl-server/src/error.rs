@@ -157,6 +157,15 @@ impl ApiError {
         )
     }
 
+    /// 422 `Invalid` with no detail, as apimachinery's `NewGenericServerResponse` words it.
+    pub fn rejected() -> ApiError {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            "the server rejected our request due to an error in our request",
+        )
+    }
+
     /// 401 `Unauthorized`.
     pub fn unauthorized() -> ApiError {
         ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized")

@@ -152,9 +152,6 @@ async fn route(
         }
         (Method::PATCH, Some(name)) => {
             let body_type = negotiate::body_type(headers)?;
-            if body_type == BodyType::StrategicMergePatch {
-                return Err(ApiError::unsupported_media_type(&negotiate::PATCH_TYPES));
-            }
             let patch = negotiate::decode_body(body, body_type)?;
             rest::update(state, &endpoint, name, Change::Patch(body_type, patch), subresource, &params).await?
         }

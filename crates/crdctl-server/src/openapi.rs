@@ -159,8 +159,7 @@ fn operation(kind: &KindDoc, action: &str, reference: &str) -> Value {
 /// The OpenAPI v3 document of one group version, or `None` if nothing is served there:
 /// upstream's for built-in group versions, else built from the CRDs served there.
 pub fn v3_document(registry: &Registry, group: &str, version: &str) -> Option<Value> {
-    if let Some(mut document) = documents::document(group, version) {
-        without_strategic_merge_patch(&mut document);
+    if let Some(document) = documents::document(group, version) {
         return Some(document);
     }
     let kinds = kinds_for(registry, group, version);
@@ -215,18 +214,6 @@ pub fn v3_document(registry: &Registry, group: &str, version: &str) -> Option<Va
         "paths": paths,
         "components": {"schemas": schemas},
     }))
-}
-
-/// Takes `application/strategic-merge-patch+json` out of the patch operations of an upstream
-/// document: the server does not accept it yet, and kubectl patches with whatever a kind's
-/// patch operation lists (it falls back to a merge patch for kinds without a strategic one).
-fn without_strategic_merge_patch(document: &mut Value) {
-    let Some(paths) = document.get_mut("paths").and_then(Value::as_object_mut) else { return };
-    for item in paths.values_mut() {
-        if let Some(content) = item.pointer_mut("/patch/requestBody/content").and_then(Value::as_object_mut) {
-            content.remove("application/strategic-merge-patch+json");
-        }
-    }
 }
 
 /// The `/openapi/v3` index: one entry per group version, each with a hash that changes with it.

@@ -1169,6 +1169,108 @@ async fn services(backend: Backend) {
     assert_eq!(again.code, 201, "{again:?}");
 }
 
+/// Strategic merge patches of built-in kinds, as kube-apiserver applies them: lists merged by
+/// their merge keys, directives, upstream's errors with nothing stored.
+async fn strategic_merge_patches(backend: Backend) {
+    const SMP: &str = "application/strategic-merge-patch+json";
+    let api = Api::on(backend).await;
+    let mut web = deployment("web", json!({"app": "web"}));
+    web["spec"]["template"]["spec"]["containers"] = json!([
+        {"name": "web", "image": "nginx:1.27", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+         "ports": [{"containerPort": 80}]},
+        {"name": "sidecar", "image": "envoy:1"},
+    ]);
+    assert_eq!(api.post(DEPLOYMENTS, &web).await.code, 201);
+    let path = format!("{DEPLOYMENTS}/web");
+    let containers = |body: &Value| body["spec"]["template"]["spec"]["containers"].clone();
+
+    // A container named in the patch is merged into, the other stays; env by name, the
+    // patch's new items first (as upstream orders them without `$setElementOrder`).
+    let patched = api
+        .patch(
+            &path,
+            SMP,
+            &json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "web", "image": "nginx:1.28", "env": [{"name": "A", "$patch": "delete"}, {"name": "C", "value": "3"}]}
+            ]}}}}),
+        )
+        .await;
+    assert_eq!(patched.code, 200, "{patched:?}");
+    let merged = containers(&patched.body);
+    assert_eq!(
+        (merged[0]["image"].clone(), merged[0]["env"].clone(), merged[0]["ports"][0]["containerPort"].clone()),
+        (json!("nginx:1.28"), json!([{"name": "C", "value": "3"}, {"name": "B", "value": "2"}]), json!(80))
+    );
+    assert_eq!((merged[1]["name"].clone(), merged[1]["image"].clone()), (json!("sidecar"), json!("envoy:1")));
+    assert_eq!(patched.body["metadata"]["generation"], 2);
+
+    // `$setElementOrder` orders the list; `$retainKeys` drops the rolling update with its type.
+    let reordered = api
+        .patch(
+            &path,
+            SMP,
+            &json!({"spec": {
+                "strategy": {"$retainKeys": ["type"], "type": "Recreate"},
+                "template": {"spec": {"$setElementOrder/containers": [{"name": "sidecar"}, {"name": "web"}]}}}}),
+        )
+        .await;
+    assert_eq!(reordered.code, 200, "{reordered:?}");
+    let names: Vec<Value> = containers(&reordered.body).as_array().unwrap().iter().map(|c| c["name"].clone()).collect();
+    assert_eq!(names, [json!("sidecar"), json!("web")]);
+    assert_eq!(reordered.body["spec"]["strategy"], json!({"type": "Recreate"}));
+
+    // A map merges; a list of scalars with the merge strategy gains items once; a null
+    // removes a field.
+    let relabelled = api
+        .patch(&path, SMP, &json!({"metadata": {"labels": {"tier": "front"}, "finalizers": ["example.com/keep"]}}))
+        .await;
+    assert_eq!(relabelled.body["metadata"]["labels"], json!({"tier": "front"}), "{relabelled:?}");
+    let unlabelled = api
+        .patch(&path, SMP, &json!({"metadata": {"labels": {"tier": null}, "finalizers": ["example.com/keep"]}}))
+        .await;
+    assert!(unlabelled.body["metadata"]["labels"].get("tier").is_none(), "{unlabelled:?}");
+    assert_eq!(unlabelled.body["metadata"]["finalizers"], json!(["example.com/keep"]));
+
+    // The scale subresource takes one too.
+    let scaled = api.patch(&format!("{path}/scale"), SMP, &json!({"spec": {"replicas": 3}})).await;
+    assert_eq!((scaled.code, scaled.body["spec"]["replicas"].clone()), (200, json!(3)), "{scaled:?}");
+
+    // Bad patches: upstream's status and text, and nothing stored.
+    let before = api.get(&path).await.body["metadata"]["resourceVersion"].clone();
+    let bad = [
+        (
+            json!({"spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}}),
+            500,
+            "map: map[image:x] does not contain declared merge key: name",
+        ),
+        (
+            json!({"metadata": {"labels": {"$patch": "explode"}}}),
+            500,
+            "unknown patch type: explode in map: map[$patch:explode]",
+        ),
+        (json!({"spec": {"$retainKeys": "replicas"}}), 400, "invalid patch format of retainKeys"),
+        (
+            json!({"metadata": {"finalizers": [["a"]]}}),
+            500,
+            "list element types are not identical: [[example.com/keep] [[a]]]",
+        ),
+        (
+            json!(["not", "an", "object"]),
+            400,
+            "json: cannot unmarshal array into Go value of type map[string]interface {}",
+        ),
+    ];
+    for (patch, code, message) in bad {
+        let refused = api.patch(&path, SMP, &patch).await;
+        assert_eq!((refused.code, refused.body["message"].as_str()), (code, Some(message)), "{patch}");
+    }
+    assert_eq!(api.get(&path).await.body["metadata"]["resourceVersion"], before);
+
+    // Namespaces (served apart from the table) take them too; custom resources do not.
+    let namespace = api.patch("/api/v1/namespaces/default", SMP, &json!({"metadata": {"labels": {"team": "a"}}})).await;
+    assert_eq!(namespace.body["metadata"]["labels"]["team"], "a", "{namespace:?}");
+}
+
 /// `/openapi/v3` and `/openapi/v2` serve upstream's documents for built-in group versions.
 async fn built_in_openapi(backend: Backend) {
     let api = Api::on(backend).await.with_crd().await;
@@ -1178,12 +1280,10 @@ async fn built_in_openapi(backend: Backend) {
     let document = api.get(&apps).await.body;
     let strategy = &document["components"]["schemas"]["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]["strategy"];
     assert_eq!(strategy["allOf"][0]["$ref"], "#/components/schemas/io.k8s.api.apps.v1.DeploymentStrategy");
-    // Strategic merge patch is not offered (the server does not take it yet), so kubectl's
-    // client-side apply falls back to a merge patch.
+    // Strategic merge patch is offered, so kubectl's client-side apply uses it.
     let patch = &document["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]["requestBody"]["content"];
     let offered: Vec<&String> = patch.as_object().unwrap().keys().collect();
-    assert!(offered.iter().any(|t| *t == "application/merge-patch+json"), "{offered:?}");
-    assert!(!offered.iter().any(|t| t.contains("strategic")), "{offered:?}");
+    assert!(offered.iter().any(|t| *t == "application/strategic-merge-patch+json"), "{offered:?}");
     let swagger = api.get("/openapi/v2").await.body;
     let definitions = swagger["definitions"].as_object().unwrap();
     assert!(
@@ -1197,6 +1297,7 @@ async fn built_in_openapi(backend: Backend) {
 
 on_each_backend!(
     workloads,
+    strategic_merge_patches,
     services,
     built_in_openapi,
     namespaces_and_generated_names,

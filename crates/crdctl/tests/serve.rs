@@ -606,7 +606,67 @@ fn kubectl_generators_create_built_in_objects(backend: Backend) {
     }
 }
 
+/// kubectl patches built-in objects with strategic merge patches: client-side `apply` (the
+/// three-way merge with `last-applied-configuration`) changes exactly what the file changed,
+/// and `set image`, `label` and `rollout restart` do what they say.
+fn kubectl_patches_built_in_objects_strategically(backend: Backend) {
+    let deployment = |image: &str, env: &str| {
+        format!(
+            "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+      - {{name: web, image: '{image}', env: [{env}], ports: [{{containerPort: 80}}]}}
+      - {{name: side, image: 'envoy:1'}}
+"
+        )
+    };
+    for version in kubectl_versions() {
+        let served = Served::start_on(backend, &[]);
+        let k = Kubectl::new(&version, &served);
+        let first = deployment("nginx:1.27", "{name: A, value: '1'}, {name: B, value: '2'}");
+        k.apply(&first);
+        let applied = k.json(&["get", "deployment", "web"]);
+        let again = k.apply(&first).stdout;
+        assert!(again.contains("deployment.apps/web unchanged"), "{}: {again}", k.name());
+        let unchanged = k.json(&["get", "deployment", "web"]);
+        assert_eq!(unchanged["metadata"]["resourceVersion"], applied["metadata"]["resourceVersion"], "{}", k.name());
+
+        k.apply(&deployment("nginx:1.28", "{name: A, value: '1'}"));
+        let changed = k.json(&["get", "deployment", "web"]);
+        let mut expected = applied["spec"].clone();
+        expected["template"]["spec"]["containers"][0]["image"] = json!("nginx:1.28");
+        expected["template"]["spec"]["containers"][0]["env"] = json!([{"name": "A", "value": "1"}]);
+        assert_eq!(changed["spec"], expected, "{}: exactly the file's changes", k.name());
+        assert_eq!(changed["metadata"]["generation"], 2, "{}", k.name());
+
+        k.ok(&["set", "image", "deployment/web", "side=envoy:2"]);
+        k.ok(&["label", "deployment", "web", "tier=front"]);
+        k.ok(&["rollout", "restart", "deployment", "web"]);
+        let patched = k.json(&["get", "deployment", "web"]);
+        let containers = &patched["spec"]["template"]["spec"]["containers"];
+        assert_eq!(
+            (
+                containers[0]["image"].as_str(),
+                containers[1]["image"].as_str(),
+                patched["metadata"]["labels"]["tier"].as_str()
+            ),
+            (Some("nginx:1.28"), Some("envoy:2"), Some("front")),
+            "{}: {patched}",
+            k.name()
+        );
+        let annotations = &patched["spec"]["template"]["metadata"]["annotations"];
+        assert!(annotations["kubectl.kubernetes.io/restartedAt"].is_string(), "{}: {patched}", k.name());
+    }
+}
+
 on_each_backend!(
+    kubectl_patches_built_in_objects_strategically,
     kubectl_generators_create_built_in_objects,
     kubectl_drives_the_seed_story,
     kubectl_applies_crds_and_built_in_objects_together,

@@ -246,6 +246,20 @@ impl Endpoint {
         }
     }
 
+    /// The schema upstream's OpenAPI document gives a built-in kind (`None` for custom
+    /// resources, whose schema is their CRD's).
+    pub fn built_in_schema(&self) -> Option<&'static crdctl_schema::Schema> {
+        use crate::registry::builtin::documents::compiled;
+        match &self.kind {
+            Kind::BuiltIn(resource) => resource.schema(),
+            Kind::Namespace => compiled("", "v1", "Namespace"),
+            Kind::Crd => compiled("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            Kind::Event(event::Shape::Core) => compiled("", "v1", "Event"),
+            Kind::Event(event::Shape::Events) => compiled("events.k8s.io", "v1", "Event"),
+            Kind::Custom(_) => None,
+        }
+    }
+
     /// What a write at `subresource` may own in `managedFields`; events keep none.
     pub fn field_scope(&self, subresource: Subresource) -> Option<fieldmanager::Scope<'_>> {
         let sub = match subresource {

@@ -4,6 +4,7 @@
 
 use axum::http::StatusCode;
 use crdctl_model::field::{self, Path};
+use crdctl_schema::{Schema, strategic_merge};
 use crdctl_storage::StoreError;
 use serde_json::{Value, json};
 
@@ -11,6 +12,7 @@ use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::fieldmanager;
 use crate::negotiate::{BodyType, PATCH_TYPES};
+use crate::registry::builtin::documents::compiled_in;
 use crate::registry::builtin::service::Reserved;
 use crate::registry::scale;
 use crate::registry::unknown_fields::FieldValidation;
@@ -71,7 +73,15 @@ pub async fn update(
                 let current_scale = scale::of(&old, paths);
                 let desired = match &change {
                     Change::Replace(body) => body.clone(),
-                    Change::Patch(body_type, patch) => apply_patch(&current_scale, *body_type, patch)?,
+                    Change::Patch(body_type, patch) => {
+                        let schema = match endpoint.kind {
+                            Kind::BuiltIn(resource) => {
+                                compiled_in((resource.group, resource.version), ("autoscaling", "v1", "Scale"))
+                            }
+                            _ => None,
+                        };
+                        apply_patch(schema, &current_scale, *body_type, patch)?
+                    }
                 };
                 let rv = crate::object::meta_str(&desired, "resourceVersion").map(str::to_string);
                 let mut new = old.clone();
@@ -218,7 +228,7 @@ fn change_object(endpoint: &Endpoint, name: &str, old: &Value, change: &Change) 
         }
         Change::Patch(body_type, patch) => {
             let rv = crate::object::meta_str(patch, "resourceVersion").map(str::to_string);
-            (apply_patch(old, *body_type, patch)?, rv)
+            (apply_patch(endpoint.built_in_schema(), old, *body_type, patch)?, rv)
         }
     })
 }
@@ -264,10 +274,21 @@ async fn admit_update(
     Ok((new, warnings))
 }
 
-/// Applies a patch to the current object (in the request version).
-fn apply_patch(current: &Value, body_type: BodyType, patch: &Value) -> ApiResult<Value> {
+/// Applies a patch to the current object (in the request version); strategic merge patches
+/// need the built-in kind's `schema`.
+fn apply_patch(schema: Option<&Schema>, current: &Value, body_type: BodyType, patch: &Value) -> ApiResult<Value> {
     let mut patched = current.clone();
     match body_type {
+        BodyType::StrategicMergePatch => {
+            let schema = schema.ok_or_else(|| ApiError::unsupported_media_type(&PATCH_TYPES))?;
+            let (Value::Object(current), Value::Object(patch)) = (patched, patch.clone()) else {
+                return Err(ApiError::bad_request(format!(
+                    "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                    crdctl_conversion::response::json_type(patch)
+                )));
+            };
+            patched = Value::Object(strategic_merge::apply(current, patch, schema).map_err(strategic_merge_error)?);
+        }
         BodyType::MergePatch => json_patch::merge(&mut patched, patch),
         BodyType::ApplyPatch => return Err(ApiError::bad_request("apply patches are not applied as merge patches")),
         BodyType::JsonPatch => {
@@ -289,7 +310,7 @@ fn apply_patch(current: &Value, body_type: BodyType, patch: &Value) -> ApiResult
                 })?;
             }
         }
-        BodyType::Json | BodyType::Yaml | BodyType::StrategicMergePatch | BodyType::Protobuf => {
+        BodyType::Json | BodyType::Yaml | BodyType::Protobuf => {
             return Err(ApiError::unsupported_media_type(&PATCH_TYPES));
         }
     }
@@ -297,4 +318,15 @@ fn apply_patch(current: &Value, body_type: BodyType, patch: &Value) -> ApiResult
         return Err(ApiError::bad_request("the patch did not produce an object"));
     }
     Ok(patched)
+}
+
+/// A strategic merge patch's error as upstream's patch handler answers it
+/// (`interpretStrategicMergePatchError`): 400 for a directive in the wrong shape, 422 without
+/// detail for lists of lists, and the bare message with 500 for the rest.
+fn strategic_merge_error(err: strategic_merge::Error) -> ApiError {
+    match err.status {
+        strategic_merge::Status::BadRequest => ApiError::bad_request(err.message),
+        strategic_merge::Status::Unprocessable => ApiError::rejected(),
+        strategic_merge::Status::Internal => ApiError::internal(err.message),
+    }
 }

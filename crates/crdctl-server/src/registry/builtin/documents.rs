@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::io::Read;
+use std::sync::{LazyLock, Mutex, OnceLock, PoisonError};
 
 use crdctl_schema::Schema;
 use serde::Deserialize;
@@ -105,8 +106,34 @@ fn component_name<'a>(components: &Components<'a>, group: &str, version: &str, k
     })
 }
 
-/// The compiled schema of `kind` in `group`/`version`: structural, references inlined.
-pub fn schema(group: &str, version: &str, kind: &str) -> Option<Schema> {
+/// The compiled schema of `kind` in `group`/`version`, compiled the first time it is asked
+/// for and kept for the life of the process.
+pub fn compiled(group: &'static str, version: &'static str, kind: &'static str) -> Option<&'static Schema> {
+    compiled_in((group, version), (group, version, kind))
+}
+
+/// The compiled schema of a kind that `document` describes though it belongs to another group
+/// version: `autoscaling/v1` `Scale` in each document with a scale subresource.
+pub fn compiled_in(document: GroupVersion, kind: GroupVersionKind) -> Option<&'static Schema> {
+    type Cells = HashMap<(GroupVersion, GroupVersionKind), &'static OnceLock<Option<Schema>>>;
+    static CELLS: LazyLock<Mutex<Cells>> = LazyLock::new(Mutex::default);
+    // One cell per kind (a few dozen at most), leaked so it lives as long as the schemas it holds.
+    let cell = *CELLS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry((document, kind))
+        .or_insert_with(|| Box::leak(Box::new(OnceLock::new())));
+    cell.get_or_init(|| schema(document, kind)).as_ref()
+}
+
+type GroupVersion = (&'static str, &'static str);
+type GroupVersionKind = (&'static str, &'static str, &'static str);
+
+/// The compiled schema of `kind` from `document`: structural, references inlined.
+fn schema(
+    (document_group, document_version): GroupVersion,
+    (group, version, kind): GroupVersionKind,
+) -> Option<Schema> {
     #[derive(Deserialize)]
     struct Document<'a> {
         #[serde(borrow)]
@@ -117,7 +144,7 @@ pub fn schema(group: &str, version: &str, kind: &str) -> Option<Schema> {
         #[serde(borrow)]
         schemas: Components<'a>,
     }
-    let text = text(group, version)?;
+    let text = text(document_group, document_version)?;
     let components = serde_json::from_slice::<Document>(&text).ok()?.components.schemas;
     let name = component_name(&components, group, version, kind)?;
     Some(Schema::new(&structural(&components, name, &mut Vec::new())))
@@ -161,7 +188,15 @@ fn inline(schemas: &Components, node: &Value, inlining: &mut Vec<String>) -> Val
     let wrapped = fields.get("allOf").and_then(Value::as_array).and_then(|all| all.first());
     let reference = fields.get("$ref").or_else(|| wrapped?.get("$ref")).and_then(Value::as_str);
     if let Some(name) = reference.and_then(|r| r.strip_prefix("#/components/schemas/")) {
-        return structural(schemas, name, inlining);
+        // What a field says beside its reference is about the field: how a strategic merge
+        // patch treats it (`x-kubernetes-patch-strategy: retainKeys` on a Deployment's strategy).
+        let mut resolved = structural(schemas, name, inlining);
+        if let Value::Object(resolved_fields) = &mut resolved {
+            for (key, value) in fields.iter().filter(|(k, _)| k.starts_with("x-kubernetes-patch-")) {
+                resolved_fields.insert(key.clone(), value.clone());
+            }
+        }
+        return resolved;
     }
     let mut out = Map::new();
     for (key, value) in fields {
@@ -200,7 +235,7 @@ mod tests {
 
     #[test]
     fn schemas_are_structural_with_references_inlined() {
-        let deployment = schema("apps", "v1", "Deployment").unwrap();
+        let deployment = compiled("apps", "v1", "Deployment").unwrap();
         let containers =
             deployment.property("spec").and_then(|s| s.property("template")).and_then(|t| t.property("spec"));
         let containers = containers.and_then(|s| s.property("containers")).unwrap();
@@ -216,7 +251,15 @@ mod tests {
         let max_surge = strategy.property("rollingUpdate").and_then(|r| r.property("maxSurge")).unwrap();
         assert!(max_surge.int_or_string);
         assert!(deployment.property("spec").unwrap().default.is_none(), "upstream defaults built-ins in Go");
-        let crd = schema("apiextensions.k8s.io", "v1", "CustomResourceDefinition").unwrap();
+        // Patch strategies stay, also beside a reference (the strategy is a `DeploymentStrategy`).
+        assert_eq!(
+            (containers.patch_strategies.as_slice(), containers.patch_merge_key.as_deref()),
+            (&["merge".to_string()][..], Some("name"))
+        );
+        assert_eq!(strategy.patch_strategies, ["retainKeys"]);
+        let scale = compiled_in(("apps", "v1"), ("autoscaling", "v1", "Scale")).unwrap();
+        assert!(scale.property("spec").and_then(|s| s.property("replicas")).is_some());
+        let crd = compiled("apiextensions.k8s.io", "v1", "CustomResourceDefinition").unwrap();
         let versions = crd.property("spec").and_then(|s| s.property("versions")).and_then(|v| v.items.as_deref());
         let props = versions.and_then(|v| v.property("schema")).and_then(|s| s.property("openAPIV3Schema"));
         let nested = props.and_then(|p| p.property("properties")).and_then(|p| match &p.additional_properties {

@@ -19,8 +19,6 @@ mod table;
 pub mod token;
 mod workload;
 
-use std::sync::OnceLock;
-
 use crdctl_model::field;
 use crdctl_schema::Schema;
 use serde_json::Value;
@@ -69,9 +67,6 @@ pub struct BuiltIn {
     /// The `Table` columns of upstream's printer.
     pub columns: fn() -> Vec<Column>,
 }
-
-/// Each row's schema, compiled from upstream's document on first use.
-static SCHEMAS: [OnceLock<Option<Schema>>; table::COUNT] = [const { OnceLock::new() }; table::COUNT];
 
 /// A subresource of a built-in resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,8 +173,7 @@ impl BuiltIn {
 
     /// The kind's schema from upstream's OpenAPI document, compiled on first use.
     pub fn schema(&'static self) -> Option<&'static Schema> {
-        let row = RESOURCES.iter().position(|r| std::ptr::eq(r, self))?;
-        SCHEMAS.get(row)?.get_or_init(|| documents::schema(self.group, self.version, self.kind)).as_ref()
+        documents::compiled(self.group, self.version, self.kind)
     }
 
     /// Gives back what `old` held from shared ranges and `new` (the object, if it is still
