@@ -1102,6 +1102,17 @@ async fn services(backend: Backend) {
     assert_eq!(web.body["spec"]["ports"][0], json!({"port": 80, "protocol": "TCP", "targetPort": 80}));
     let address = api.get(&format!("/apis/networking.k8s.io/v1/ipaddresses/{ip}")).await;
     assert_eq!(address.body["spec"]["parentRef"]["name"], "web", "{address:?}");
+    // Server-side apply keys a port left without `protocol` by its default, as upstream (Helm
+    // applies its charts so): the stored port, not a second one.
+    let applied = api
+        .patch(
+            &format!("{SERVICES}/web?fieldManager=helm"),
+            "application/apply-patch+yaml",
+            &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}),
+        )
+        .await;
+    assert_eq!((applied.code, applied.body["spec"]["ports"].as_array().map(Vec::len)), (200, Some(1)), "{applied:?}");
     let taken = api.post(SERVICES, &service("copy", json!({"clusterIP": ip, "ports": [{"port": 80}]}))).await;
     assert_eq!(taken.code, 422);
     assert_eq!(

@@ -11,6 +11,7 @@ mod serve;
 mod check;
 mod convert_crd;
 mod formats;
+mod helm;
 mod inputs;
 mod layering;
 mod migrate;

@@ -79,12 +79,15 @@ fn field_element(name: &str) -> Element {
     element
 }
 
-/// A list item's element: `k:{"name":"http"}` (key fields sorted) or `v:"value"`.
-fn item_element(item: &Value, keys: Option<&[String]>) -> Element {
+/// A list item's element: `k:{"name":"http"}` (key fields sorted) or `v:"value"`. A key field
+/// the item lacks counts with its schema's default, as structured-merge-diff keys it (a Service
+/// port applied without `protocol` is the stored one with `protocol: TCP`).
+fn item_element(item: &Value, keys: Option<&[String]>, items_schema: Option<&Schema>) -> Element {
     match keys {
         Some(keys) => {
+            let default = |k: &String| items_schema?.properties.get(k)?.default.as_ref();
             let key: BTreeMap<&str, &Value> =
-                keys.iter().filter_map(|k| item.get(k).map(|v| (k.as_str(), v))).collect();
+                keys.iter().filter_map(|k| item.get(k).or_else(|| default(k)).map(|v| (k.as_str(), v))).collect();
             format!("k:{}", serde_json::to_string(&key).unwrap_or_default())
         }
         None => format!("v:{}", serde_json::to_string(item).unwrap_or_default()),
@@ -92,10 +95,10 @@ fn item_element(item: &Value, keys: Option<&[String]>) -> Element {
 }
 
 /// The items of a list by element, first occurrence of each.
-fn index<'v>(items: &'v [Value], keys: Option<&[String]>) -> Vec<(Element, &'v Value)> {
+fn index<'v>(items: &'v [Value], keys: Option<&[String]>, items_schema: Option<&Schema>) -> Vec<(Element, &'v Value)> {
     let mut out: Vec<(Element, &Value)> = Vec::with_capacity(items.len());
     for item in items {
-        let element = item_element(item, keys);
+        let element = item_element(item, keys, items_schema);
         if !out.iter().any(|(e, _)| *e == element) {
             out.push((element, item));
         }
@@ -125,7 +128,7 @@ fn walk_set(value: &Value, schema: Option<&Schema>, root: bool, path: &mut Vec<E
             }
         }
         (Shape::Keyed(keys, items_schema), Value::Array(items)) => {
-            for (element, item) in index(items, Some(keys)) {
+            for (element, item) in index(items, Some(keys), items_schema) {
                 path.push(element);
                 walk_set(item, items_schema, false, path, set);
                 set.insert(path);
@@ -133,7 +136,7 @@ fn walk_set(value: &Value, schema: Option<&Schema>, root: bool, path: &mut Vec<E
             }
         }
         (Shape::Set, Value::Array(items)) => {
-            for (element, _) in index(items, None) {
+            for (element, _) in index(items, None, None) {
                 path.push(element);
                 set.insert(path);
                 path.pop();
@@ -228,12 +231,12 @@ fn every_path(value: &Value, schema: Option<&Schema>) -> Set {
             }
         }
         (Shape::Keyed(keys, items_schema), Value::Array(items)) => {
-            for (element, item) in index(items, Some(keys)) {
+            for (element, item) in index(items, Some(keys), items_schema) {
                 set.put(element, every_path(item, items_schema));
             }
         }
         (Shape::Set, Value::Array(items)) => {
-            for (element, item) in index(items, None) {
+            for (element, item) in index(items, None, None) {
                 set.put(element, every_path(item, None));
             }
         }
@@ -251,8 +254,8 @@ fn compare_items(
     out: &mut Comparison,
 ) {
     let no_items = Vec::new();
-    let old_items = index(old.and_then(Value::as_array).unwrap_or(&no_items), keys);
-    let new_items = index(new.and_then(Value::as_array).unwrap_or(&no_items), keys);
+    let old_items = index(old.and_then(Value::as_array).unwrap_or(&no_items), keys, items_schema);
+    let new_items = index(new.and_then(Value::as_array).unwrap_or(&no_items), keys, items_schema);
     fn find<'v>(items: &[(Element, &'v Value)], element: &str) -> Option<&'v Value> {
         items.iter().find(|(e, _)| e == element).map(|(_, v)| *v)
     }
@@ -301,8 +304,8 @@ fn merge_node(live: &Value, config: &Value, schema: Option<&Schema>, root: bool)
 /// Merges two keyed lists in upstream's order: items of the configuration in its order, the
 /// live object's other items kept where they stood relative to the shared ones.
 fn merge_items(live: &[Value], config: &[Value], keys: Option<&[String]>, items_schema: Option<&Schema>) -> Vec<Value> {
-    let live_items = index(live, keys);
-    let config_items = index(config, keys);
+    let live_items = index(live, keys, items_schema);
+    let config_items = index(config, keys, items_schema);
     let in_config = |element: &str| config_items.iter().find(|(e, _)| e == element).map(|(_, v)| *v);
     let in_live = |element: &str| live_items.iter().find(|(e, _)| e == element).map(|(_, v)| *v);
     let mut shared: std::collections::VecDeque<&Element> =
@@ -407,7 +410,7 @@ fn remove_node(value: &mut Value, remove: &Set, owned: &Set, schema: Option<&Sch
                 _ => (None, None),
             };
             items.retain_mut(|item| {
-                let element = item_element(item, keys);
+                let element = item_element(item, keys, items_schema);
                 let Some((member, below)) = remove.child(&element) else { return true };
                 let (owned_member, owned_below) = owned.child(&element).unwrap_or((false, &empty));
                 if member && !owned_member && owned_below.is_empty() {

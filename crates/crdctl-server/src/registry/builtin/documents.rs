@@ -157,8 +157,9 @@ const FIELDS_V1: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1";
 const JSON: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON";
 
 /// The component `name` as one structural schema, the form the server's validator and pruner
-/// read: references inlined, descriptions and `default`s dropped (upstream defaults built-in
-/// kinds in Go, not from the schema), and the types the documents spell as `oneOf` or as a bare
+/// read: references inlined, descriptions and object defaults dropped (upstream defaults
+/// built-in kinds in Go, not from the schema; nothing applies the scalar defaults that stay),
+/// and the types the documents spell as `oneOf` or as a bare
 /// object said the structural way — `IntOrString` is `x-kubernetes-int-or-string`, a `Quantity`
 /// (string or number) and the embedded JSON of `RawExtension`, `FieldsV1` and apiextensions'
 /// `JSON` keep what they hold. A reference back to a component being inlined (only
@@ -201,7 +202,10 @@ fn inline(schemas: &Components, node: &Value, inlining: &mut Vec<String>) -> Val
     let mut out = Map::new();
     for (key, value) in fields {
         let value = match key.as_str() {
-            "description" | "default" | "x-kubernetes-group-version-kind" => continue,
+            "description" | "x-kubernetes-group-version-kind" => continue,
+            // Scalar defaults stay: server-side apply keys a list item by them when the item
+            // leaves a key field out (a Service port's `protocol`).
+            "default" if value.is_object() || value.is_array() => continue,
             "properties" => Value::Object(
                 value
                     .as_object()
