@@ -4,6 +4,11 @@
 //! (what client-go and Helm send), in alternating slices on one in-memory server, so the store
 //! costs the same for both and the difference is the codec. Target: protobuf ≥ the JSON rate.
 //!
+//! Strategic merge patch: one container's image changed in a 10-container Deployment, as
+//! `kubectl apply` sends it (the container by its merge key, with `$setElementOrder`), against
+//! a merge patch making the same change (which must carry the whole container list), in
+//! alternating slices. Target: within 2× the merge patch's time.
+//!
 //! Start-up: `TestServer` start (median of 21, on the in-memory store; target < 20 ms), then
 //! what the built-in API adds once every kind of it has been written: the time and resident
 //! memory to compile every built-in kind's schema from the vendored OpenAPI documents, against
@@ -102,6 +107,57 @@ async fn wire_formats(base: &str) -> [[(usize, Duration); 2]; 2] {
     [creates, gets]
 }
 
+const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/default/deployments";
+const CONTAINERS: usize = 10;
+
+fn container(index: usize, image: &str) -> serde_json::Value {
+    json!({"name": format!("c{index}"), "image": image, "ports": [{"containerPort": 8000 + index}],
+        "env": [{"name": "INDEX", "value": index.to_string()}, {"name": "MODE", "value": "fast"}]})
+}
+
+/// The same change in each patch type: container `c3`'s image becomes `image`.
+fn patches(image: &str) -> [(&'static str, bytes::Bytes); 2] {
+    let strategic = json!({"spec": {"template": {"spec": {
+        "$setElementOrder/containers": (0..CONTAINERS).map(|i| json!({"name": format!("c{i}")})).collect::<Vec<_>>(),
+        "containers": [{"name": "c3", "image": image}]}}}});
+    let containers: Vec<_> = (0..CONTAINERS).map(|i| container(i, if i == 3 { image } else { "app:1" })).collect();
+    let merge = json!({"spec": {"template": {"spec": {"containers": containers}}}});
+    [
+        ("application/merge-patch+json", merge.to_string().into()),
+        ("application/strategic-merge-patch+json", strategic.to_string().into()),
+    ]
+}
+
+/// Patches of the 10-container Deployment `web`: merge patch, then strategic merge patch.
+async fn patch_types(base: &str) -> [(usize, Duration); 2] {
+    let mut connection = Connection::open(base).await;
+    let containers: Vec<_> = (0..CONTAINERS).map(|i| container(i, "app:1")).collect();
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": containers}}}});
+    let created = connection
+        .request(reqwest::Method::POST, DEPLOYMENTS, Some(("application/json", deployment.to_string().into())))
+        .await;
+    assert_eq!(created.status(), 201);
+    http_body_util::BodyExt::collect(created.into_body()).await.unwrap();
+    let mut totals = [(0, Duration::ZERO); 2];
+    for _ in 0..SLICES {
+        for (kind, total) in totals.iter_mut().enumerate() {
+            let part = slice(async |n| {
+                let [merge, strategic] = patches(&format!("app:{}", n % 2 + 2));
+                let body = if kind == 0 { merge } else { strategic };
+                let response =
+                    connection.request(reqwest::Method::PATCH, &format!("{DEPLOYMENTS}/web"), Some(body)).await;
+                assert_eq!(response.status(), 200);
+                http_body_util::BodyExt::collect(response.into_body()).await.unwrap();
+            })
+            .await;
+            add(total, part);
+        }
+    }
+    totals
+}
+
 #[tokio::main]
 async fn main() {
     let peer = Peer::new(2);
@@ -134,6 +190,7 @@ async fn main() {
     let typical = compile(&|resource| operator.contains(&resource));
     let all = compile(&|_| true);
     let [creates, gets] = wire_formats(&base).await;
+    let patched = patch_types(&base).await;
     println!("## Built-in API: wire formats and start-up\n");
     println!("| measure | value | against the same run's baseline |");
     println!("|---|---|---|");
@@ -146,6 +203,15 @@ async fn main() {
     );
     println!("| ConfigMap gets, JSON, 1 client | {:.0}/s | baseline |", rate(gets[0]));
     println!("| ConfigMap gets, protobuf, 1 client | {:.0}/s | {:.2}× JSON (target ≥ 1) |", rate(gets[1]), ratio(gets));
+    println!(
+        "| 10-container Deployment, one image changed by merge patch, 1 client | {:.0}/s | baseline |",
+        rate(patched[0])
+    );
+    println!(
+        "| the same change by strategic merge patch, 1 client | {:.0}/s | {:.2}× the merge patch's time (target ≤ 2) |",
+        rate(patched[1]),
+        rate(patched[0]) / rate(patched[1])
+    );
     println!(
         "| `TestServer` start, in-memory store (median of 21) | {:.1} ms | target < 20 ms |",
         starts[10].as_secs_f64() * 1e3
