@@ -240,15 +240,20 @@ fn render(
         Representation::Object => reply.into_json(),
         _ if reply.body.is_status() => reply.into_json(),
         Representation::Protobuf => {
-            let object = match list_items(&mut reply)? {
-                Some(items) => {
-                    let mut list = reply.body.into_value()?;
+            let (encoded, object) = match (list_items(&mut reply)?, reply.body) {
+                (Some(items), body) => {
+                    let mut list = body.into_value()?;
                     crate::object::set(&mut list, "items", Value::Array(items));
-                    list
+                    (crate::protobuf::encode(&list), Body::Value(list))
                 }
-                None => reply.body.into_value()?,
+                // A stored object is transcoded from its text, which is of the endpoint's kind.
+                (None, Body::Json(text)) => (
+                    crate::protobuf::encode_text(&text, &endpoint.api_version(), &endpoint.type_kind),
+                    Body::Json(text),
+                ),
+                (None, Body::Value(object)) => (crate::protobuf::encode(&object), Body::Value(object)),
             };
-            match crate::protobuf::encode(&object) {
+            match encoded {
                 Some(bytes) => {
                     let mut response = (code, bytes).into_response();
                     let media_type = HeaderValue::from_static(crate::protobuf::MEDIA_TYPE);
@@ -256,7 +261,7 @@ fn render(
                     crate::warnings::add(&mut response, &warnings);
                     return Ok(response);
                 }
-                None => to_json(&object),
+                None => to_json(&object.into_value()?),
             }
         }
         Representation::Table => {

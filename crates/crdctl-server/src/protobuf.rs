@@ -26,9 +26,13 @@ use std::sync::OnceLock;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use prost::bytes::Buf;
-use prost::encoding::{WireType, decode_key, decode_varint, encode_key, encode_varint};
+use prost::encoding::{WireType, decode_key, decode_varint};
 use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::{Map, Value, json};
+
+use write::{write_bytes, write_string};
+
+mod write;
 
 /// The media type.
 pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
@@ -159,9 +163,28 @@ pub fn decode(body: &[u8]) -> Result<Value, DecodeError> {
 pub fn encode(object: &Value) -> Option<Vec<u8>> {
     let api_version = object.get("apiVersion")?.as_str()?;
     let kind = object.get("kind")?.as_str()?;
+    envelope_of(api_version, kind, |descriptor, raw| write::message(descriptor, object, raw).is_ok())
+}
+
+/// [`encode`] of the JSON text of an object of `kind` in `api_version`, read once, without a
+/// parsed copy: how a stored object is answered in protobuf.
+pub fn encode_text(text: &[u8], api_version: &str, kind: &str) -> Option<Vec<u8>> {
+    envelope_of(api_version, kind, |descriptor, raw| {
+        write::message(descriptor, &mut serde_json::Deserializer::from_slice(text), raw).is_ok()
+    })
+}
+
+/// The envelope around the message `write` writes for `kind`.
+fn envelope_of(
+    api_version: &str,
+    kind: &str,
+    write: impl FnOnce(&MessageDescriptor, &mut Vec<u8>) -> bool,
+) -> Option<Vec<u8>> {
     let descriptor = message(api_version, kind)?;
     let mut raw = Vec::new();
-    write_message(&descriptor, object, &mut raw);
+    if !write(&descriptor, &mut raw) {
+        return None;
+    }
     let mut type_meta = Vec::new();
     write_string(1, api_version, &mut type_meta);
     write_string(2, kind, &mut type_meta);
@@ -383,131 +406,6 @@ fn format_time(seconds: i64, nanos: i64, micro: bool) -> String {
     }
 }
 
-// --- JSON to protobuf ---
-
-fn write_string(number: u32, text: &str, out: &mut Vec<u8>) {
-    write_bytes(number, text.as_bytes(), out);
-}
-
-fn write_bytes(number: u32, bytes: &[u8], out: &mut Vec<u8>) {
-    encode_key(number, WireType::LengthDelimited, out);
-    encode_varint(bytes.len() as u64, out);
-    out.extend_from_slice(bytes);
-}
-
-fn write_varint(number: u32, value: u64, out: &mut Vec<u8>) {
-    encode_key(number, WireType::Varint, out);
-    encode_varint(value, out);
-}
-
-/// A message's fields from a JSON object; fields the message lacks are left out.
-fn write_message(descriptor: &MessageDescriptor, object: &Value, out: &mut Vec<u8>) {
-    let Some(fields) = object.as_object() else { return };
-    for (name, value) in fields {
-        let Some(field) = descriptor.get_field_by_name(name) else { continue };
-        let number = field.number();
-        match field.kind() {
-            Kind::Message(entry) if field.is_map() => {
-                for (key, value) in value.as_object().into_iter().flatten() {
-                    let mut bytes = Vec::new();
-                    write_value(&entry.map_entry_key_field(), &json!(key), &mut bytes);
-                    write_value(&entry.map_entry_value_field(), value, &mut bytes);
-                    write_bytes(number, &bytes, out);
-                }
-            }
-            _ if field.is_list() => {
-                for item in value.as_array().into_iter().flatten() {
-                    write_value(&field, item, out);
-                }
-            }
-            _ => write_value(&field, value, out),
-        }
-    }
-}
-
-/// One value of a field (an element, for lists).
-fn write_value(field: &FieldDescriptor, value: &Value, out: &mut Vec<u8>) {
-    let number = field.number();
-    if value.is_null() {
-        return;
-    }
-    match field.kind() {
-        Kind::Message(message) => {
-            let mut bytes = Vec::new();
-            write_special(&message, value, &mut bytes);
-            write_bytes(number, &bytes, out);
-        }
-        Kind::String => match value {
-            Value::String(text) => write_string(number, text, out),
-            other => write_string(number, &other.to_string(), out),
-        },
-        Kind::Bytes => {
-            let bytes = value.as_str().and_then(|b| STANDARD.decode(b).ok()).unwrap_or_default();
-            write_bytes(number, &bytes, out);
-        }
-        Kind::Bool => write_varint(number, u64::from(value.as_bool().unwrap_or(false)), out),
-        Kind::Int32 | Kind::Int64 | Kind::Enum(_) => {
-            let n = value.as_i64().or_else(|| value.as_f64().map(|f| f as i64)).unwrap_or(0);
-            write_varint(number, n as u64, out);
-        }
-        Kind::Uint32 | Kind::Uint64 => write_varint(number, value.as_u64().unwrap_or(0), out),
-        Kind::Sint32 | Kind::Sint64 => {
-            let n = value.as_i64().unwrap_or(0);
-            write_varint(number, ((n << 1) ^ (n >> 63)) as u64, out);
-        }
-        Kind::Double | Kind::Fixed64 | Kind::Sfixed64 => {
-            encode_key(number, WireType::SixtyFourBit, out);
-            let bits = if matches!(field.kind(), Kind::Double) {
-                value.as_f64().unwrap_or(0.0).to_bits()
-            } else {
-                value.as_i64().unwrap_or(0) as u64
-            };
-            out.extend_from_slice(&bits.to_le_bytes());
-        }
-        Kind::Float | Kind::Fixed32 | Kind::Sfixed32 => {
-            encode_key(number, WireType::ThirtyTwoBit, out);
-            let bits = if matches!(field.kind(), Kind::Float) {
-                (value.as_f64().unwrap_or(0.0) as f32).to_bits()
-            } else {
-                value.as_i64().unwrap_or(0) as u32
-            };
-            out.extend_from_slice(&bits.to_le_bytes());
-        }
-    }
-}
-
-/// A message from its JSON, for the types whose JSON is not their fields.
-fn write_special(message: &MessageDescriptor, value: &Value, out: &mut Vec<u8>) {
-    match message.full_name() {
-        TIME | MICRO_TIME => {
-            let text = value.as_str().unwrap_or_default();
-            if let Ok(at) = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339) {
-                write_varint(1, at.unix_timestamp() as u64, out);
-                if message.full_name() == MICRO_TIME && at.nanosecond() != 0 {
-                    write_varint(2, u64::from(at.nanosecond()), out);
-                }
-            }
-        }
-        DURATION => write_varint(1, value.as_str().and_then(crdctl_model::go::parse_duration).unwrap_or(0) as u64, out),
-        QUANTITY => match value {
-            Value::String(text) => write_string(1, text, out),
-            other => write_string(1, &other.to_string(), out),
-        },
-        INT_OR_STRING => match value {
-            Value::String(text) => {
-                write_varint(1, 1, out);
-                write_string(3, text, out);
-            }
-            other => {
-                write_varint(1, 0, out);
-                write_varint(2, other.as_i64().unwrap_or(0) as u64, out);
-            }
-        },
-        RAW_EXTENSION | FIELDS_V1 | JSON => write_bytes(1, value.to_string().as_bytes(), out),
-        _ => write_message(message, value, out),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -531,6 +429,8 @@ mod tests {
             "status": {}
         });
         assert_eq!(round_trip(deployment.clone()), deployment);
+        let text = serde_json::to_vec(&deployment).unwrap();
+        assert_eq!(encode_text(&text, "apps/v1", "Deployment"), encode(&deployment), "text and value transcode alike");
         let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "type": "Opaque", "data": {"a": "eA=="}, "immutable": false});
         assert_eq!(round_trip(secret.clone()), secret, "a pointer field keeps its zero");
         // What Go's encoder writes for value fields left at zero is not JSON's.
