@@ -7,7 +7,8 @@
 //! `generated.proto` files of Kubernetes 1.33 (`upstream/proto`), compiled into descriptors at
 //! build time by protox (pure Rust, so building needs no `protoc`) and read with prost-reflect;
 //! one transcoder walks the wire format against those descriptors in each direction, without
-//! generated types. The few types whose JSON is not their message's fields are done once here:
+//! generated types (JSON to protobuf in `write`, a serde visitor that reads a parsed value and
+//! stored text alike). The few types whose JSON is not their message's fields are done once here:
 //! `Time`/`MicroTime` (RFC 3339), `Duration` (Go's `1h2m3s`), `Quantity` (its string),
 //! `IntOrString`, and `RawExtension`/`FieldsV1`/apiextensions' `JSON` (embedded JSON bytes).
 //!

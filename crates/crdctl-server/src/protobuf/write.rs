@@ -21,6 +21,36 @@ use serde_json::value::RawValue;
 
 use super::{DURATION, FIELDS_V1, INT_OR_STRING, JSON, MICRO_TIME, QUANTITY, RAW_EXTENSION, TIME};
 
+/// The visitor methods of a value that writes nothing for a scalar (or `null`) where it
+/// expects an object or a list, as Go's decoder leaves such a field unset.
+macro_rules! ignores_scalars {
+    () => {
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+    };
+}
+
 pub fn write_string(number: u32, text: &str, out: &mut Vec<u8>) {
     write_bytes(number, text.as_bytes(), out);
 }
@@ -62,7 +92,7 @@ impl<'de> Visitor<'de> for Fields<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(Key(name)) = map.next_key()? {
             match self.descriptor.get_field_by_name(&name) {
-                Some(field) => map.next_value_seed(Field { field: &field, out: self.out })?,
+                Some(field) => map.next_value_seed(Field { field: &field, out: self.out, element: false })?,
                 None => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -75,42 +105,22 @@ impl<'de> Visitor<'de> for Fields<'_> {
         IgnoredAny.visit_seq(seq).map(drop)
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
+    ignores_scalars!();
 }
 
-/// One field of a message: a map's entries, a list's elements, or one value.
+/// A field of a message: all its JSON (a map's entries, a list's elements, or its one value),
+/// or, with `element`, one value of it (a list's element, a map entry's value).
 struct Field<'a> {
     field: &'a FieldDescriptor,
     out: &'a mut Vec<u8>,
+    element: bool,
 }
 
 impl<'de> DeserializeSeed<'de> for Field<'_> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        if self.field.is_map() || self.field.is_list() {
+        if !self.element && (self.field.is_map() || self.field.is_list()) {
             deserializer.deserialize_any(self)
         } else {
             value(self.field, deserializer, self.out)
@@ -136,7 +146,7 @@ impl<'de> Visitor<'de> for Field<'_> {
         while let Some(Key(key)) = map.next_key()? {
             bytes.clear();
             write_string(1, &key, &mut bytes);
-            map.next_value_seed(Value { field: &value_field, out: &mut bytes })?;
+            map.next_value_seed(Field { field: &value_field, out: &mut bytes, element: true })?;
             write_bytes(self.field.number(), &bytes, self.out);
         }
         Ok(())
@@ -147,47 +157,11 @@ impl<'de> Visitor<'de> for Field<'_> {
         if !self.field.is_list() {
             return IgnoredAny.visit_seq(seq).map(drop);
         }
-        while seq.next_element_seed(Value { field: self.field, out: self.out })?.is_some() {}
+        while seq.next_element_seed(Field { field: self.field, out: self.out, element: true })?.is_some() {}
         Ok(())
     }
 
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-}
-
-/// One value of a field (an element, for lists).
-struct Value<'a> {
-    field: &'a FieldDescriptor,
-    out: &'a mut Vec<u8>,
-}
-
-impl<'de> DeserializeSeed<'de> for Value<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        value(self.field, deserializer, self.out)
-    }
+    ignores_scalars!();
 }
 
 fn value<'de, D: Deserializer<'de>>(
@@ -425,24 +399,24 @@ impl<'de> Visitor<'de> for NullOr<'_> {
         self.0.visit_seq(seq).map(Some)
     }
 
-    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Option<()>, E> {
-        self.0.visit_bool(b).map(Some)
+    fn visit_bool<E>(self, _: bool) -> Result<Option<()>, E> {
+        Ok(Some(()))
     }
 
-    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Option<()>, E> {
-        self.0.visit_i64(n).map(Some)
+    fn visit_i64<E>(self, _: i64) -> Result<Option<()>, E> {
+        Ok(Some(()))
     }
 
-    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Option<()>, E> {
-        self.0.visit_u64(n).map(Some)
+    fn visit_u64<E>(self, _: u64) -> Result<Option<()>, E> {
+        Ok(Some(()))
     }
 
-    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Option<()>, E> {
-        self.0.visit_f64(n).map(Some)
+    fn visit_f64<E>(self, _: f64) -> Result<Option<()>, E> {
+        Ok(Some(()))
     }
 
-    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Option<()>, E> {
-        self.0.visit_str(text).map(Some)
+    fn visit_str<E>(self, _: &str) -> Result<Option<()>, E> {
+        Ok(Some(()))
     }
 }
 
