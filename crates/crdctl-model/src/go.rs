@@ -1,5 +1,5 @@
 //! Values printed the way the Go API server (Kubernetes 1.33) prints them in messages: `%q` for
-//! strings ([`quote`]), `%v` for numbers ([`float`], [`number`]), `%#v` (Go syntax) for objects
+//! strings ([`quote`]), `%v` for numbers ([`float`], [`number`]) and values ([`display`]), `%#v` (Go syntax) for objects
 //! and lists ([`syntax`]), and `encoding/json` (sorted keys, HTML-safe escapes) where upstream
 //! marshals ([`json`]).
 //!
@@ -8,6 +8,7 @@
 //!
 //! assert_eq!(go::quote("a\"b\n"), r#""a\"b\n""#);
 //! assert_eq!(go::float(1e6), "1e+06");
+//! assert_eq!(go::display(&serde_json::json!({"b": [1, "x", null], "a": {"c": 1.5}})), "map[a:map[c:1.5] b:[1 x <nil>]]");
 //! assert_eq!(go::json(&serde_json::json!({"b": 1, "a": "<"})), r#"{"a":"\u003c","b":1}"#);
 //! ```
 
@@ -94,6 +95,31 @@ fn write_go_syntax(value: &Value, out: &mut String) {
             out.push('}');
         }
     }
+}
+
+/// `fmt.Sprintf("%v", v)` of a decoded JSON value: `map[a:1 b:[x <nil>]]`, keys sorted.
+pub fn display(value: &Value) -> String {
+    match value {
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => number(n),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => display_list(items),
+        Value::Object(fields) => display_map(fields),
+    }
+}
+
+/// `%v` of a decoded JSON list.
+pub fn display_list(items: &[Value]) -> String {
+    format!("[{}]", items.iter().map(display).collect::<Vec<_>>().join(" "))
+}
+
+/// `%v` of a decoded JSON object: `map[k:v …]`, keys sorted as Go's `fmt` sorts them.
+pub fn display_map(fields: &serde_json::Map<String, Value>) -> String {
+    let mut keys: Vec<&String> = fields.keys().collect();
+    keys.sort();
+    let entries: Vec<String> = keys.into_iter().map(|k| format!("{k}:{}", display(&fields[k]))).collect();
+    format!("map[{}]", entries.join(" "))
 }
 
 /// A number as Go's `%v` prints an `int64` or a `float64`.

@@ -21,6 +21,8 @@
 
 use serde_json::{Map, Value};
 
+use crdctl_model::go;
+
 use crate::Schema;
 
 const DIRECTIVE: &str = "$patch";
@@ -84,7 +86,7 @@ impl Error {
     }
 
     fn no_merge_key(item: &Map<String, Value>, key: &str) -> Error {
-        Error::internal(format!("map: {} does not contain declared merge key: {key}", go::map(item)))
+        Error::internal(format!("map: {} does not contain declared merge key: {key}", go::display_map(item)))
     }
 
     fn bad_arg_type(expected: GoType, actual: &Value) -> Error {
@@ -92,7 +94,7 @@ impl Error {
     }
 
     fn bad_patch_type(directive: &Value, item: &Map<String, Value>) -> Error {
-        Error::internal(format!("unknown patch type: {} in map: {}", go::value(directive), go::map(item)))
+        Error::internal(format!("unknown patch type: {} in map: {}", go::display(directive), go::display_map(item)))
     }
 }
 
@@ -327,8 +329,8 @@ fn check_element_order(patch: &[Value], order_list: &[Value], merge_key: &str) -
     if kept.peek().is_some() {
         return Err(Error::internal(format!(
             "The order in patch list:\n{}\n doesn't match {SET_ELEMENT_ORDER} list:\n{}\n",
-            go::list(patch),
-            go::list(order_list)
+            go::display_list(patch),
+            go::display_list(order_list)
         )));
     }
     Ok(())
@@ -529,7 +531,7 @@ fn element_type(lists: &[&[Value]]) -> Result<GoType, Error> {
             None if kind == GoType::List => return Err(Error::list_of_lists()),
             None => found = Some(kind),
             Some(previous) if previous != kind => {
-                let lists: Vec<String> = lists.iter().map(|l| go::list(l)).collect();
+                let lists: Vec<String> = lists.iter().map(|l| go::display_list(l)).collect();
                 return Err(Error::internal(format!("list element types are not identical: [{}]", lists.join(" "))));
             }
             Some(_) => {}
@@ -598,63 +600,6 @@ impl GoType {
             GoType::String => "string",
             GoType::List => "[]interface {}",
             GoType::Map => "map[string]interface {}",
-        }
-    }
-}
-
-/// Values printed as Go's `%v` prints decoded JSON, for upstream's messages.
-mod go {
-    use serde_json::{Map, Value};
-
-    pub fn value(value: &Value) -> String {
-        match value {
-            Value::Null => "<nil>".into(),
-            Value::Bool(b) => b.to_string(),
-            Value::Number(n) if n.is_i64() => n.to_string(),
-            Value::Number(n) => float(n.as_f64().unwrap_or_default()),
-            Value::String(s) => s.clone(),
-            Value::Array(items) => list(items),
-            Value::Object(fields) => map(fields),
-        }
-    }
-
-    pub fn list(items: &[Value]) -> String {
-        format!("[{}]", items.iter().map(value).collect::<Vec<_>>().join(" "))
-    }
-
-    /// `map[k:v …]`, keys sorted as Go's `fmt` sorts them.
-    pub fn map(fields: &Map<String, Value>) -> String {
-        let mut keys: Vec<&String> = fields.keys().collect();
-        keys.sort();
-        let entries: Vec<String> = keys.into_iter().map(|k| format!("{k}:{}", value(&fields[k]))).collect();
-        format!("map[{}]", entries.join(" "))
-    }
-
-    /// `%v` of a float64: the shortest digits, with an exponent below 1e-4 or from 1e6 on.
-    fn float(f: f64) -> String {
-        let scientific = format!("{f:e}");
-        let exponent: i32 = scientific.split_once('e').and_then(|(_, e)| e.parse().ok()).unwrap_or(0);
-        if !(-4..6).contains(&exponent) {
-            let (mantissa, _) = scientific.split_once('e').unwrap_or((&scientific, ""));
-            let sign = if exponent < 0 { '-' } else { '+' };
-            format!("{mantissa}e{sign}{:02}", exponent.abs())
-        } else {
-            f.to_string()
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use serde_json::json;
-
-        #[test]
-        fn values_print_as_go_prints_them() {
-            let printed = super::value(&json!({"b": [1, "x", null], "a": {"c": true}, "f": 1.5}));
-            assert_eq!(printed, "map[a:map[c:true] b:[1 x <nil>] f:1.5]");
-            assert_eq!(super::float(1e21), "1e+21");
-            assert_eq!(super::float(123456.0), "123456");
-            assert_eq!(super::float(1234567.0), "1.234567e+06");
-            assert_eq!(super::float(0.00001), "1e-05");
         }
     }
 }

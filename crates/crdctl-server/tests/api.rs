@@ -414,6 +414,22 @@ async fn custom_resources(backend: Backend) {
     assert_eq!(warned.code, 201);
     assert_eq!(warned.warnings, [r#"299 - "unknown field \"spec.x\"""#]);
     assert!(warned.body["spec"].get("x").is_none());
+    // A patch is decoded after patching, and refused as an invalid patch showing the result.
+    let patched = api
+        .patch(
+            &format!("{CRONTABS_V1}/unknown?fieldValidation=Strict"),
+            "application/merge-patch+json",
+            &json!({"spec": {"x": 2}}),
+        )
+        .await;
+    assert_eq!(patched.code, 422, "{patched:?}");
+    let message = patched.body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(r#" "" is invalid: patch: Invalid value: "{\"apiVersion\":\"example.com/v1\","#)
+            && message.ends_with(r#"}": strict decoding error: unknown field "spec.x""#),
+        "{message}"
+    );
+    assert_eq!(patched.body["details"]["causes"][0]["field"], "patch");
 
     // Schema validation with upstream messages.
     let mut bad = crontab("bad", "v1");
@@ -1027,6 +1043,22 @@ async fn workloads(backend: Backend) {
         "{warned:?}"
     );
     assert!(warned.body["spec"].get("replica").is_none());
+    let patched = api
+        .patch(
+            &format!("{DEPLOYMENTS}/strict?fieldValidation=Strict"),
+            "application/strategic-merge-patch+json",
+            &json!({"spec": {"replica": 3, "paused": true}}),
+        )
+        .await;
+    assert_eq!(
+        (patched.code, patched.body["message"].as_str()),
+        (
+            422,
+            Some(
+                r#" "" is invalid: patch: Invalid value: "map[spec:map[paused:true replica:3]]": strict decoding error: unknown field "spec.replica""#
+            )
+        )
+    );
     let mut wrong_type = deployment("typed", json!({"app": "typed"}));
     wrong_type["spec"]["replicas"] = json!("two");
     assert_eq!(api.post(DEPLOYMENTS, &wrong_type).await.code, 422);

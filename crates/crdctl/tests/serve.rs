@@ -206,8 +206,20 @@ impl Kubectl {
 
     #[track_caller]
     pub fn run_with(&self, args: &[&str], stdin: Option<&str>) -> Run {
-        let mut child = self
-            .command(args)
+        Self::execute(self.command(args), stdin)
+    }
+
+    /// `kubectl edit ARGS` with `editor`, a shell command, as the editor it runs on the file.
+    #[track_caller]
+    pub fn edit(&self, args: &[&str], editor: &str) -> Run {
+        let mut command = self.command(&[&["edit"], args].concat());
+        command.env("KUBE_EDITOR", editor);
+        Self::execute(command, None)
+    }
+
+    #[track_caller]
+    fn execute(mut command: Command, stdin: Option<&str>) -> Run {
+        let mut child = command
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -662,6 +674,29 @@ spec:
         );
         let annotations = &patched["spec"]["template"]["metadata"]["annotations"];
         assert!(annotations["kubectl.kubernetes.io/restartedAt"].is_string(), "{}: {patched}", k.name());
+
+        // `kubectl edit` sends the difference as a strategic merge patch, strictly validated.
+        let edited = k.edit(&["deployment", "web"], "sed -i -e 's/image: envoy:2/image: envoy:3/'");
+        assert_eq!(edited.code, 0, "{}: {edited:?}", k.name());
+        let containers = k.json(&["get", "deployment", "web"])["spec"]["template"]["spec"]["containers"].clone();
+        assert_eq!(
+            (containers[0]["image"].as_str(), containers[1]["image"].as_str()),
+            (Some("nginx:1.28"), Some("envoy:3")),
+            "{}: {containers}",
+            k.name()
+        );
+        let refused = k.edit(&["deployment", "web"], "sed -i -e 's/^spec:$/spec:\\n  replica: 5/'");
+        // kubectl reopens the file with the server's causes on top, then keeps a copy.
+        let copy = refused.stderr.split_once("has been stored to \"").and_then(|(_, rest)| rest.split_once('"'));
+        let copy = copy.map(|(path, _)| path.to_string()).unwrap_or_else(|| panic!("{}: {refused:?}", k.name()));
+        let reopened = std::fs::read_to_string(&copy).unwrap_or_default();
+        std::fs::remove_file(&copy).ok();
+        assert!(
+            refused.code != 0
+                && reopened.contains(r#"# * patch: Invalid value: "map[spec:map[replica:5]]": strict decoding error: unknown field "spec.replica""#),
+            "{}: {refused:?}\n{reopened}",
+            k.name()
+        );
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::registry::ServedCrd;
-use crate::registry::unknown_fields::FieldValidation;
+use crate::registry::unknown_fields::{Decoded, FieldValidation};
 
 /// Decodes a written object at `version`: checks its type, prunes (reporting unknown fields as
 /// `fieldValidation` asks), defaults and validates it against the schema, and `old` (the
@@ -19,7 +19,7 @@ pub fn admit(
     old: Option<&Value>,
     crd: &ServedCrd,
     version: &str,
-    field_validation: FieldValidation,
+    (field_validation, decoded): (FieldValidation, Decoded),
 ) -> Result<Vec<String>, ApiError> {
     let expected = crd.api_version(version);
     let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -46,8 +46,7 @@ pub fn admit(
     }
     let mut warnings = Vec::new();
     if let Some(schema) = crd.schema(version) {
-        let unknown = crdctl_schema::prune(object, schema);
-        warnings.extend(field_validation.report(crd.kind(), version, unknown)?);
+        warnings.extend(field_validation.prune(object, schema, (crd.kind(), version), decoded)?);
         crdctl_schema::default(object, schema);
     }
     let mut violations = crate::object::subdomain_name_errors(object);

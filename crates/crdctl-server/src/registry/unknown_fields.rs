@@ -2,6 +2,11 @@
 //! custom resources and built-in kinds alike: upstream's typed and schema-coercing decoders
 //! drop them, and say so as the request asks.
 
+use crdctl_model::field::{Path, Raw};
+use crdctl_model::go;
+use crdctl_schema::Schema;
+use serde_json::{Map, Value};
+
 use crate::error::ApiError;
 
 /// `?fieldValidation=`: what to do with fields the schema does not know.
@@ -30,17 +35,48 @@ impl FieldValidation {
     }
 }
 
+/// How the object a write decodes reached the server; upstream words a strict decoding error
+/// by it.
+#[derive(Debug, Clone, Copy)]
+pub enum Decoded<'a> {
+    /// A request body (create, update, apply).
+    Body,
+    /// The result of a JSON or merge patch: refused as an invalid `patch`, showing the patched
+    /// object as `encoding/json` writes it.
+    Patched,
+    /// The result of this strategic merge patch: refused as an invalid `patch`, showing the patch
+    /// as Go's `%v` prints it.
+    StrategicMerge(&'a Map<String, Value>),
+}
+
 impl FieldValidation {
-    /// The unknown fields (field paths) a decoder found in a `kind` at `version`: refused under
-    /// `Strict` as upstream's strict decoder refuses them, else the warnings to send (none under
-    /// `Ignore`).
-    pub fn report(self, kind: &str, version: &str, unknown: Vec<String>) -> Result<Vec<String>, ApiError> {
+    /// Prunes `object` (a `kind` at `version`) to `schema`. The fields it drops are refused under
+    /// `Strict` as upstream's strict decoder refuses them, else returned as the warnings to send
+    /// (none under `Ignore`).
+    pub fn prune(
+        self,
+        object: &mut Value,
+        schema: &Schema,
+        (kind, version): (&str, &str),
+        decoded: Decoded,
+    ) -> Result<Vec<String>, ApiError> {
+        let patched = (self == FieldValidation::Strict && matches!(decoded, Decoded::Patched)).then(|| object.clone());
+        let unknown = crdctl_schema::prune(object, schema);
         let texts: Vec<String> = unknown.iter().map(|path| format!("unknown field {path:?}")).collect();
         match self {
-            FieldValidation::Strict if !texts.is_empty() => Err(ApiError::bad_request(format!(
-                "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
-                texts.join(", ")
-            ))),
+            FieldValidation::Strict if !texts.is_empty() => {
+                let error = format!("strict decoding error: {}", texts.join(", "));
+                let shown = match (decoded, patched) {
+                    (Decoded::StrategicMerge(patch), _) => go::display_map(patch),
+                    (Decoded::Patched, Some(patched)) => go::json(&patched),
+                    _ => {
+                        return Err(ApiError::bad_request(format!(
+                            "{kind} in version {version:?} cannot be handled as a {kind}: {error}"
+                        )));
+                    }
+                };
+                Err(ApiError::invalid("", "", "", &[Path::new("patch").invalid(Raw(go::quote(&shown)), error)]))
+            }
             FieldValidation::Warn => Ok(texts),
             _ => Ok(Vec::new()),
         }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
-use crate::registry::unknown_fields::FieldValidation;
+use crate::registry::unknown_fields::{Decoded, FieldValidation};
 use crate::registry::{crd, custom_resource, event, namespace};
 
 use super::update::Subresource;
@@ -59,7 +59,13 @@ pub async fn create(
         Kind::Crd => crd::prepare_create(&mut object, &state.registry)?,
         Kind::Custom(served) => {
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
-            warnings = custom_resource::admit(&mut object, None, served, &endpoint.version, field_validation)?;
+            warnings = custom_resource::admit(
+                &mut object,
+                None,
+                served,
+                &endpoint.version,
+                (field_validation, Decoded::Body),
+            )?;
             custom_resource::prepare_create(&mut object, served, &endpoint.version, endpoint.namespace.as_deref());
         }
         Kind::Event(shape) => {

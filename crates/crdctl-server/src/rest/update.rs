@@ -15,7 +15,7 @@ use crate::negotiate::{BodyType, PATCH_TYPES};
 use crate::registry::builtin::documents::compiled_in;
 use crate::registry::builtin::service::Reserved;
 use crate::registry::scale;
-use crate::registry::unknown_fields::FieldValidation;
+use crate::registry::unknown_fields::{Decoded, FieldValidation};
 use crate::registry::{crd, custom_resource, event};
 
 use super::create::{Managed, create};
@@ -121,7 +121,12 @@ pub async fn update(
                 crate::object::name(&new)
             )));
         }
-        let (mut stored, warnings) = admit_update(state, endpoint, new, &old, status, params).await?;
+        let decoded = match &change {
+            Change::Patch(BodyType::StrategicMergePatch, Value::Object(patch)) => Decoded::StrategicMerge(patch),
+            Change::Patch(BodyType::MergePatch | BodyType::JsonPatch, _) => Decoded::Patched,
+            _ => Decoded::Body,
+        };
+        let (mut stored, warnings) = admit_update(state, endpoint, new, &old, status, (params, decoded)).await?;
         if params.dry_run.is_some() {
             return Ok(Reply::with_warnings(StatusCode::OK, endpoint.present_one(stored).await?, warnings));
         }
@@ -241,7 +246,7 @@ async fn admit_update(
     mut new: Value,
     old: &Value,
     status: bool,
-    params: &Params,
+    (params, decoded): (&Params, Decoded<'_>),
 ) -> ApiResult<(Value, Vec<String>)> {
     let mut warnings = Vec::new();
     match (&endpoint.kind, status) {
@@ -258,11 +263,12 @@ async fn admit_update(
         }
         (Kind::BuiltIn(resource), _) => {
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
-            warnings = resource.prepare_update(&mut new, old, status, field_validation)?;
+            warnings = resource.prepare_update(&mut new, old, status, (field_validation, decoded))?;
         }
         (Kind::Custom(served), _) => {
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
-            warnings = custom_resource::admit(&mut new, Some(old), served, &endpoint.version, field_validation)?;
+            warnings =
+                custom_resource::admit(&mut new, Some(old), served, &endpoint.version, (field_validation, decoded))?;
             if status {
                 crate::object::keep_all_but_status(&mut new, old);
             } else {

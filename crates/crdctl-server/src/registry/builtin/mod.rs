@@ -24,7 +24,7 @@ use crdctl_schema::Schema;
 use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
-use crate::registry::unknown_fields::FieldValidation;
+use crate::registry::unknown_fields::{Decoded, FieldValidation};
 use crate::selector::SelectableFields;
 use crate::table::Column;
 
@@ -196,7 +196,7 @@ impl BuiltIn {
     /// Decodes, defaults and validates a created object (upstream's decoder, then
     /// `BeforeCreate`); returns the warnings to send.
     pub fn prepare_create(&'static self, object: &mut Value, validation: FieldValidation) -> ApiResult<Vec<String>> {
-        let warnings = self.decode(object, validation)?;
+        let warnings = self.decode(object, validation, Decoded::Body)?;
         if self.has(Subresource::Status) {
             crate::object::fields_mut(object).remove("status");
         }
@@ -216,9 +216,9 @@ impl BuiltIn {
         object: &mut Value,
         old: &Value,
         status: bool,
-        validation: FieldValidation,
+        (validation, decoded): (FieldValidation, Decoded),
     ) -> ApiResult<Vec<String>> {
-        let warnings = self.decode(object, validation)?;
+        let warnings = self.decode(object, validation, decoded)?;
         if status {
             crate::object::keep_all_but_status(object, old);
         } else {
@@ -236,11 +236,16 @@ impl BuiltIn {
     }
 
     /// The typed decoder's part: type from the URL, `null`s dropped, unknown fields pruned.
-    fn decode(&'static self, object: &mut Value, validation: FieldValidation) -> ApiResult<Vec<String>> {
+    fn decode(
+        &'static self,
+        object: &mut Value,
+        validation: FieldValidation,
+        decoded: Decoded,
+    ) -> ApiResult<Vec<String>> {
         crate::object::check_type(object, &self.api_version(), self.kind)?;
         crate::object::drop_nulls(object);
         let Some(schema) = self.schema() else { return Ok(Vec::new()) };
-        validation.report(self.kind, self.version, crdctl_schema::prune(object, schema))
+        validation.prune(object, schema, (self.kind, self.version), decoded)
     }
 
     fn refuse(&self, object: &Value, errors: field::ErrorList) -> ApiResult<()> {

@@ -113,7 +113,9 @@ fn secrets_refuse_what_upstream_refuses() {
     let old = json!({"metadata": {"name": "s"}, "type": "Opaque", "immutable": true, "data": {"a": "eA=="}});
     let mut changed = json!({"metadata": {"name": "s"}, "type": "kubernetes.io/tls", "data": {"a": "eQ=="}});
     assert_eq!(
-        messages(secrets().prepare_update(&mut changed, &old, false, FieldValidation::Strict).unwrap_err()),
+        messages(
+            secrets().prepare_update(&mut changed, &old, false, (FieldValidation::Strict, Decoded::Body)).unwrap_err()
+        ),
         "Secret \"s\" is invalid: [type: Invalid value: \"kubernetes.io/tls\": field is immutable, immutable: Forbidden: field is immutable when `immutable` is set, data: Forbidden: field is immutable when `immutable` is set]"
     );
     let mut large = json!({"metadata": {"name": "s"}, "stringData": {"a": "x".repeat(data::MAX_DATA_BYTES + 1)}});
@@ -131,10 +133,14 @@ fn config_maps_check_keys_duplicates_and_immutability() {
     );
     let old = json!({"metadata": {"name": "c"}, "immutable": true, "data": {"k": "v"}});
     let mut same = old.clone();
-    config_maps.prepare_update(&mut same, &old, false, FieldValidation::Strict).unwrap();
+    config_maps.prepare_update(&mut same, &old, false, (FieldValidation::Strict, Decoded::Body)).unwrap();
     let mut changed = json!({"metadata": {"name": "c"}, "immutable": true, "data": {"k": "w"}});
     assert_eq!(
-        messages(config_maps.prepare_update(&mut changed, &old, false, FieldValidation::Strict).unwrap_err()),
+        messages(
+            config_maps
+                .prepare_update(&mut changed, &old, false, (FieldValidation::Strict, Decoded::Body))
+                .unwrap_err()
+        ),
         "ConfigMap \"c\" is invalid: data: Forbidden: field is immutable when `immutable` is set"
     );
 }
