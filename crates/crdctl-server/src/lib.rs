@@ -36,6 +36,7 @@ pub mod fieldmanager;
 pub mod handler;
 pub mod jsonpath;
 pub mod metrics;
+pub mod migrator;
 pub mod negotiate;
 pub mod object;
 pub mod openapi;
@@ -109,6 +110,10 @@ pub struct Config {
     pub watch_stall_timeout: std::time::Duration,
     /// Where Services' ClusterIPs and node ports come from.
     pub service_ranges: registry::builtin::service::ServiceRanges,
+    /// How replicas elect the one that runs the controllers (the storage version migrator).
+    pub leader_election: migrator::lease::Timings,
+    /// Create a `StorageVersionMigration` whenever a CRD's storage version changes.
+    pub auto_migrate: bool,
 }
 
 impl Default for Config {
@@ -123,6 +128,8 @@ impl Default for Config {
             names: object::NameGenerator::default(),
             watch_stall_timeout: std::time::Duration::from_secs(2),
             service_ranges: registry::builtin::service::ServiceRanges::default(),
+            leader_election: migrator::lease::Timings::default(),
+            auto_migrate: false,
         }
     }
 }
@@ -340,6 +347,7 @@ pub struct Server {
     state: AppState,
     handle: axum_server::Handle<SocketAddr>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
+    controllers: tokio::task::JoinHandle<()>,
 }
 
 impl Server {
@@ -378,7 +386,8 @@ impl Server {
                 tokio::spawn(server.serve(router))
             }
         };
-        Ok(Server { address, tls: state.config.tls.is_some(), state, handle, task })
+        let controllers = tokio::spawn(migrator::run(state.clone()));
+        Ok(Server { address, tls: state.config.tls.is_some(), state, handle, task, controllers })
     }
 
     /// The bound address.
@@ -416,5 +425,7 @@ impl Server {
         self.state.shutdown.send_replace(true);
         self.handle.graceful_shutdown(Some(std::time::Duration::from_secs(10)));
         let _ = self.task.await;
+        // The controllers give their Lease up, so the next leader need not wait it out.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), self.controllers).await;
     }
 }

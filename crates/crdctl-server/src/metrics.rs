@@ -8,6 +8,10 @@
 //! - `crdctl_request_last_timestamp_seconds{group,version,resource}` is when a version was last
 //!   requested (Unix time): upstream has no such gauge, and without it nobody can tell whether
 //!   a version is still in use *now*, which is what retiring a version needs to know.
+//! - `leader_election_master_status{name}` (client-go's) is 1 on the replica that runs the
+//!   controllers; `crdctl_storage_version_migrations_total{resource,result}` and
+//!   `crdctl_storage_version_migrated_objects_total{resource,result}` count what its storage
+//!   version migrator did.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -47,6 +51,17 @@ struct DeprecatedLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MigrationLabels {
+    resource: String,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LeaseLabels {
+    name: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VersionLabels {
     group: String,
     version: String,
@@ -59,6 +74,9 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     deprecated: Family<DeprecatedLabels, Gauge>,
     last_request: Family<VersionLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    migrations: Family<MigrationLabels, Counter>,
+    migrated_objects: Family<MigrationLabels, Counter>,
+    leading: Family<LeaseLabels, Gauge>,
 }
 
 /// One request's labels, taken before it is answered.
@@ -117,6 +135,19 @@ impl Metrics {
             .set(1);
     }
 
+    /// Counts a storage version migration of `resource` that ended with `result`, and the
+    /// objects it rewrote.
+    pub fn record_migration(&self, resource: &str, result: &'static str, rewritten: u64) {
+        let labels = MigrationLabels { resource: resource.to_string(), result };
+        self.migrations.get_or_create(&labels).inc();
+        self.migrated_objects.get_or_create(&labels).inc_by(rewritten);
+    }
+
+    /// Whether this replica leads the controllers of the Lease `name`.
+    pub fn set_leading(&self, name: &'static str, leading: bool) {
+        self.leading.get_or_create(&LeaseLabels { name }).set(i64::from(leading));
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn render(&self) -> String {
         let mut registry = Registry::default();
@@ -130,6 +161,21 @@ impl Metrics {
             LAST_REQUEST,
             "When a group, version and resource was last requested, in seconds since the Unix epoch",
             self.last_request.clone(),
+        );
+        registry.register(
+            "crdctl_storage_version_migrations",
+            "Storage version migrations this replica carried out, by resource and result",
+            self.migrations.clone(),
+        );
+        registry.register(
+            "crdctl_storage_version_migrated_objects",
+            "Objects storage version migrations rewrote in the storage version",
+            self.migrated_objects.clone(),
+        );
+        registry.register(
+            "leader_election_master_status",
+            "Whether this replica leads (1) or not (0), by lease",
+            self.leading.clone(),
         );
         let mut text = String::new();
         // Writing to a String cannot fail.

@@ -248,13 +248,23 @@ impl ServedCrd {
 
     /// Converts an object written at its version to the storage version and prunes it there.
     pub async fn to_storage(&self, object: Value) -> Result<Value, ApiError> {
+        self.all_to_storage(vec![object])
+            .await?
+            .pop()
+            .ok_or_else(|| ApiError::internal("conversion returned no object"))
+    }
+
+    /// [`ServedCrd::to_storage`] for objects in any versions, converted together (one webhook
+    /// call), as storage version migration rewrites a page of them.
+    pub async fn all_to_storage(&self, objects: Vec<Value>) -> Result<Vec<Value>, ApiError> {
         let storage = self.storage_version().to_string();
-        let mut converted = self.convert(vec![object], &storage, Shape::Object).await?;
-        let mut object = converted.pop().ok_or_else(|| ApiError::internal("conversion returned no object"))?;
+        let mut converted = self.convert(objects, &storage, Shape::Object).await?;
         if let Some(schema) = self.schema(&storage) {
-            crdctl_schema::prune(&mut object, schema);
+            for object in &mut converted {
+                crdctl_schema::prune(object, schema);
+            }
         }
-        Ok(object)
+        Ok(converted)
     }
 
     /// `objects` converted to `version` and nothing more (no pruning or defaulting), as the
@@ -363,6 +373,11 @@ impl Registry {
     /// The CRD serving `<plural>.<group>`.
     pub fn by_resource(&self, group: &str, plural: &str) -> Option<Arc<ServedCrd>> {
         self.all().values().find(|crd| crd.group() == group && crd.plural() == plural).cloned()
+    }
+
+    /// Changes as they are seen: the revision of the store the cache has caught up with.
+    pub fn changes(&self) -> watch::Receiver<Revision> {
+        self.observed.subscribe()
     }
 
     /// Waits until the cache has seen the store at `revision` (after a CRD write), so the next

@@ -466,7 +466,7 @@ impl Endpoint {
 pub use crate::registry::decode_entry;
 
 /// The bytes to store: the object without its `resourceVersion`, which is the store's revision.
-fn encode(object: &Value) -> ApiResult<Vec<u8>> {
+pub(crate) fn encode(object: &Value) -> ApiResult<Vec<u8>> {
     let encoded = match crate::object::meta_field(object, "resourceVersion") {
         None => serde_json::to_vec(object),
         Some(_) => {

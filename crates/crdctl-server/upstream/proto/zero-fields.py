@@ -24,7 +24,7 @@ STRUCT = re.compile(r"^type (\w+) struct \{")
 for repo, directory, package in PACKAGES:
     files = subprocess.run(["git", "-C", repo, "ls-tree", "--name-only", f"{tag}:{directory}"],
                            capture_output=True, text=True, check=True).stdout.split()
-    for name in sorted(f for f in files if f.startswith("types") and f.endswith(".go")):
+    for name in sorted(f for f in files if (f.startswith("types") and f.endswith(".go")) or f == "group_version.go"):
         source = subprocess.run(["git", "-C", repo, "show", f"{tag}:{directory}/{name}"],
                                 capture_output=True, text=True, check=True).stdout
         struct = None

@@ -13,6 +13,7 @@
 
 mod data;
 pub mod documents;
+pub mod migration;
 mod review;
 pub mod service;
 mod table;
@@ -135,6 +136,8 @@ pub enum Strategy {
     Service,
     /// A review: created, answered in `status`, never stored (the only verb is `create`).
     Review(fn(&Value, &crate::AppState) -> Value),
+    /// A StorageVersionMigration: its resource is required and immutable, its status moves one way.
+    StorageVersionMigration,
 }
 
 /// The resource `resource` of `group`/`version`, if built in.
@@ -201,7 +204,7 @@ impl BuiltIn {
             crate::object::fields_mut(object).remove("status");
         }
         let mut errors = crate::object::name_errors(object, self.name_rule);
-        errors.extend(self.write(object, None)?);
+        errors.extend(self.write(object, None, false)?);
         self.refuse(object, errors)?;
         if self.generation {
             crate::object::start_generation(object);
@@ -227,7 +230,7 @@ impl BuiltIn {
                 crate::object::keep_status(object, old);
             }
         }
-        let errors = self.write(object, Some(old))?;
+        let errors = self.write(object, Some(old), status)?;
         self.refuse(object, errors)?;
         if self.generation {
             crate::object::count_generation(object, old, self.has(Subresource::Status));
@@ -256,14 +259,15 @@ impl BuiltIn {
     }
 
     /// The strategy's defaults and checks, then the schema's, for a create (`old` is `None`)
-    /// or an update.
-    fn write(&'static self, object: &mut Value, old: Option<&Value>) -> ApiResult<field::ErrorList> {
+    /// or an update (of `status` alone, or of the rest).
+    fn write(&'static self, object: &mut Value, old: Option<&Value>, status: bool) -> ApiResult<field::ErrorList> {
         let mut errors = match self.strategy {
             Strategy::Plain | Strategy::Review(_) => field::ErrorList::new(),
             Strategy::ConfigMap => data::config_map(object, old),
             Strategy::Secret => data::secret(object, old).map_err(|err| self.undecodable(&err))?,
             Strategy::Workload(pod_spec) => workload::default(self.kind, pod_spec, object),
             Strategy::Service => workload::default_service(object),
+            Strategy::StorageVersionMigration => migration::validate(object, old, status),
         };
         if let Some(schema) = self.schema() {
             errors.extend(crdctl_schema::check(object, old, schema).errors);

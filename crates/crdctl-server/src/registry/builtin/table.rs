@@ -1,5 +1,6 @@
 //! The table: every resource of the group versions kube-apiserver 1.33 enables by default,
-//! besides namespaces, events and CRDs (which have modules of their own), with upstream
+//! besides namespaces, events and CRDs (which have modules of their own), and
+//! StorageVersionMigrations, which the server carries out ([`crate::migrator`]), with upstream
 //! discovery's names, short names, categories, verbs and subresources. A test checks each row
 //! against upstream's OpenAPI document of its group version.
 
@@ -112,13 +113,14 @@ const AUTHENTICATION: &str = "authentication.k8s.io";
 const NETWORKING: &str = "networking.k8s.io";
 const STORAGE: &str = "storage.k8s.io";
 const FLOW_CONTROL: &str = "flowcontrol.apiserver.k8s.io";
+const STORAGE_MIGRATION: &str = "storagemigration.k8s.io";
 
 const fn selectable(labels: &'static [&'static str]) -> SelectableFields {
     SelectableFields { labels, value: crate::selector::field_value }
 }
 
 /// How many rows the table has.
-pub const COUNT: usize = 54;
+pub const COUNT: usize = 55;
 
 /// Every built-in resource, besides namespaces, events and CRDs.
 pub static RESOURCES: [BuiltIn; COUNT] = [
@@ -508,6 +510,20 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
             "volumeattachment",
             "VolumeAttachment",
             "/registry/volumeattachments/",
+            false,
+        )
+    },
+    // storagemigration.k8s.io/v1beta1, which kube-apiserver 1.35 serves (beta, off by default)
+    BuiltIn {
+        version: "v1beta1",
+        subresources: STATUS,
+        strategy: Strategy::StorageVersionMigration,
+        ..resource(
+            STORAGE_MIGRATION,
+            "storageversionmigrations",
+            "storageversionmigration",
+            "StorageVersionMigration",
+            "/registry/storageversionmigrations/",
             false,
         )
     },

@@ -1,0 +1,320 @@
+//! The storage version migrator: what kube-controller-manager's `resource-version-controller`
+//! and `storage-version-migrator-controller` do to a `storagemigration.k8s.io`
+//! `StorageVersionMigration`, done inside the server, on the store, with no request per object.
+//!
+//! For each migration that has neither succeeded nor failed: record the store's revision in
+//! `status.resourceVersion` (once; `Failed` if the resource is not served), set `Running`, then
+//! rewrite every object of the resource not yet in the storage version — a page at a time,
+//! converted together (one webhook call per page), each written back comparing its revision,
+//! so an object a client changed or deleted meanwhile is left alone (a write stores it in the
+//! storage version anyway); `generation` and `managedFields` stay as they are. Then
+//! `Succeeded`, or `Failed` with upstream's reason and message. A migration a stopped server
+//! left running starts again at start-up and skips what is done.
+//!
+//! Only the replica that holds the `kube-system/crdctl-controller-manager` Lease ([`lease`])
+//! runs it, as only one kube-controller-manager leads. With `Config::auto_migrate`, the leader
+//! also creates a migration whenever a CRD's storage version changes, as the out-of-tree
+//! migrator's trigger controller did.
+
+pub mod lease;
+
+use std::sync::Arc;
+
+use crdctl_storage::{EventKind, ListOptions, StoreError};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::registry::ServedCrd;
+use crate::registry::builtin::migration::{FAILED, RUNNING, SUCCEEDED, condition_true};
+
+/// The name the controller writes under, as upstream's.
+pub const CONTROLLER: &str = "storage-version-migrator-controller";
+/// The Lease the controllers' leader holds.
+pub const LEASE: &str = "crdctl-controller-manager";
+
+const SUCCEEDED_REASON: &str = "StorageVersionMigrationSucceeded";
+const RUNNING_REASON: &str = "StorageVersionMigrationInProgress";
+const FAILED_REASON: &str = "StorageVersionMigrationFailed";
+
+/// Where migrations are stored (the `storageversionmigrations` row of the built-in table).
+const PREFIX: &str = "/registry/storageversionmigrations/";
+/// Objects read, converted and written back together.
+const PAGE: usize = 500;
+/// Writes of one page in flight at once, so the store commits them together.
+const WRITES_IN_FLIGHT: usize = 64;
+
+/// Runs the controllers while this replica leads, until the server shuts down; then gives the
+/// Lease up.
+pub async fn run(state: AppState) {
+    let elector = lease::Elector::new(Arc::clone(&state.store), LEASE, state.config.leader_election.clone());
+    let mut stop = state.shutdown.subscribe();
+    while elector.acquire(&mut stop).await {
+        tracing::info!(identity = elector.identity(), "leading the controllers");
+        state.metrics.set_leading(LEASE, true);
+        tokio::select! {
+            _ = lead(&state) => {}
+            _ = elector.keep() => tracing::warn!(identity = elector.identity(), "lost the controllers' lease"),
+            _ = stop.wait_for(|stopped| *stopped) => {}
+        }
+        state.metrics.set_leading(LEASE, false);
+    }
+    elector.release().await;
+}
+
+/// What the leader runs: the migrator, and the trigger when asked for.
+async fn lead(state: &AppState) {
+    if state.config.auto_migrate {
+        tokio::join!(migrations(state), trigger(state));
+    } else {
+        migrations(state).await;
+    }
+}
+
+/// Follows the migrations: every unfinished one at start, then each as it is created or changed.
+async fn migrations(state: &AppState) {
+    loop {
+        let Ok(page) = state.store.list(ListOptions { prefix: PREFIX, ..Default::default() }).await else {
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            continue;
+        };
+        for entry in &page.entries {
+            sync(state, &entry.key).await;
+        }
+        let Ok(mut watch) = state.store.watch(PREFIX, page.revision).await else { continue };
+        while let Some(Ok(event)) = watch.next().await {
+            if event.kind == EventKind::Put {
+                sync(state, &event.key).await;
+            }
+        }
+    }
+}
+
+/// Creates a migration whenever a CRD's storage version changes (`--auto-migrate`).
+async fn trigger(state: &AppState) {
+    let mut storage_versions: std::collections::BTreeMap<String, String> =
+        state.registry.all().iter().map(|(name, crd)| (name.clone(), crd.storage_version().to_string())).collect();
+    let mut changes = state.registry.changes();
+    while changes.changed().await.is_ok() {
+        for (name, crd) in state.registry.all().iter() {
+            let storage = crd.storage_version().to_string();
+            let before = storage_versions.insert(name.clone(), storage.clone());
+            if before.is_some_and(|before| before != storage) && crd.established() {
+                create_for(state, crd).await;
+            }
+        }
+    }
+}
+
+/// A new migration of `crd`'s resource, named `<plural>.<group>-<suffix>`.
+async fn create_for(state: &AppState, crd: &ServedCrd) {
+    let prefix = format!("{}.{}-", crd.plural(), crd.group());
+    let name = state.config.names.generate(&prefix);
+    let mut migration = json!({
+        "apiVersion": "storagemigration.k8s.io/v1beta1",
+        "kind": "StorageVersionMigration",
+        "metadata": {"name": name},
+        "spec": {"resource": {"group": crd.group(), "resource": crd.plural()}},
+    });
+    crate::object::prepare_create(&mut migration, None);
+    let Ok(bytes) = encode(&migration) else { return };
+    match state.store.create(&format!("{PREFIX}{name}"), bytes).await {
+        Ok(_) => tracing::info!(migration = %name, crd = crd.crd.name(), "storage version changed; migration created"),
+        Err(err) => tracing::warn!(crd = crd.crd.name(), error = %err, "cannot create a storage version migration"),
+    }
+}
+
+/// The resource a migration names, as the server serves it.
+enum Target {
+    /// A custom resource: objects may be stored in any of its versions.
+    Custom(Arc<ServedCrd>),
+    /// A built-in resource: stored in its one version, nothing to rewrite.
+    BuiltIn,
+}
+
+impl Target {
+    fn find(state: &AppState, group: &str, resource: &str) -> Option<Target> {
+        if let Some(crd) = state.registry.by_resource(group, resource).filter(|crd| crd.established()) {
+            return Some(Target::Custom(crd));
+        }
+        let mut groups = crate::discovery::core_groups();
+        groups.extend(crate::discovery::groups(&state.registry));
+        let served = groups
+            .iter()
+            .filter(|g| g.name == group)
+            .flat_map(|g| &g.versions)
+            .any(|version| version.resources.iter().any(|r| r.name == resource));
+        served.then_some(Target::BuiltIn)
+    }
+}
+
+/// Brings one migration forward; errors are logged and the migration is taken up again at the
+/// next change or start-up.
+async fn sync(state: &AppState, key: &str) {
+    if let Err(err) = try_sync(state, key).await {
+        tracing::warn!(migration = key.trim_start_matches(PREFIX), error = %err.message, "storage version migration");
+    }
+}
+
+async fn try_sync(state: &AppState, key: &str) -> Result<(), ApiError> {
+    let Some(migration) = read(state, key).await? else { return Ok(()) };
+    if condition_true(&migration, SUCCEEDED) || condition_true(&migration, FAILED) {
+        return Ok(());
+    }
+    let group = str_at(&migration, "/spec/resource/group");
+    let resource = str_at(&migration, "/spec/resource/resource");
+    let target = Target::find(state, group, resource);
+    if str_at(&migration, "/status/resourceVersion").is_empty() {
+        if target.is_none() {
+            return finish(state, key, FAILED, FAILED_REASON, "resource does not exist in discovery").await;
+        }
+        let revision = state.store.revision().await.map_err(unavailable)?;
+        update_status(state, key, |status| {
+            if status.get("resourceVersion").and_then(Value::as_str).is_none_or(str::is_empty) {
+                status.insert("resourceVersion".into(), json!(revision.to_string()));
+            }
+        })
+        .await?;
+    }
+    let Some(target) = target else {
+        return finish(state, key, FAILED, FAILED_REASON, "resource not found").await;
+    };
+    update_status(state, key, |status| set_condition(status, RUNNING, RUNNING_REASON, "")).await?;
+    let migrated = match target {
+        Target::Custom(crd) => rewrite(state, &crd).await,
+        Target::BuiltIn => Ok(0),
+    };
+    let name = key.trim_start_matches(PREFIX);
+    let labels = format!("{resource}.{group}");
+    match migrated {
+        Ok(count) => {
+            tracing::info!(migration = name, resource = %labels, rewritten = count, "storage version migration succeeded");
+            state.metrics.record_migration(&labels, "succeeded", count);
+            finish(state, key, SUCCEEDED, SUCCEEDED_REASON, "").await
+        }
+        Err(err) => {
+            tracing::warn!(migration = name, resource = %labels, error = %err.message, "storage version migration failed");
+            state.metrics.record_migration(&labels, "failed", 0);
+            finish(state, key, FAILED, FAILED_REASON, "migration encountered unhandled error").await
+        }
+    }
+}
+
+/// Rewrites every object of `crd` stored in another version than its storage version; how
+/// many were rewritten.
+async fn rewrite(state: &AppState, crd: &ServedCrd) -> Result<u64, ApiError> {
+    let prefix = crd.prefix(None);
+    let storage = crd.api_version(crd.storage_version());
+    let mut after: Option<String> = None;
+    let mut rewritten = 0;
+    loop {
+        let options = ListOptions { prefix: &prefix, start_after: after.as_deref(), limit: PAGE, ..Default::default() };
+        let page = state.store.list(options).await.map_err(unavailable)?;
+        after = page.entries.last().map(|entry| entry.key.clone());
+        let mut stale = Vec::new();
+        let mut objects = Vec::new();
+        for entry in page.entries {
+            let object = crate::registry::decode_entry(&entry)?;
+            if object.get("apiVersion").and_then(Value::as_str) != Some(storage.as_str()) {
+                stale.push(entry);
+                objects.push(object);
+            }
+        }
+        if !objects.is_empty() {
+            let converted = crd.all_to_storage(objects).await?;
+            let writes = stale.into_iter().zip(converted).map(|(entry, object)| {
+                let store = Arc::clone(&state.store);
+                rewrite_one(store, entry, object)
+            });
+            let mut results = futures_util::stream::iter(writes).buffer_unordered(WRITES_IN_FLIGHT);
+            while let Some(result) = results.next().await {
+                rewritten += result?;
+            }
+        }
+        if !page.more {
+            return Ok(rewritten);
+        }
+    }
+}
+
+/// Writes back one converted object if nobody changed it since it was read; 1 if it did.
+async fn rewrite_one(
+    store: Arc<dyn crdctl_storage::Store>,
+    entry: crdctl_storage::Entry,
+    object: Value,
+) -> Result<u64, ApiError> {
+    match store.update(&entry.key, encode(&object)?, entry.mod_revision).await {
+        Ok(_) => Ok(1),
+        // Changed or deleted since it was read: whoever wrote it stored it in the
+        // storage version, or it is gone.
+        Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => Ok(0),
+        Err(err) => Err(unavailable(err)),
+    }
+}
+
+/// Sets a final condition (`Succeeded` or `Failed`), `Running` going `False`.
+async fn finish(state: &AppState, key: &str, kind: &str, reason: &str, message: &str) -> Result<(), ApiError> {
+    update_status(state, key, |status| set_condition(status, kind, reason, message)).await
+}
+
+/// upstream's `setStatusConditions`: nothing if `kind` is already true; a final condition sets
+/// `Running` to `False`.
+fn set_condition(status: &mut serde_json::Map<String, Value>, kind: &str, reason: &str, message: &str) {
+    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+    let Some(conditions) = conditions.as_array_mut() else { return };
+    if conditions.iter().any(|c| c["type"] == kind && c["status"] == "True") {
+        return;
+    }
+    if kind != RUNNING {
+        for running in conditions.iter_mut().filter(|c| c["type"] == RUNNING) {
+            running["status"] = json!("False");
+        }
+    }
+    conditions.retain(|c| c["type"] != kind);
+    conditions.push(json!({
+        "type": kind, "status": "True", "lastTransitionTime": crate::object::now_timestamp(),
+        "reason": reason, "message": message,
+    }));
+}
+
+/// Changes a migration's status in the store, re-reading and changing again on a conflict.
+async fn update_status(
+    state: &AppState,
+    key: &str,
+    change: impl Fn(&mut serde_json::Map<String, Value>),
+) -> Result<(), ApiError> {
+    loop {
+        let Some(entry) = state.store.get(key).await.map_err(unavailable)? else { return Ok(()) };
+        let mut migration = crate::registry::decode_entry(&entry)?;
+        let before = migration.get("status").cloned();
+        change(crate::object::object_mut(&mut migration, "status"));
+        if migration.get("status") == before.as_ref() {
+            return Ok(());
+        }
+        match state.store.update(key, encode(&migration)?, entry.mod_revision).await {
+            Ok(_) => return Ok(()),
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(StoreError::NotFound { .. }) => return Ok(()),
+            Err(err) => return Err(unavailable(err)),
+        }
+    }
+}
+
+async fn read(state: &AppState, key: &str) -> Result<Option<Value>, ApiError> {
+    let entry = state.store.get(key).await.map_err(unavailable)?;
+    entry.map(|entry| crate::registry::decode_entry(&entry)).transpose()
+}
+
+fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
+    object.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The bytes to store: the object without the `resourceVersion` the store keeps.
+fn encode(object: &Value) -> Result<Vec<u8>, ApiError> {
+    crate::rest::encode(object)
+}
+
+fn unavailable(err: StoreError) -> ApiError {
+    ApiError::unavailable(err.to_string())
+}

@@ -1,0 +1,156 @@
+//! The StorageVersionMigration strategy (upstream: `pkg/apis/storagemigration/validation`):
+//! `spec.resource` names a resource and never changes; `status.resourceVersion` is set once; a
+//! migration that succeeded or failed stays so, and is not running meanwhile.
+
+use crdctl_model::field::{self, Path};
+use serde_json::Value;
+
+/// The condition types, as upstream's `MigrationConditionType`.
+pub const RUNNING: &str = "Running";
+/// The migration finished and every object is in the storage version.
+pub const SUCCEEDED: &str = "Succeeded";
+/// The migration stopped for good.
+pub const FAILED: &str = "Failed";
+
+/// Whether the condition `kind` is `True` in `object`'s status.
+pub fn condition_true(object: &Value, kind: &str) -> bool {
+    conditions(object).any(|c| c["type"] == kind && c["status"] == "True")
+}
+
+fn conditions(object: &Value) -> impl Iterator<Item = &Value> {
+    object.pointer("/status/conditions").and_then(Value::as_array).into_iter().flatten()
+}
+
+fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
+    object.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// `ValidateStorageVersionMigration` on create, its update at the resource (`old`, not `status`)
+/// and `ValidateStorageVersionMigrationStatusUpdate` at `/status`.
+pub fn validate(object: &Value, old: Option<&Value>, status: bool) -> field::ErrorList {
+    match old {
+        Some(old) if status => validate_status(object, old),
+        _ => {
+            let mut errors = field::ErrorList::new();
+            if str_at(object, "/spec/resource/resource").is_empty() {
+                errors.push(Path::new("spec").child("resource").child("resource").required("resource is required"));
+            }
+            for field in old.map(|_| ["group", "resource"]).into_iter().flatten() {
+                let pointer = format!("/spec/resource/{field}");
+                let value = str_at(object, &pointer);
+                if old.is_some_and(|old| str_at(old, &pointer) != value) {
+                    errors.push(Path::new(field).invalid(value, "field is immutable"));
+                }
+            }
+            errors
+        }
+    }
+}
+
+fn validate_status(object: &Value, old: &Value) -> field::ErrorList {
+    let mut errors = field::ErrorList::new();
+    let status = Path::new("status");
+    let resource_version = str_at(object, "/status/resourceVersion");
+    let at = status.child("resourceVersion");
+    if !resource_version.is_empty() {
+        match resource_version.parse::<i64>() {
+            Err(err) => errors.push(at.invalid(
+                resource_version,
+                format!("failed to parse resource version {resource_version:?}: strconv.ParseInt: parsing {resource_version:?}: {}", go_parse_error(&err)),
+            )),
+            Ok(n) if n < 0 => errors.push(at.invalid(n, "must be greater than or equal to 0")),
+            Ok(_) => {}
+        }
+    }
+    let old_version = str_at(old, "/status/resourceVersion");
+    if !old_version.is_empty() && old_version != resource_version {
+        errors.push(at.invalid(resource_version, "resourceVersion cannot be updated"));
+    }
+    let listed = object.pointer("/status/conditions").cloned().unwrap_or(Value::Array(Vec::new()));
+    let at = status.child("conditions");
+    let (succeeded, failed, running) =
+        (condition_true(object, SUCCEEDED), condition_true(object, FAILED), condition_true(object, RUNNING));
+    let rules = [
+        (succeeded && failed, "Both success and failed conditions cannot be true at the same time"),
+        (succeeded && running, "Running condition cannot be true when success condition is true"),
+        (failed && running, "Running condition cannot be true when failed condition is true"),
+        (condition_true(old, SUCCEEDED) && !succeeded, "Success condition cannot be set to false once it is true"),
+        (condition_true(old, FAILED) && !failed, "Failed condition cannot be set to false once it is true"),
+    ];
+    errors.extend(rules.into_iter().filter(|(broken, _)| *broken).map(|(_, message)| at.invalid(&listed, message)));
+    errors
+}
+
+/// Go's `strconv.ParseInt` error words.
+fn go_parse_error(err: &std::num::ParseIntError) -> &'static str {
+    match err.kind() {
+        std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "value out of range",
+        _ => "invalid syntax",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn migration(resource: &str, conditions: Value, resource_version: &str) -> Value {
+        json!({
+            "spec": {"resource": {"group": "example.com", "resource": resource}},
+            "status": {"conditions": conditions, "resourceVersion": resource_version},
+        })
+    }
+
+    fn messages(errors: field::ErrorList) -> Vec<String> {
+        errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn the_resource_is_required_and_immutable() {
+        let created = migration("", json!([]), "");
+        assert_eq!(
+            messages(validate(&created, None, false)),
+            ["spec.resource.resource: Required value: resource is required"]
+        );
+        let old = migration("crontabs", json!([]), "");
+        let renamed = migration("cronjobs", json!([]), "");
+        assert_eq!(
+            messages(validate(&renamed, Some(&old), false)),
+            [r#"resource: Invalid value: "cronjobs": field is immutable"#]
+        );
+        assert!(validate(&old, Some(&old), false).is_empty());
+    }
+
+    #[test]
+    fn status_keeps_its_resource_version_and_final_conditions() {
+        let succeeded = json!([{"type": "Succeeded", "status": "True"}, {"type": "Running", "status": "False"}]);
+        let old = migration("crontabs", succeeded.clone(), "12");
+        assert!(validate(&old, Some(&old), true).is_empty());
+        let moved = migration("crontabs", succeeded, "13");
+        assert_eq!(
+            messages(validate(&moved, Some(&old), true)),
+            [r#"status.resourceVersion: Invalid value: "13": resourceVersion cannot be updated"#]
+        );
+        let reverted = migration("crontabs", json!([{"type": "Running", "status": "True"}]), "12");
+        assert_eq!(
+            messages(validate(&reverted, Some(&old), true)),
+            [
+                r#"status.conditions: Invalid value: [{"type":"Running","status":"True"}]: Success condition cannot be set to false once it is true"#
+            ]
+        );
+        let both = migration(
+            "crontabs",
+            json!([{"type": "Succeeded", "status": "True"}, {"type": "Failed", "status": "True"}]),
+            "12",
+        );
+        assert_eq!(validate(&both, Some(&old), true).len(), 1);
+        let garbled = migration("crontabs", json!([]), "x1");
+        assert_eq!(
+            messages(validate(&garbled, Some(&migration("crontabs", json!([]), "")), true)),
+            [
+                r#"status.resourceVersion: Invalid value: "x1": failed to parse resource version "x1": strconv.ParseInt: parsing "x1": invalid syntax"#
+            ]
+        );
+    }
+}
