@@ -162,6 +162,12 @@ impl Cluster {
         self.send(http::Method::PUT, &path, "application/json", body).await
     }
 
+    /// POST an object to a collection.
+    pub async fn post(&self, path: &str, object: &Value) -> Result<Value, CallError> {
+        let body = serde_json::to_vec(object).map_err(|err| CallError::Transport(err.to_string()))?;
+        self.send(http::Method::POST, path, "application/json", body).await
+    }
+
     /// A JSON merge patch.
     pub async fn merge_patch(&self, path: &str, patch: &Value) -> Result<Value, CallError> {
         let body = serde_json::to_vec(patch).map_err(|err| CallError::Transport(err.to_string()))?;

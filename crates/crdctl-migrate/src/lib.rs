@@ -19,6 +19,11 @@
 //!   objects at or before the last finished key are skipped, as they are after a restart from
 //!   the progress [`record`]. Memory holds one page at a time.
 //!
+//! On a cluster that serves `storagemigration.k8s.io/v1beta1` (`crdctl serve`, or Kubernetes
+//! with the storage version migrator on), the rewrite is the server's: [`server_side`] creates a
+//! `StorageVersionMigration` and follows it, and the migration goes on to `storedVersions` as
+//! above. `Options::client_side` (and `dry_run`) keep the rewrite in this process.
+//!
 //! Progress goes to a [`Progress`] observer; the CLI draws a bar or logs lines.
 //!
 //! ```
@@ -40,6 +45,7 @@ pub mod api;
 pub mod migrate;
 pub mod record;
 pub mod retire;
+pub mod server_side;
 pub mod usage;
 
 pub use api::{CallError, Cluster, Resource};

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::api::{CallError, Cluster, Resource, crd_path};
 use crate::record::{self, Record};
+use crate::server_side::{self, Ended};
 use crate::{Crd, Error, Progress};
 
 /// How many times one object is re-read and rewritten when others keep updating it.
@@ -31,11 +32,21 @@ pub struct Options {
     pub record_dir: Option<PathBuf>,
     /// The server's URL, to tell records of different servers apart.
     pub server: String,
+    /// Rewrite the objects from this process even where the cluster serves
+    /// `StorageVersionMigration`s.
+    pub client_side: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { concurrency: 8, page_size: 500, dry_run: false, record_dir: None, server: String::new() }
+        Options {
+            concurrency: 8,
+            page_size: 500,
+            dry_run: false,
+            record_dir: None,
+            server: String::new(),
+            client_side: false,
+        }
     }
 }
 
@@ -75,6 +86,9 @@ pub struct Summary {
     pub record: Option<PathBuf>,
     /// How long it took.
     pub seconds: f64,
+    /// The `StorageVersionMigration` the server rewrote the objects with (the server-side
+    /// path; the counts above are then the server's to know).
+    pub migration: Option<String>,
 }
 
 /// An object that could not be rewritten.
@@ -138,6 +152,24 @@ pub async fn migrate(
         dry_run: options.dry_run,
         ..Summary::default()
     };
+    let on_server = !options.client_side
+        && !options.dry_run
+        && server_side::served(cluster)
+            .await
+            .map_err(Error::call("reading discovery of storagemigration.k8s.io/v1beta1"))?;
+    if on_server {
+        let (migration, ended) = server_side::run(cluster, &crd, progress).await?;
+        match ended {
+            Ended::Succeeded => finish(cluster, &crd, &storage, &mut summary).await?,
+            Ended::Failed(why) => {
+                summary.incomplete =
+                    Some(format!("StorageVersionMigration {migration} failed: {why}; storedVersions was left as it is"))
+            }
+        }
+        summary.migration = Some(migration);
+        summary.seconds = started.elapsed().as_secs_f64();
+        return Ok(summary);
+    }
     let record_path = options.record_dir.as_ref().map(|dir| record::path(dir, name, crd.uid()));
     let mut record = match &record_path {
         Some(path) => match record::load(path)? {

@@ -86,7 +86,13 @@ async fn stored_versions(store: &dyn Store) -> HashMap<String, u64> {
 }
 
 fn options(record_dir: Option<&std::path::Path>) -> Options {
-    Options { page_size: 50, concurrency: 8, record_dir: record_dir.map(Into::into), ..Options::default() }
+    Options {
+        page_size: 50,
+        concurrency: 8,
+        record_dir: record_dir.map(Into::into),
+        client_side: true,
+        ..Options::default()
+    }
 }
 
 async fn remove_v1beta1(cluster: &Cluster) -> Result<Value, crdctl_migrate::CallError> {
@@ -96,7 +102,18 @@ async fn remove_v1beta1(cluster: &Cluster) -> Result<Value, crdctl_migrate::Call
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_object_is_rewritten_and_concurrent_updates_survive() {
+async fn every_object_is_rewritten_and_concurrent_updates_survive_on_the_client_side() {
+    every_object_is_rewritten_and_concurrent_updates_survive(true).await;
+}
+
+/// The same through the server's `StorageVersionMigration`, which `migrate` uses where served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_object_is_rewritten_and_concurrent_updates_survive_on_the_server() {
+    every_object_is_rewritten_and_concurrent_updates_survive(false).await;
+}
+
+async fn every_object_is_rewritten_and_concurrent_updates_survive(client_side: bool) {
+    let options = Options { client_side, ..options(None) };
     let setup = setup(Arc::new(crdctl_storage::memory::open()), 600).await;
     assert_eq!(stored_versions(&*setup.store).await, HashMap::from([("example.com/v1beta1".into(), 600)]));
     let refused = remove_v1beta1(&setup.cluster).await.unwrap_err();
@@ -122,14 +139,21 @@ async fn every_object_is_rewritten_and_concurrent_updates_survive() {
             }
         })
     };
-    let summary = migrate(&setup.cluster, CRD, &options(None), &Quiet).await.unwrap();
+    let summary = migrate(&setup.cluster, CRD, &options, &Quiet).await.unwrap();
     stop.store(true, Ordering::Relaxed);
     writer.await.unwrap();
 
     assert!(summary.finished, "{summary:?}");
     assert_eq!(summary.stored_versions_before, ["v1beta1", "v1"]);
     assert_eq!(summary.stored_versions_after, ["v1"]);
-    assert_eq!(summary.rewritten + summary.unchanged, 600, "{summary:?}");
+    if client_side {
+        assert_eq!((summary.rewritten + summary.unchanged, summary.migration.as_deref()), (600, None), "{summary:?}");
+    } else {
+        assert!(
+            summary.migration.as_ref().is_some_and(|name| name.starts_with("crontabs.example.com-")),
+            "{summary:?}"
+        );
+    }
     assert!(summary.failed.is_empty());
     assert_eq!(stored_versions(&*setup.store).await, HashMap::from([("example.com/v1".into(), 600)]));
     let api = crontabs(&setup.client, "v1");
@@ -142,8 +166,11 @@ async fn every_object_is_rewritten_and_concurrent_updates_survive() {
     remove_v1beta1(&setup.cluster).await.unwrap();
 
     // Run again: nothing is left to rewrite.
-    let again = migrate(&setup.cluster, CRD, &options(None), &Quiet).await.unwrap();
-    assert_eq!((again.rewritten, again.unchanged, again.finished), (0, 600, true));
+    let again = migrate(&setup.cluster, CRD, &options, &Quiet).await.unwrap();
+    assert!(again.finished, "{again:?}");
+    if client_side {
+        assert_eq!((again.rewritten, again.unchanged), (0, 600));
+    }
     drop(setup.server);
 }
 

@@ -1,7 +1,8 @@
 //! `crdctl migrate`, `crdctl store stats` and `crdctl retire-version` against `crdctl serve` on
 //! disk: the seed's storage upgrade procedure, with the None strategy and through the example
-//! conversion webhook over TLS, with another client writing during the run, and a migration
-//! killed with SIGKILL and restarted.
+//! conversion webhook over TLS, with another client writing during the run (the server's
+//! StorageVersionMigration doing the rewrite), and a client-side migration killed with SIGKILL
+//! and restarted.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -163,7 +164,8 @@ fn storage_upgrade(
     assert_eq!(code, 0, "{summary}\n{stderr}");
     assert_eq!(summary["finished"], true);
     assert_eq!(summary["storedVersionsAfter"], json!(["v1"]));
-    assert_eq!(summary["rewritten"].as_u64().unwrap() + summary["unchanged"].as_u64().unwrap(), count as u64);
+    // The server serves StorageVersionMigrations: it rewrote the objects, migrate followed it.
+    assert!(summary["migration"].as_str().is_some_and(|name| name.starts_with("crontabs.example.com-")), "{summary}");
     assert!(!acknowledged.is_empty(), "the other client wrote during the migration");
     let listed = k.json(&["get", "crontabs.v1.example.com"]);
     let labels: HashMap<&str, &str> = listed["items"]
@@ -184,10 +186,47 @@ fn storage_upgrade(
     assert_eq!(stored(&data), HashMap::from([("example.com/v1".into(), count as u64)]));
 }
 
-on_each_backend!(migrate_moves_every_object_to_the_storage_version_while_another_client_writes);
+on_each_backend!(
+    migrate_moves_every_object_to_the_storage_version_while_another_client_writes,
+    kubectl_creates_a_storage_version_migration_the_server_carries_out,
+);
 
 fn migrate_moves_every_object_to_the_storage_version_while_another_client_writes(backend: Backend) {
     storage_upgrade(backend, &[], &example("3-v1-storage.yaml"), 10_000, host_and_port);
+}
+
+/// The seed's migration step as an API: `kubectl create -f` a StorageVersionMigration, the
+/// server stopped while it runs and started again (with, on etcd, a second replica), and the
+/// migration finished by exactly one of them.
+fn kubectl_creates_a_storage_version_migration_the_server_carries_out(backend: Backend) {
+    let served = stored_as_v1beta1(backend, &[], &example("3-v1-storage.yaml"), 10_000, host_and_port);
+    let migration = "apiVersion: storagemigration.k8s.io/v1beta1\nkind: StorageVersionMigration\nmetadata:\n  name: crontabs\nspec:\n  resource:\n    group: example.com\n    resource: crontabs\n";
+    let created = Kubectl::new("1.33", &served).run_with(&["create", "-f", "-"], Some(migration));
+    assert!(created.stdout.contains("storageversionmigration.storagemigration.k8s.io/crontabs created"), "{created:?}");
+    let (code, data) = served.terminate();
+    assert_eq!(code, 0);
+
+    let served = data.serve(&[]);
+    let replica = (backend == Backend::Etcd).then(|| served.replica(&[]));
+    for version in crate::serve::kubectl_versions() {
+        let k = Kubectl::new(&version, &served);
+        k.ok(&["wait", "--for=condition=Succeeded", "--timeout=60s", "storageversionmigration/crontabs"]);
+        let done = k.json(&["get", "storageversionmigration", "crontabs"]);
+        let conditions = done["status"]["conditions"].as_array().unwrap();
+        let succeeded = conditions.iter().find(|c| c["type"] == "Succeeded").unwrap();
+        assert_eq!(succeeded["reason"], "StorageVersionMigrationSucceeded", "{}: {done}", k.name());
+    }
+    let replicas: Vec<&Served> = std::iter::once(&served).chain(replica.as_ref()).collect();
+    let runs: Vec<String> = replicas.iter().map(|r| metrics(r)).collect();
+    let ran = |text: &String| {
+        text.contains(
+            r#"crdctl_storage_version_migrations_total{resource="crontabs.example.com",result="succeeded"} 1"#,
+        )
+    };
+    assert_eq!(runs.iter().filter(|text| ran(text)).count(), 1, "one replica ran it once");
+    drop(replica);
+    let (_, data) = served.terminate();
+    assert_eq!(stored(&data), HashMap::from([("example.com/v1".into(), 10_000)]));
 }
 
 #[test]
@@ -207,7 +246,7 @@ fn a_migration_killed_halfway_finishes_without_rewriting_finished_pages() {
     let state = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_crdctl"))
         .args(["migrate", CRD, "--kubeconfig", served.kubeconfig.to_str().unwrap(), "--page-size", "200"])
-        .args(["--concurrency", "2", "--state-dir", state.path().to_str().unwrap()])
+        .args(["--concurrency", "2", "--client-side", "--state-dir", state.path().to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -234,7 +273,7 @@ fn a_migration_killed_halfway_finishes_without_rewriting_finished_pages() {
     assert!(done >= record["done"].as_u64().unwrap() && done < 10_000, "killed halfway: {done}");
 
     let puts_before = puts(&served);
-    let (code, summary, stderr) = migrate(&served, state.path(), &["--page-size", "200"]);
+    let (code, summary, stderr) = migrate(&served, state.path(), &["--page-size", "200", "--client-side"]);
     assert_eq!(code, 0, "{summary}\n{stderr}");
     assert_eq!(summary["resumed"], done);
     let handled = summary["rewritten"].as_u64().unwrap() + summary["unchanged"].as_u64().unwrap();
@@ -245,12 +284,16 @@ fn a_migration_killed_halfway_finishes_without_rewriting_finished_pages() {
     assert_eq!(stored(&data), HashMap::from([("example.com/v1".into(), 10_000)]));
 }
 
+/// The server's /metrics.
+fn metrics(served: &Served) -> String {
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async { reqwest::get(format!("{}/metrics", served.url())).await.unwrap().text().await.unwrap() })
+}
+
 /// PUTs of CronTabs the server has answered, from its /metrics.
 fn puts(served: &Served) -> u64 {
-    let metrics = tokio::runtime::Runtime::new()
-        .unwrap()
-        .block_on(async { reqwest::get(format!("{}/metrics", served.url())).await.unwrap().text().await.unwrap() });
-    metrics
+    metrics(served)
         .lines()
         .filter(|l| {
             l.starts_with("apiserver_request_total{")

@@ -43,6 +43,10 @@ pub struct RewriteArgs {
     /// (default: $XDG_STATE_HOME/crdctl/migrations, or ~/.local/state/crdctl/migrations).
     #[arg(long)]
     state_dir: Option<PathBuf>,
+    /// Rewrite the objects from here even where the cluster serves StorageVersionMigrations
+    /// (by default the server rewrites them, and this command follows it).
+    #[arg(long)]
+    client_side: bool,
 }
 
 impl RewriteArgs {
@@ -54,6 +58,7 @@ impl RewriteArgs {
             dry_run,
             record_dir: self.state_dir.clone().or_else(crdctl_migrate::record::default_dir),
             server,
+            client_side: self.client_side,
         }
     }
 }
@@ -179,6 +184,10 @@ impl Report for MigrationReport {
         } else {
             let why = summary.incomplete.as_deref().unwrap_or("unfinished");
             writeln!(out, "{}: not finished: {why}", summary.crd)?;
+        }
+        if let Some(migration) = &summary.migration {
+            writeln!(out, "  rewritten by the server: StorageVersionMigration {migration}; {:.1} s", summary.seconds)?;
+            return Ok(());
         }
         let rate = summary.handled() as f64 / summary.seconds.max(1e-3);
         writeln!(

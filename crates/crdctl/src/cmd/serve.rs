@@ -56,6 +56,10 @@ pub struct Args {
     /// The node ports `NodePort` and `LoadBalancer` Services get: FIRST-LAST.
     #[arg(long, default_value = "30000-32767", value_name = "FIRST-LAST", value_parser = parse_port_range)]
     service_node_port_range: (u16, u16),
+    /// Create a StorageVersionMigration whenever a CRD's storage version changes, so stored
+    /// objects are rewritten in the new one (the server carries migrations out either way).
+    #[arg(long)]
+    auto_migrate: bool,
 }
 
 /// `--service-node-port-range`: `FIRST-LAST`, FIRST not above LAST.
@@ -122,6 +126,7 @@ async fn serve(args: Args) -> anyhow::Result<Outcome> {
             cluster_ips: args.service_cluster_ip_range,
             node_ports: args.service_node_port_range.0..=args.service_node_port_range.1,
         },
+        auto_migrate: args.auto_migrate,
         ..Config::default()
     };
     let (store, where_): (Arc<dyn crdctl_storage::Store>, String) = if args.in_memory {
