@@ -111,11 +111,11 @@ fn measure_memory(pair: &Path) {
     let base = memory::resident_kib("self");
     let old = crdctl_model::load::load_bytes("old.yaml", &old_bytes).unwrap();
     let new = crdctl_model::load::load_bytes("new.yaml", &new_bytes).unwrap();
-    let load_peak = memory::peak_kib().saturating_sub(base);
+    let load_peak = memory::peak_kib("self").saturating_sub(base);
     reset_peak();
     let base = memory::resident_kib("self");
     let report = crdctl_safety::check_all(&old, &new, &crdctl_safety::Config::default());
-    let check_peak = memory::peak_kib().saturating_sub(base);
+    let check_peak = memory::peak_kib("self").saturating_sub(base);
     std::hint::black_box(report);
     println!("{load_peak} {check_peak}");
 }

@@ -1,13 +1,18 @@
-//! `crdctl migrate` throughput and memory, against `crdctl serve` on redb in a child process.
+//! Storage version migration throughput and memory, against `crdctl serve` on redb in a child
+//! process, the client's way and the server's.
 //!
-//! - Baseline: the server's raw update rate for the same objects — a second CRD with the same
+//! - Baseline: the server's raw update rate for the same objects — another CRD with the same
 //!   objects, listed first (not timed), then each PUT back unchanged from as many concurrent
 //!   clients as the migration uses. Every PUT rewrites an object from v1beta1 to v1, exactly
 //!   the work of a migration without its listing, bookkeeping and progress record.
-//! - Migration: `crdctl_migrate::migrate` over the first CRD, in this process (the server runs
-//!   in a child, so this process's memory is the migration's).
-//! - Peak memory: the growth of this process's peak RSS during the migration (reset with
-//!   `/proc/self/clear_refs` before it starts), at 10,000 and 100,000 objects. Target: flat.
+//! - Client side: `crdctl_migrate::migrate` with `client_side` over one CRD, in this process
+//!   (the server runs in a child, so this process's memory is the migration's): a list page,
+//!   then a PUT per object.
+//! - Server side: `crdctl_migrate::migrate` over another CRD with the same objects, which
+//!   creates a `StorageVersionMigration` and follows it while the server's migrator rewrites
+//!   the objects in the store (no request per object). Target: ≥ 2× the client side.
+//! - Peak memory: the growth of the peak RSS of the process doing the rewrite (reset with
+//!   `/proc/<pid>/clear_refs` before it starts), at 10,000 and 100,000 objects. Target: flat.
 //!
 //! Run: `cargo bench -p crdctl-bench --bench migrate`.
 
@@ -132,19 +137,22 @@ async fn raw_updates(http: &reqwest::Client, base: &str, group: &str) -> f64 {
     items.len() as f64 / started.elapsed().as_secs_f64()
 }
 
-/// Migrates `crontabs.<group>`: objects per second and the growth of the peak RSS.
-async fn migration(base: &str, group: &str, count: usize) -> (f64, u64) {
-    let client = kube::Client::try_from(kube::Config::new(base.parse().unwrap())).unwrap();
+/// Migrates `crontabs.<group>` on the client side or the server's: objects per second, and the
+/// growth of the peak RSS of the process that rewrites them (this one, or the server).
+async fn migration(server: &Child, group: &str, count: usize, client_side: bool) -> (f64, u64) {
+    let client = kube::Client::try_from(kube::Config::new(server.url.parse().unwrap())).unwrap();
     let cluster = Cluster::new(client);
+    let rewriter = if client_side { "self".to_string() } else { server.process.id().to_string() };
     // Peak RSS from here on (Linux: writing 5 to clear_refs resets VmHWM).
-    std::fs::write("/proc/self/clear_refs", "5").unwrap();
-    let before = memory::resident_kib("self");
-    let options = Options { concurrency: CONCURRENCY, ..Options::default() };
+    std::fs::write(format!("/proc/{rewriter}/clear_refs"), "5").unwrap();
+    let before = memory::resident_kib(&rewriter);
+    let options = Options { concurrency: CONCURRENCY, client_side, ..Options::default() };
     let started = Instant::now();
     let summary = crdctl_migrate::migrate(&cluster, &format!("crontabs.{group}"), &options, &Quiet).await.unwrap();
     let rate = count as f64 / started.elapsed().as_secs_f64();
-    assert!(summary.finished && summary.rewritten == count as u64, "{summary:?}");
-    (rate, memory::peak_kib().saturating_sub(before))
+    let rewritten_here = summary.rewritten == count as u64 && summary.migration.is_none();
+    assert!(summary.finished && (rewritten_here == client_side), "{summary:?}");
+    (rate, memory::peak_kib(&rewriter).saturating_sub(before))
 }
 
 fn main() {
@@ -154,26 +162,38 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {
         let http = reqwest::Client::new();
-        let server = start_server();
-        populate(&http, &server.url, "baseline.example.com", 10_000).await;
-        populate(&http, &server.url, "example.com", 10_000).await;
-        let raw = raw_updates(&http, &server.url, "baseline.example.com").await;
-        let (rate, grew_10k) = migration(&server.url, "example.com", 10_000).await;
         println!("{CONCURRENCY} concurrent writers, redb, objects stored as v1beta1 → v1   per second");
-        println!("  raw updates (PUT each object back, pre-listed)           {raw:>10.0}   100%");
-        println!(
-            "  crdctl migrate, 10,000 objects                           {rate:>10.0}   {:.0}%",
-            rate / raw * 100.0
-        );
-        drop(server);
-
-        let server = start_server();
-        populate(&http, &server.url, "example.com", 100_000).await;
-        let (rate_100k, grew_100k) = migration(&server.url, "example.com", 100_000).await;
-        println!("  crdctl migrate, 100,000 objects                          {rate_100k:>10.0}");
-        println!("peak memory of the migration (growth of peak RSS)");
-        println!("  10,000 objects                                           {:>7.1} MiB", grew_10k as f64 / 1024.0);
-        println!("  100,000 objects                                          {:>7.1} MiB", grew_100k as f64 / 1024.0);
+        let mut memory_lines = Vec::new();
+        for count in [10_000, 100_000] {
+            let server = start_server();
+            if count == 10_000 {
+                populate(&http, &server.url, "baseline.example.com", count).await;
+            }
+            populate(&http, &server.url, "client.example.com", count).await;
+            populate(&http, &server.url, "server.example.com", count).await;
+            let (client, client_grew) = migration(&server, "client.example.com", count, true).await;
+            let (in_server, server_grew) = migration(&server, "server.example.com", count, false).await;
+            let objects = format!("{count} objects");
+            if count == 10_000 {
+                let raw = raw_updates(&http, &server.url, "baseline.example.com").await;
+                println!("  raw updates (PUT each object back, pre-listed), {objects:<16} {raw:>8.0}   100%");
+                println!("  crdctl migrate --client-side, {objects:<30} {client:>8.0}   {:.0}%", client / raw * 100.0);
+                println!(
+                    "  StorageVersionMigration (in the server), {objects:<19} {in_server:>8.0}   {:.0}%",
+                    in_server / raw * 100.0
+                );
+            } else {
+                println!("  crdctl migrate --client-side, {objects:<30} {client:>8.0}");
+                println!("  StorageVersionMigration (in the server), {objects:<19} {in_server:>8.0}");
+            }
+            println!("  in the server ÷ client side, {objects:<31} {:>8.2}×  (target ≥ 2)", in_server / client);
+            memory_lines.push((objects, client_grew, server_grew));
+            drop(server);
+        }
+        println!("peak memory of the rewrite (growth of the rewriting process's peak RSS)   client   server");
+        for (objects, client, server) in memory_lines {
+            println!("  {objects:<70} {:>5.1} MiB {:>5.1} MiB", client as f64 / 1024.0, server as f64 / 1024.0);
+        }
     });
 }
 

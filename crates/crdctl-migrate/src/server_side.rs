@@ -13,8 +13,10 @@ use crate::{Crd, Error, Progress};
 
 /// The API group version served for migrations.
 const GROUP_VERSION: &str = "/apis/storagemigration.k8s.io/v1beta1";
-/// How often a migration's status is read.
-const POLL: Duration = Duration::from_millis(200);
+/// How soon a migration's status is read again: at first, then doubling up to the most, so a
+/// short migration is seen ending at once and a long one costs the cluster four reads a second.
+const POLL_FIRST: Duration = Duration::from_millis(20);
+const POLL_AT_MOST: Duration = Duration::from_millis(250);
 /// How long a migration may go without any status before the cluster is taken to have no
 /// migrator running (the controller is off by default in kube-controller-manager).
 const UNCLAIMED_FOR: Duration = Duration::from_secs(60);
@@ -57,8 +59,10 @@ pub async fn run(cluster: &Cluster, crd: &Crd, progress: &dyn Progress) -> Resul
     progress.note(&format!("StorageVersionMigration {name} created; the server rewrites the objects"));
     let started = Instant::now();
     let mut running = false;
+    let mut wait = POLL_FIRST;
     loop {
-        tokio::time::sleep(POLL).await;
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(POLL_AT_MOST);
         let current = cluster
             .get(&format!("{collection}/{name}"))
             .await

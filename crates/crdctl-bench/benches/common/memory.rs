@@ -12,7 +12,8 @@ pub fn resident_kib(pid: &str) -> u64 {
     status_kib(pid, "VmRSS")
 }
 
-/// This process's resident high-water mark (reset by writing 5 to `/proc/self/clear_refs`).
-pub fn peak_kib() -> u64 {
-    status_kib("self", "VmHWM")
+/// The resident high-water mark of process `pid` (or `self`), reset by writing 5 to
+/// `/proc/<pid>/clear_refs`.
+pub fn peak_kib(pid: &str) -> u64 {
+    status_kib(pid, "VmHWM")
 }

@@ -21,7 +21,6 @@ pub mod lease;
 use std::sync::Arc;
 
 use crdctl_storage::{EventKind, ListOptions, StoreError};
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::AppState;
@@ -223,18 +222,32 @@ async fn rewrite(state: &AppState, crd: &ServedCrd) -> Result<u64, ApiError> {
         }
         if !objects.is_empty() {
             let converted = crd.all_to_storage(objects).await?;
-            let writes = stale.into_iter().zip(converted).map(|(entry, object)| {
-                let store = Arc::clone(&state.store);
-                rewrite_one(store, entry, object)
-            });
-            let mut results = futures_util::stream::iter(writes).buffer_unordered(WRITES_IN_FLIGHT);
-            while let Some(result) = results.next().await {
-                rewritten += result?;
+            // Each write is a task of its own: a write that finds the store idle commits on its
+            // caller's thread, so writes polled from one task would commit one at a time; as
+            // tasks, the others queue meanwhile and are committed together.
+            let mut writes = tokio::task::JoinSet::new();
+            for (entry, object) in stale.into_iter().zip(converted) {
+                if writes.len() >= WRITES_IN_FLIGHT {
+                    rewritten += joined(writes.join_next().await)?;
+                }
+                writes.spawn(rewrite_one(Arc::clone(&state.store), entry, object));
+            }
+            while !writes.is_empty() {
+                rewritten += joined(writes.join_next().await)?;
             }
         }
         if !page.more {
             return Ok(rewritten);
         }
+    }
+}
+
+/// A finished write's count (none when the set was empty).
+fn joined(result: Option<Result<Result<u64, ApiError>, tokio::task::JoinError>>) -> Result<u64, ApiError> {
+    match result {
+        Some(Ok(written)) => written,
+        Some(Err(err)) => Err(ApiError::internal(format!("a migration write stopped: {err}"))),
+        None => Ok(0),
     }
 }
 

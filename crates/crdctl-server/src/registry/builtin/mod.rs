@@ -9,7 +9,8 @@
 //! `null` fields dropped, unknown fields dropped (or refused under `fieldValidation=Strict`)
 //! against the kind's schema from upstream's OpenAPI documents ([`documents`]); then the
 //! strategy's defaults, then validation (names, the schema's types and required fields, the
-//! strategy's checks). Nothing acts on the objects afterwards: no controller runs, as in envtest.
+//! strategy's checks). Nothing acts on the objects afterwards: no controller runs, as in envtest,
+//! but the storage version migrator ([`crate::migrator`]) on `StorageVersionMigration`s.
 
 mod data;
 pub mod documents;
