@@ -75,7 +75,7 @@ fn built_in_resources(group: &str, version: &str) -> Vec<Resource> {
             verbs: r.verbs.to_vec(),
             short_names: r.short_names.iter().map(|s| s.to_string()).collect(),
             categories: r.categories.iter().map(|s| s.to_string()).collect(),
-            storage_version_hash: r.stored().then(|| storage_version_hash(r.group, r.version, r.kind)),
+            storage_version_hash: r.stored().then(|| storage_version_hash(r.group, r.storage_version(), r.kind)),
         });
         for sub in r.subresources {
             let (group, version, sub_kind) = sub.kind().unwrap_or((r.group, r.version, r.kind));

@@ -229,7 +229,50 @@ async fn migrations_are_validated_and_fail_as_upstream(backend: Backend) {
     );
 }
 
-on_each_backend!(migrates_every_object_to_the_storage_version, migrations_are_validated_and_fail_as_upstream);
+/// v1alpha1 (what 1.30–1.34 serve) is the same resource, stored as v1beta1.
+async fn v1alpha1_is_served_and_stored_as_v1beta1(backend: Backend) {
+    let (server, _keep) = backend.start().await;
+    let api = Client::of(&server);
+    api.crontabs_stored_in_v1beta1(10).await;
+    const ALPHA: &str = "/apis/storagemigration.k8s.io/v1alpha1/storageversionmigrations";
+    let mut alpha = migration("alpha", "example.com", "crontabs");
+    alpha["apiVersion"] = json!("storagemigration.k8s.io/v1alpha1");
+    let (code, refused) = api.post(ALPHA, &alpha).await;
+    assert_eq!(
+        (code, refused["message"].as_str().unwrap_or_default()),
+        (
+            422,
+            r#"StorageVersionMigration.storagemigration.k8s.io "alpha" is invalid: spec.resource.version: Required value: version is required"#
+        )
+    );
+    alpha["spec"]["resource"]["version"] = json!("v1");
+    let (code, created) = api.post(ALPHA, &alpha).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["spec"]["resource"], json!({"group": "example.com", "version": "v1", "resource": "crontabs"}));
+    assert_eq!(condition(&api.finished("alpha").await, "Succeeded").0, "True");
+    assert!(stored_versions(&*server.server().state().store).await.iter().all(|v| v == "example.com/v1"));
+    let read = api.get(&format!("{ALPHA}/alpha")).await;
+    assert_eq!(read["apiVersion"], "storagemigration.k8s.io/v1alpha1");
+    assert_eq!(read["spec"]["resource"]["version"], "v1");
+    let succeeded = read["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Succeeded").unwrap();
+    assert!(succeeded["lastUpdateTime"].is_string() && succeeded.get("lastTransitionTime").is_none(), "{read}");
+    let beta = api.get(&format!("{MIGRATIONS}/alpha")).await;
+    assert_eq!(beta["spec"]["resource"], json!({"group": "example.com", "resource": "crontabs"}));
+    assert!(beta["status"]["conditions"][0]["lastTransitionTime"].is_string(), "{beta}");
+    // Discovery: both versions, v1beta1 preferred, one storage version hash.
+    let group = api.get("/apis/storagemigration.k8s.io").await;
+    assert_eq!(group["preferredVersion"]["version"], "v1beta1");
+    let hash = |list: Value| list["resources"][0]["storageVersionHash"].clone();
+    let alpha_hash = hash(api.get("/apis/storagemigration.k8s.io/v1alpha1").await);
+    assert_eq!(alpha_hash, hash(api.get("/apis/storagemigration.k8s.io/v1beta1").await));
+    assert!(alpha_hash.is_string());
+}
+
+on_each_backend!(
+    migrates_every_object_to_the_storage_version,
+    migrations_are_validated_and_fail_as_upstream,
+    v1alpha1_is_served_and_stored_as_v1beta1,
+);
 
 /// A migration a stopped server left running is finished by the next one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

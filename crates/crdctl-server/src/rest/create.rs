@@ -94,6 +94,7 @@ pub async fn create(
     endpoint.refuse_if_terminating(&name)?;
     let mut stored = match &endpoint.kind {
         Kind::Custom(served) => served.to_storage(object).await?,
+        Kind::BuiltIn(resource) => resource.to_storage(object),
         _ => object,
     };
     if params.dry_run.is_some() {

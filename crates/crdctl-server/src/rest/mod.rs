@@ -400,7 +400,10 @@ impl Endpoint {
     pub async fn present_items(&self, objects: Vec<Value>, shape: Shape) -> ApiResult<Items> {
         match &self.kind {
             Kind::Custom(served) => served.read_items_as(objects, &self.version, shape).await,
-            Kind::Crd | Kind::Namespace | Kind::BuiltIn(_) => Ok(Items::Values(objects)),
+            Kind::Crd | Kind::Namespace => Ok(Items::Values(objects)),
+            Kind::BuiltIn(resource) => {
+                Ok(Items::Values(objects.into_iter().map(|object| resource.from_storage(object)).collect()))
+            }
             Kind::Event(shape) => {
                 Ok(Items::Values(objects.into_iter().map(|object| event::present(object, *shape)).collect()))
             }

@@ -16,7 +16,7 @@ api, apimachinery, tag = sys.argv[1:4]
 PACKAGES = [(api, d, "k8s.io.api." + d.replace("/", ".")) for d in (
     "core/v1 admissionregistration/v1 apps/v1 authentication/v1 authorization/v1 autoscaling/v1 "
     "autoscaling/v2 batch/v1 certificates/v1 coordination/v1 discovery/v1 events/v1 flowcontrol/v1 "
-    "networking/v1 node/v1 policy/v1 rbac/v1 scheduling/v1 storage/v1").split()]
+    "networking/v1 node/v1 policy/v1 rbac/v1 scheduling/v1 storage/v1 storagemigration/v1alpha1").split()]
 PACKAGES += [(apimachinery, "pkg/apis/meta/v1", "k8s.io.apimachinery.pkg.apis.meta.v1")]
 
 FIELD = re.compile(r'^\s+\w+\s+(\*?)[\w.\[\]*]+\s+`json:"([^"]*)".*protobuf:"[^,]+,(\d+),')

@@ -35,7 +35,7 @@ macro_rules! documents {
     };
 }
 
-static DOCUMENTS: [Document; 22] = documents![
+static DOCUMENTS: [Document; 23] = documents![
     ("", "v1", "api__v1"),
     ("admissionregistration.k8s.io", "v1", "apis__admissionregistration.k8s.io__v1"),
     ("apiextensions.k8s.io", "v1", "apis__apiextensions.k8s.io__v1"),
@@ -57,6 +57,7 @@ static DOCUMENTS: [Document; 22] = documents![
     ("rbac.authorization.k8s.io", "v1", "apis__rbac.authorization.k8s.io__v1"),
     ("scheduling.k8s.io", "v1", "apis__scheduling.k8s.io__v1"),
     ("storage.k8s.io", "v1", "apis__storage.k8s.io__v1"),
+    ("storagemigration.k8s.io", "v1alpha1", "apis__storagemigration.k8s.io__v1alpha1"),
     ("storagemigration.k8s.io", "v1beta1", "apis__storagemigration.k8s.io__v1beta1"),
 ];
 

@@ -68,6 +68,20 @@ pub struct BuiltIn {
     pub strategy: Strategy,
     /// The `Table` columns of upstream's printer.
     pub columns: fn() -> Vec<Column>,
+    /// Set on a version stored as another version of the same resource (upstream stores each
+    /// resource in one version whatever version is asked for).
+    pub stored_as: Option<StoredAs>,
+}
+
+/// The version a resource's objects are stored in, and the conversions to and from it.
+#[derive(Debug, Clone, Copy)]
+pub struct StoredAs {
+    /// The storage version.
+    pub version: &'static str,
+    /// An object at the row's version, converted to the storage version.
+    pub to_storage: fn(Value) -> Value,
+    /// A stored object, converted to the row's version.
+    pub from_storage: fn(Value) -> Value,
 }
 
 /// A subresource of a built-in resource.
@@ -157,6 +171,27 @@ impl BuiltIn {
         match namespace.filter(|_| self.namespaced) {
             Some(namespace) => format!("{}{namespace}/", self.prefix),
             None => self.prefix.to_string(),
+        }
+    }
+
+    /// The version objects are stored in.
+    pub fn storage_version(&self) -> &'static str {
+        self.stored_as.map_or(self.version, |stored| stored.version)
+    }
+
+    /// An admitted object as it is stored.
+    pub fn to_storage(&self, object: Value) -> Value {
+        match self.stored_as {
+            Some(stored) => (stored.to_storage)(object),
+            None => object,
+        }
+    }
+
+    /// A stored object at this row's version.
+    pub fn from_storage(&self, object: Value) -> Value {
+        match self.stored_as {
+            Some(stored) => (stored.from_storage)(object),
+            None => object,
         }
     }
 

@@ -8,7 +8,7 @@ use crdctl_model::names;
 use serde_json::{Value, json};
 
 use super::review::{allowed, every_rule, token_review, whoami};
-use super::{BuiltIn, Strategy, Subresource};
+use super::{BuiltIn, StoredAs, Strategy, Subresource};
 use crate::selector::SelectableFields;
 use crate::table::{Column, Source};
 
@@ -51,6 +51,7 @@ const fn resource(
         name_rule: names::dns1123_subdomain_errors,
         strategy: Strategy::Plain,
         columns: crate::table::created_at_columns,
+        stored_as: None,
     }
 }
 
@@ -105,6 +106,25 @@ const fn rbac(
     }
 }
 
+/// StorageVersionMigrations at `version`: cluster-scoped, with `status`, carried out by the
+/// server's migrator.
+const fn storage_version_migrations(version: &'static str, stored_as: Option<StoredAs>) -> BuiltIn {
+    BuiltIn {
+        version,
+        subresources: STATUS,
+        strategy: Strategy::StorageVersionMigration,
+        stored_as,
+        ..resource(
+            STORAGE_MIGRATION,
+            "storageversionmigrations",
+            "storageversionmigration",
+            "StorageVersionMigration",
+            "/registry/storageversionmigrations/",
+            false,
+        )
+    }
+}
+
 const ALL: &[&str] = &["all"];
 const API_EXTENSIONS: &[&str] = &["api-extensions"];
 const ADMISSION: &str = "admissionregistration.k8s.io";
@@ -120,7 +140,7 @@ const fn selectable(labels: &'static [&'static str]) -> SelectableFields {
 }
 
 /// How many rows the table has.
-pub const COUNT: usize = 55;
+pub const COUNT: usize = 56;
 
 /// Every built-in resource, besides namespaces, events and CRDs.
 pub static RESOURCES: [BuiltIn; COUNT] = [
@@ -513,20 +533,17 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
             false,
         )
     },
-    // storagemigration.k8s.io/v1beta1, which kube-apiserver 1.35 serves (beta, off by default)
-    BuiltIn {
-        version: "v1beta1",
-        subresources: STATUS,
-        strategy: Strategy::StorageVersionMigration,
-        ..resource(
-            STORAGE_MIGRATION,
-            "storageversionmigrations",
-            "storageversionmigration",
-            "StorageVersionMigration",
-            "/registry/storageversionmigrations/",
-            false,
-        )
-    },
+    // storagemigration.k8s.io: v1beta1, which kube-apiserver 1.35 serves (beta, off by default),
+    // and v1alpha1, which 1.30–1.34 serve behind a feature gate, stored as v1beta1.
+    storage_version_migrations("v1beta1", None),
+    storage_version_migrations(
+        "v1alpha1",
+        Some(StoredAs {
+            version: "v1beta1",
+            to_storage: super::migration::from_v1alpha1,
+            from_storage: super::migration::to_v1alpha1,
+        }),
+    ),
 ];
 
 /// What the `Data` columns count.

@@ -11,17 +11,26 @@ fn messages(err: ApiError) -> String {
     err.message
 }
 
+/// One row per resource stores it; a row for another version of it (`stored_as`) shares the
+/// storing row's prefix.
 #[test]
 fn the_table_has_one_row_per_resource_and_prefix() {
-    for (at, row) in RESOURCES.iter().enumerate() {
-        let later = RESOURCES.get(at + 1..).unwrap_or_default();
+    let storing = || RESOURCES.iter().filter(|r| r.stored_as.is_none());
+    for row in RESOURCES.iter().filter(|r| r.stored_as.is_some()) {
+        let stored_by =
+            storing().find(|r| (r.group, r.resource, r.version) == (row.group, row.resource, row.storage_version()));
+        assert_eq!(stored_by.map(|r| r.prefix), Some(row.prefix), "{} {}", row.resource, row.version);
+    }
+    let storing: Vec<&BuiltIn> = storing().collect();
+    for (at, row) in storing.iter().enumerate() {
+        let later = storing.get(at + 1..).unwrap_or_default();
         assert!(later.iter().all(|r| (r.group, r.resource) != (row.group, row.resource)), "{}", row.resource);
         if let Strategy::Review(_) = row.strategy {
             assert_eq!((row.prefix, row.verbs), ("", table::CREATE_ONLY), "reviews are not stored");
             continue;
         }
         assert!(row.prefix.starts_with("/registry/") && row.prefix.ends_with('/'), "{}", row.prefix);
-        let overlaps = |r: &BuiltIn| r.prefix.starts_with(row.prefix) || row.prefix.starts_with(r.prefix);
+        let overlaps = |r: &&BuiltIn| r.prefix.starts_with(row.prefix) || row.prefix.starts_with(r.prefix);
         assert!(!later.iter().filter(|r| r.stored()).any(overlaps), "{}", row.prefix);
     }
 }
