@@ -274,6 +274,43 @@ on_each_backend!(
     v1alpha1_is_served_and_stored_as_v1beta1,
 );
 
+/// A conversion the migrator cannot make fails the migration as upstream words it, and leaves
+/// every object as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migration_whose_conversion_fails_fails_and_changes_nothing() {
+    let server = TestServer::start().await.unwrap();
+    let api = Client::of(&server);
+    let mut unreachable = crd("v1beta1");
+    unreachable["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+        "clientConfig": {"url": "https://127.0.0.1:9/convert"}}});
+    let (code, body) = api.post(CRDS, &unreachable).await;
+    assert_eq!(code, 201, "{body}");
+    api.wait_served(CRONTABS).await;
+    for n in 0..5 {
+        let object =
+            json!({"apiVersion": "example.com/v1beta1", "kind": "CronTab", "metadata": {"name": format!("c{n}")}});
+        assert_eq!(api.post(CRONTABS, &object).await.0, 201);
+    }
+    let mut current = api.get(&format!("{CRDS}/crontabs.example.com")).await;
+    current["spec"]["versions"] = crd("v1")["spec"]["versions"].clone();
+    assert_eq!(api.send(reqwest::Method::PUT, &format!("{CRDS}/crontabs.example.com"), Some(&current)).await.0, 200);
+    let store = Arc::clone(&server.server().state().store);
+    let before =
+        store.list(ListOptions { prefix: "/registry/example.com/crontabs/", ..Default::default() }).await.unwrap();
+
+    api.post(MIGRATIONS, &migration("unconvertible", "example.com", "crontabs")).await;
+    let failed = api.finished("unconvertible").await;
+    assert_eq!(
+        condition(&failed, "Failed"),
+        ("True".into(), "StorageVersionMigrationFailed".into(), "migration encountered unhandled error".into()),
+        "{failed}"
+    );
+    assert_eq!(condition(&failed, "Running").0, "False");
+    let after =
+        store.list(ListOptions { prefix: "/registry/example.com/crontabs/", ..Default::default() }).await.unwrap();
+    assert_eq!(before.entries, after.entries, "nothing was written");
+}
+
 /// A migration a stopped server left running is finished by the next one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_migration_left_running_resumes_at_start_up() {
