@@ -238,16 +238,40 @@ pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<Crd>, LoadError> {
 /// Loads every object (any kind) from the same kinds of paths; a `kind: List` contributes its
 /// items. Used for custom resources, e.g. objects to send to a conversion webhook.
 pub fn load_objects<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<Value>, LoadError> {
+    Ok(load_located_objects(paths)?.into_iter().map(|located| located.value).collect())
+}
+
+/// An object read from an input, and where it starts there.
+#[derive(Debug, Clone)]
+pub struct LocatedObject {
+    /// The object.
+    pub value: Value,
+    /// The input's name (a path, or `<stdin>`).
+    pub file: Arc<str>,
+    /// Where the object starts in it (its `kind: List`'s item).
+    pub position: Option<Position>,
+}
+
+/// [`load_objects`], each with its file and position (`kubectl get -o yaml` output works as is:
+/// a list's items are located one by one).
+pub fn load_located_objects<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<LocatedObject>, LoadError> {
     let mut objects = Vec::new();
     for_each_input(paths, |name, bytes, _| {
+        let file: Arc<str> = Arc::from(name);
         for document in parse(name, bytes)? {
             match document.value {
                 Value::Object(mut list) if list.get("kind").and_then(Value::as_str) == Some("List") => {
                     if let Some(Value::Array(items)) = list.remove("items") {
-                        objects.extend(items);
+                        objects.extend(items.into_iter().enumerate().map(|(index, value)| LocatedObject {
+                            value,
+                            file: Arc::clone(&file),
+                            position: document.positions.get(&format!("/items/{index}")),
+                        }));
                     }
                 }
-                value => objects.push(value),
+                value => {
+                    objects.push(LocatedObject { value, file: Arc::clone(&file), position: document.positions.get("") })
+                }
             }
         }
         Ok(())

@@ -77,6 +77,7 @@
 
 pub mod checks;
 pub mod config;
+pub mod data;
 pub mod dialect;
 pub mod finding;
 pub mod schema;

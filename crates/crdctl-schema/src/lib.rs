@@ -67,7 +67,9 @@ pub use embedded::validate_embedded;
 pub use formats::{Format, StringFormat};
 pub use list_type::validate_list_types;
 pub use openapi::{validate, validate_update};
-pub use read::{FieldRead, NullRead, ReadPlan, Steps, default, prune, prune_and_default_json, prune_json};
+pub use read::{
+    FieldRead, NullRead, Pruned, ReadPlan, Steps, default, prune, prune_and_default_json, prune_fields, prune_json,
+};
 
 /// What [`check`] found.
 #[derive(Debug, Default)]

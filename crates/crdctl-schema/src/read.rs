@@ -125,6 +125,20 @@ impl Schema {
 /// Removes every field the schema does not specify, returning their paths (for
 /// `fieldValidation=Strict|Warn`) in document order.
 pub fn prune(object: &mut Value, schema: &Schema) -> Vec<String> {
+    prune_fields(object, schema).into_iter().map(|field| field.path).collect()
+}
+
+/// A field pruning removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pruned {
+    /// Its field path, as the API server writes it (`spec.items[0].bad`).
+    pub path: String,
+    /// Its JSON pointer in the object (`/spec/items/0/bad`).
+    pub pointer: String,
+}
+
+/// [`prune`], naming each removed field by path and pointer.
+pub fn prune_fields(object: &mut Value, schema: &Schema) -> Vec<Pruned> {
     let mut unknown = Vec::new();
     read_value(object, schema, Steps { prune: true, default: false }, &Path::Root, &mut unknown);
     unknown
@@ -135,7 +149,7 @@ pub fn default(object: &mut Value, schema: &Schema) {
     read_value(object, schema, Steps { prune: false, default: true }, &Path::Root, &mut Vec::new());
 }
 
-fn read_value(value: &mut Value, schema: &Schema, steps: Steps, loc: &Path, unknown: &mut Vec<String>) {
+fn read_value(value: &mut Value, schema: &Schema, steps: Steps, loc: &Path, unknown: &mut Vec<Pruned>) {
     let plan = &schema.read;
     match value {
         Value::Object(fields) => {
@@ -166,7 +180,8 @@ fn read_value(value: &mut Value, schema: &Schema, steps: Steps, loc: &Path, unkn
             }
             for name in pruned {
                 fields.shift_remove(&name);
-                unknown.push(loc.child(&name).path());
+                let field = loc.child(&name);
+                unknown.push(Pruned { path: field.path(), pointer: field.pointer() });
             }
             for name in dropped {
                 fields.shift_remove(&name);

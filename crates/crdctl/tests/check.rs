@@ -399,3 +399,65 @@ fn findings_implied_by_a_removal_are_in_json_with_both_texts_and_not_in_sarif() 
     let crdify: serde_json::Value = serde_json::from_str(&crdify.stdout).unwrap();
     assert!(crdify["findings"].as_array().unwrap().iter().all(|f| f["message"] == f["messages"]["crdify"]));
 }
+
+/// `--objects`: each static finding says which stored objects it affects, the data findings no
+/// static finding names follow, and the exit status stays the static verdict unless
+/// `--fail-on data`.
+#[test]
+fn stored_objects_confirm_or_clear_static_findings() {
+    let dir = repo_root().join("fixtures/pairs/data-enum-rule-removal");
+    let run = |objects: &str, extra: &[&str]| {
+        let mut args = vec!["check", "old.yaml", "new.yaml", "--objects", objects];
+        args.extend(extra);
+        crdctl_in(&dir, &args, None)
+    };
+    let out = run("objects.yaml", &[]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let data: Vec<&str> = out.stdout.lines().skip(3).collect();
+    assert_eq!(
+        data,
+        [
+            "crontabs.example.com: 3 stored objects judged against the new CRD",
+            r#"crontabs.example.com: version "v1", field "^.spec" has unknown change, refusing to determine that change is safe — 2 of 3 objects use it: default/a, default/b"#,
+            r#"crontabs.example.com: version "v1", field "^.spec.mode": enums ["Unmanaged"] removed from the set of previously allowed values — 1 of 3 objects use it: default/a"#,
+            "crontabs.example.com: crd/crontabs.example.com version/v1 field/^.spec.legacy may not be removed — 1 of 3 objects use it: default/b",
+            "crontabs.example.com: default/a (objects.yaml:6) at v1: <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            "crontabs.example.com: default/c (objects.yaml:14): stored as v1beta1, which the new CRD no longer lists: it cannot be read after the upgrade",
+        ],
+        "{}",
+        out.stdout
+    );
+    // The JSON carries every data finding with upstream's message, and which are ratcheted.
+    let json: serde_json::Value = serde_json::from_str(&run("objects.yaml", &["-o", "json"]).stdout).unwrap();
+    let messages: Vec<(&str, &str, bool)> = json["data"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["object"].as_str().unwrap(), f["problem"].as_str().unwrap(), f["ratcheted"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            ("default/a", "invalid", true),
+            ("default/a", "invalid", false),
+            ("default/b", "pruned", false),
+            ("default/b", "invalid", true),
+            ("default/c", "unlistedVersion", false),
+        ]
+    );
+    let rule = &json["data"]["findings"][3]["message"];
+    assert!(
+        rule.as_str()
+            .unwrap()
+            .contains("spec: Invalid value: \"object\": failed rule: !has(self.replicas) || self.replicas <= 10"),
+        "{rule}"
+    );
+    assert_eq!(json["findings"][1]["affectedObjects"], serde_json::json!(["default/a"]));
+
+    // Nothing stored is affected: the static verdict still fails; --fail-on data passes.
+    let clear = run("objects-unaffected.yaml", &[]);
+    assert_eq!(clear.code, 1);
+    assert!(clear.stdout.contains("may not be removed — no stored object uses it"), "{}", clear.stdout);
+    assert_eq!(run("objects-unaffected.yaml", &["--fail-on", "data"]).code, 0);
+    assert_eq!(run("objects.yaml", &["--fail-on", "data"]).code, 1);
+}

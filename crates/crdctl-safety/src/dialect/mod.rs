@@ -10,6 +10,7 @@
 //! Every message text lives in this module and its two submodules, nowhere else.
 
 mod crdify;
+pub mod data;
 pub mod go;
 mod olm;
 

@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use crdctl_safety::data::{self, DataFinding, Joined, Problem, StoredObject};
 use crdctl_safety::{Change, Config, Dialect, Finding, Report, Scope, Severity, dialect};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -37,6 +38,49 @@ pub struct Args {
     /// Strict runs the preflight; None turns it off, leaving the API server's own checks.
     #[arg(long, value_enum, default_value_t = EnforcementArg::Strict)]
     enforcement: EnforcementArg,
+    /// Stored objects to judge against NEW as the API server would once it is installed
+    /// (files, directories, -; `kubectl get <crd> -A -o yaml` output works as is).
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    objects: Vec<std::path::PathBuf>,
+    /// What fails the check: OLM's static verdict, or only what the stored objects show.
+    #[arg(long, value_enum, default_value_t = FailOn::Static)]
+    fail_on: FailOn,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum FailOn {
+    Static,
+    Data,
+}
+
+/// The data-aware part of a check: the stored objects' findings and their join with the static ones.
+struct Data {
+    findings: Vec<DataFinding>,
+    joined: Joined,
+}
+
+impl Data {
+    fn judge(new: &[crdctl_model::load::Crd], paths: &[std::path::PathBuf]) -> anyhow::Result<Data> {
+        let objects: Vec<StoredObject> = crdctl_model::load::load_located_objects(paths)?
+            .into_iter()
+            .map(|located| StoredObject {
+                location: located.position.map(|p| crdctl_safety::Location {
+                    file: located.file.to_string(),
+                    line: p.line,
+                    column: p.column,
+                }),
+                value: located.value,
+            })
+            .collect();
+        let mut findings = Vec::new();
+        let mut judged = std::collections::BTreeMap::new();
+        for crd in new {
+            let (found, count) = data::judge(crd, &objects);
+            findings.extend(found);
+            judged.insert(crd.name().to_string(), count);
+        }
+        Ok(Data { findings, joined: Joined { judged, ..Joined::default() } })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -89,6 +133,16 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     for note in &report.notes {
         output::warning(&dialect::note(note));
     }
+    let data = match args.objects.is_empty() {
+        true => None,
+        false => {
+            let mut data = Data::judge(&new, &args.objects)?;
+            data.joined = data::join(&report, &data.findings, std::mem::take(&mut data.joined.judged));
+            Some(data)
+        }
+    };
+    let data_lines =
+        data.as_ref().map(|d| dialect::data::lines(&report, &d.findings, &d.joined, dialect)).unwrap_or_default();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match args.output {
         CheckFormat::Text => {
@@ -98,13 +152,20 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             for line in dialect::lines(&report, dialect, Severity::Warning) {
                 output::warning(&line);
             }
+            for line in &data_lines {
+                writeln!(out, "{line}")?;
+            }
         }
-        CheckFormat::Json => output::write_json(&mut out, &json_report(&report, dialect))?,
-        CheckFormat::Markdown => write_markdown(&mut out, &report, dialect, new.len())?,
+        CheckFormat::Json => output::write_json(&mut out, &json_report(&report, dialect, data.as_ref()))?,
+        CheckFormat::Markdown => write_markdown(&mut out, &report, dialect, new.len(), &data_lines)?,
         CheckFormat::Sarif => output::write_json(&mut out, &sarif(&report, dialect))?,
     }
     out.flush()?;
-    Ok(if report.is_safe() { Outcome::Clean } else { Outcome::Findings })
+    let failed = match args.fail_on {
+        FailOn::Static => !report.is_safe(),
+        FailOn::Data => data.is_some_and(|d| !d.findings.is_empty()),
+    };
+    Ok(if failed { Outcome::Findings } else { Outcome::Clean })
 }
 
 /// The JSON report: one object per finding. Field names are a stable interface.
@@ -113,6 +174,33 @@ struct JsonReport {
     safe: bool,
     findings: Vec<JsonFinding>,
     notes: Vec<String>,
+    /// With `--objects`: objects judged per CRD and what the upgrade does to them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<JsonData>,
+}
+
+#[derive(Debug, Serialize)]
+struct JsonData {
+    judged: std::collections::BTreeMap<String, usize>,
+    findings: Vec<JsonDataFinding>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonDataFinding {
+    crd: String,
+    object: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    location: Option<JsonLocation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+    pointer: String,
+    /// `unlistedVersion`, `pruned`, `invalid` or `notJudged`.
+    problem: &'static str,
+    ratcheted: bool,
+    /// Whether a static finding names it.
+    named_by_static_finding: bool,
+    message: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -135,6 +223,9 @@ struct JsonFinding {
     implied_by_removal: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     location: Option<JsonLocation>,
+    /// With `--objects`, for a finding with a schema path: the stored objects it affects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    affected_objects: Option<Vec<String>>,
 }
 
 /// A finding's text in each dialect (`None` where that dialect folds it into another finding).
@@ -151,11 +242,12 @@ struct JsonLocation {
     column: u32,
 }
 
-fn json_report(report: &Report, dialect: Dialect) -> JsonReport {
+fn json_report(report: &Report, dialect: Dialect, data: Option<&Data>) -> JsonReport {
     let findings = report
         .findings
         .iter()
-        .filter_map(|finding| {
+        .enumerate()
+        .filter_map(|(index, finding)| {
             // Every finding either dialect reports is listed, with both texts; `message` is the
             // text of the dialect asked for, null where it folds the finding into another one.
             let messages = JsonMessages {
@@ -186,15 +278,40 @@ fn json_report(report: &Report, dialect: Dialect) -> JsonReport {
                 messages,
                 severity: severity_name(finding.severity),
                 implied_by_removal: finding.implied_by_removal,
-                location: finding.location.as_ref().map(|l| JsonLocation {
-                    file: l.file.clone(),
-                    line: l.line,
-                    column: l.column,
-                }),
+                location: finding.location.as_ref().map(json_location),
+                affected_objects: data.and_then(|d| d.joined.affected.get(&index).cloned()),
             })
         })
         .collect();
-    JsonReport { safe: report.is_safe(), findings, notes: report.notes.iter().map(dialect::note).collect() }
+    let data = data.map(|d| JsonData {
+        judged: d.joined.judged.clone(),
+        findings: d
+            .findings
+            .iter()
+            .enumerate()
+            .map(|(at, f)| JsonDataFinding {
+                crd: f.crd.clone(),
+                object: f.object.clone(),
+                location: f.location.as_ref().map(json_location),
+                version: f.version.clone(),
+                pointer: f.pointer.clone(),
+                problem: match f.problem {
+                    Problem::UnlistedVersion(_) => "unlistedVersion",
+                    Problem::Pruned(_) => "pruned",
+                    Problem::Invalid { .. } => "invalid",
+                    Problem::NotJudged(_) => "notJudged",
+                },
+                ratcheted: matches!(f.problem, Problem::Invalid { ratcheted: true, .. }),
+                named_by_static_finding: !d.joined.unmatched.contains(&at),
+                message: dialect::data::line(f),
+            })
+            .collect(),
+    });
+    JsonReport { safe: report.is_safe(), findings, notes: report.notes.iter().map(dialect::note).collect(), data }
+}
+
+fn json_location(location: &crdctl_safety::Location) -> JsonLocation {
+    JsonLocation { file: location.file.clone(), line: location.line, column: location.column }
 }
 
 fn path_style(dialect: Dialect) -> crdctl_safety::schema::PathStyle {
@@ -245,7 +362,13 @@ fn visible(report: &Report, dialect: Dialect) -> impl Iterator<Item = (&Finding,
     report.findings.iter().filter_map(move |f| dialect::message(f, dialect).map(|m| (f, m)))
 }
 
-fn write_markdown(out: &mut dyn Write, report: &Report, dialect: Dialect, n_crds: usize) -> std::io::Result<()> {
+fn write_markdown(
+    out: &mut dyn Write,
+    report: &Report,
+    dialect: Dialect,
+    n_crds: usize,
+    data_lines: &[String],
+) -> std::io::Result<()> {
     let findings: Vec<(&Finding, String)> = visible(report, dialect).collect();
     if findings.is_empty() {
         writeln!(out, "### CRD upgrade safety: passed\n\nAll {n_crds} CRD upgrades are safe.")?;
@@ -268,6 +391,12 @@ fn write_markdown(out: &mut dyn Write, report: &Report, dialect: Dialect, n_crds
     }
     for note in &report.notes {
         writeln!(out, "\n> {}", dialect::note(note))?;
+    }
+    if !data_lines.is_empty() {
+        writeln!(out, "\n#### Stored objects\n")?;
+        for line in data_lines {
+            writeln!(out, "- {}", line.replace('|', "\\|"))?;
+        }
     }
     Ok(())
 }
