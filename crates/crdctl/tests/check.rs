@@ -461,3 +461,37 @@ fn stored_objects_confirm_or_clear_static_findings() {
     assert_eq!(run("objects-unaffected.yaml", &["--fail-on", "data"]).code, 0);
     assert_eq!(run("objects.yaml", &["--fail-on", "data"]).code, 1);
 }
+
+/// `--live` against `crdctl serve` holding 10,000 CronTabs: OLD is the installed CRD (`-`), the
+/// objects are read in pages at its storage version.
+#[test]
+fn live_check_judges_what_a_running_server_stores() {
+    use crate::serve::{Backend, example};
+    let served = crate::migrate::stored_as_v1beta1(
+        Backend::Redb,
+        &[],
+        &example("3-v1-storage.yaml"),
+        10_000,
+        crate::migrate::host_and_port,
+    );
+    // The new CRD drops `host` from both versions.
+    let dir = tempfile::tempdir().unwrap();
+    let new = dir.path().join("new.yaml");
+    std::fs::write(&new, example("3-v1-storage.yaml").replace("          host:\n            type: string\n", ""))
+        .unwrap();
+    let kubeconfig = served.kubeconfig.to_str().unwrap();
+    let out = crdctl(&["check", "-", new.to_str().unwrap(), "--live", "--kubeconfig", kubeconfig]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(
+        lines.contains(&"crontabs.example.com: 10,000 stored objects judged against the new CRD"),
+        "{}",
+        out.stdout
+    );
+    for version in ["v1beta1", "v1"] {
+        let removal = format!(
+            "crontabs.example.com: crd/crontabs.example.com version/{version} field/^.host may not be removed — 10,000 of 10,000 objects use it: default/ct-00000, default/ct-00001, default/ct-00002, default/ct-00003, default/ct-00004, and 9,995 more"
+        );
+        assert!(lines.contains(&removal.as_str()), "{removal}\n{}", out.stdout);
+    }
+}

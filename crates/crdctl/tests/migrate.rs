@@ -60,7 +60,7 @@ fn create(served: &Served, count: usize, body: fn(usize) -> Value) {
     });
 }
 
-fn host_and_port(i: usize) -> Value {
+pub(crate) fn host_and_port(i: usize) -> Value {
     json!({"apiVersion": "example.com/v1beta1", "kind": "CronTab", "metadata": {"name": format!("ct-{i:05}")},
         "host": format!("host-{i}"), "port": "80"})
 }
@@ -123,7 +123,7 @@ fn migrate(served: &Served, state: &Path, extra: &[&str]) -> (i32, Value, String
 
 /// A server whose `count` objects were written while v1beta1 was the storage version, after
 /// `crd_v1_storage` made v1 the storage version.
-fn stored_as_v1beta1(
+pub(crate) fn stored_as_v1beta1(
     backend: Backend,
     served_args: &[&str],
     crd_v1_storage: &str,

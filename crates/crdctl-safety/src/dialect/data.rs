@@ -33,7 +33,7 @@ pub fn affected(objects: &[String], judged: usize) -> String {
     }
     let mut named = objects.iter().take(NAMED).cloned().collect::<Vec<_>>().join(", ");
     if objects.len() > NAMED {
-        named.push_str(&format!(", and {} more", objects.len() - NAMED));
+        named.push_str(&format!(", and {} more", thousands(objects.len() - NAMED)));
     }
     format!("— {} of {} objects use it: {named}", thousands(objects.len()), thousands(judged))
 }

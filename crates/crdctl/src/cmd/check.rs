@@ -2,6 +2,8 @@
 
 use std::io::Write;
 
+use anyhow::Context;
+
 use crdctl_safety::data::{self, DataFinding, Joined, Problem, StoredObject};
 use crdctl_safety::{Change, Config, Dialect, Finding, Report, Scope, Severity, dialect};
 use serde::Serialize;
@@ -42,6 +44,12 @@ pub struct Args {
     /// (files, directories, -; `kubectl get <crd> -A -o yaml` output works as is).
     #[arg(long, value_name = "PATH", num_args = 1..)]
     objects: Vec<std::path::PathBuf>,
+    /// Judge the objects a cluster stores (read-only, paged); with OLD `-`, the installed CRDs
+    /// are OLD.
+    #[arg(long, conflicts_with = "objects")]
+    live: bool,
+    #[command(flatten)]
+    cluster: super::migrate::ClusterArgs,
     /// What fails the check: OLM's static verdict, or only what the stored objects show.
     #[arg(long, value_enum, default_value_t = FailOn::Static)]
     fail_on: FailOn,
@@ -54,13 +62,24 @@ enum FailOn {
 }
 
 /// The data-aware part of a check: the stored objects' findings and their join with the static ones.
+#[derive(Default)]
 struct Data {
     findings: Vec<DataFinding>,
     joined: Joined,
 }
 
 impl Data {
-    fn judge(new: &[crdctl_model::load::Crd], paths: &[std::path::PathBuf]) -> anyhow::Result<Data> {
+    /// Judges `objects` against every CRD of `new` they belong to.
+    fn add(&mut self, new: &[crdctl_model::load::Crd], objects: &[StoredObject]) {
+        for crd in new {
+            let (found, count) = data::judge(crd, objects);
+            self.findings.extend(found);
+            *self.joined.judged.entry(crd.name().to_string()).or_default() += count;
+        }
+    }
+
+    /// The objects in files.
+    fn from_files(new: &[crdctl_model::load::Crd], paths: &[std::path::PathBuf]) -> anyhow::Result<Data> {
         let objects: Vec<StoredObject> = crdctl_model::load::load_located_objects(paths)?
             .into_iter()
             .map(|located| StoredObject {
@@ -72,15 +91,70 @@ impl Data {
                 value: located.value,
             })
             .collect();
-        let mut findings = Vec::new();
-        let mut judged = std::collections::BTreeMap::new();
-        for crd in new {
-            let (found, count) = data::judge(crd, &objects);
-            findings.extend(found);
-            judged.insert(crd.name().to_string(), count);
-        }
-        Ok(Data { findings, joined: Joined { judged, ..Joined::default() } })
+        let mut data = Data::default();
+        data.add(new, &objects);
+        Ok(data)
     }
+
+    /// The objects a cluster holds of each CRD of `new` that is `installed`, read in pages at
+    /// the installed storage version (what a write stores), judged a page at a time.
+    async fn from_cluster(
+        cluster: &crdctl_migrate::Cluster,
+        installed: &[crdctl_model::load::Crd],
+        new: &[crdctl_model::load::Crd],
+    ) -> anyhow::Result<Data> {
+        let mut data = Data::default();
+        for crd in new {
+            let Some(current) = installed.iter().find(|c| c.name() == crd.name()) else { continue };
+            let Some(storage) = current.definition.storage_version() else { continue };
+            let spec = &current.definition.spec;
+            let collection = format!("/apis/{}/{}/{}", spec.group, storage.name, spec.names.plural);
+            let mut token: Option<String> = None;
+            loop {
+                let mut path = format!("{collection}?limit={LIVE_PAGE}");
+                if let Some(token) = &token {
+                    path.push_str("&continue=");
+                    path.push_str(token);
+                }
+                let mut page = cluster.get(&path).await.with_context(|| format!("listing {collection}"))?;
+                let items = match page.get_mut("items").map(Value::take) {
+                    Some(Value::Array(items)) => items,
+                    _ => Vec::new(),
+                };
+                let objects: Vec<StoredObject> =
+                    items.into_iter().map(|value| StoredObject { value, location: None }).collect();
+                data.add(std::slice::from_ref(crd), &objects);
+                token = page
+                    .pointer("/metadata/continue")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_string);
+                if token.is_none() {
+                    break;
+                }
+            }
+        }
+        Ok(data)
+    }
+}
+
+/// Objects per list page of `--live`.
+const LIVE_PAGE: u32 = 500;
+
+/// The installed CRDs named in `new`, read from the cluster.
+async fn installed(
+    cluster: &crdctl_migrate::Cluster,
+    new: &[crdctl_model::load::Crd],
+) -> anyhow::Result<Vec<crdctl_model::load::Crd>> {
+    let mut installed = Vec::new();
+    for crd in new {
+        match cluster.crd(crd.name()).await {
+            Ok(found) => installed.push(crdctl_model::load::Crd::from_value(crd.name(), found.raw)?),
+            Err(crdctl_migrate::CallError::Status { code: 404, .. }) => {}
+            Err(err) => return Err(anyhow::anyhow!("reading CustomResourceDefinition {}: {err}", crd.name())),
+        }
+    }
+    Ok(installed)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -115,8 +189,20 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
         None => Config::default(),
     };
-    let mut old = super::load_source(&args.old)?;
     let new = super::load_source(&args.new)?;
+    let live = match args.live {
+        true => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            let (cluster, _) = runtime.block_on(args.cluster.connect())?;
+            let installed = runtime.block_on(installed(&cluster, &new))?;
+            Some((runtime, cluster, installed))
+        }
+        false => None,
+    };
+    let mut old = match &live {
+        Some((_, _, installed)) if args.old == "-" => installed.clone(),
+        _ => super::load_source(&args.old)?,
+    };
     if !args.stored_versions.is_empty() {
         for crd in &mut old {
             crd.definition.status.stored_versions.clone_from(&args.stored_versions);
@@ -133,14 +219,15 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     for note in &report.notes {
         output::warning(&dialect::note(note));
     }
-    let data = match args.objects.is_empty() {
-        true => None,
-        false => {
-            let mut data = Data::judge(&new, &args.objects)?;
-            data.joined = data::join(&report, &data.findings, std::mem::take(&mut data.joined.judged));
-            Some(data)
-        }
+    let data = match &live {
+        Some((runtime, cluster, installed)) => Some(runtime.block_on(Data::from_cluster(cluster, installed, &new))?),
+        None if !args.objects.is_empty() => Some(Data::from_files(&new, &args.objects)?),
+        None => None,
     };
+    let data = data.map(|mut data| {
+        data.joined = data::join(&report, &data.findings, std::mem::take(&mut data.joined.judged));
+        data
+    });
     let data_lines =
         data.as_ref().map(|d| dialect::data::lines(&report, &d.findings, &d.joined, dialect)).unwrap_or_default();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
