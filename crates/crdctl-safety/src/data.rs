@@ -62,12 +62,47 @@ pub enum Problem {
         /// Whether validation ratcheting lets unchanged updates through.
         ratcheted: bool,
     },
-    /// Needs a conversion webhook to reach this version, and none was available.
+    /// Could not be converted to this version (why): not judged there.
     NotJudged(String),
+    /// Converted to this version and back to the one it is stored in (named here), it differs
+    /// at the finding's pointer: the conversion loses data.
+    Lossy(String),
 }
 
-/// Judges every object of `crd` (matched by group and kind) against it; how many it judged.
-pub fn judge(crd: &Crd, objects: &[StoredObject]) -> (Vec<DataFinding>, usize) {
+/// Converts objects to an `apiVersion` as the API server's converter for the new CRD would
+/// (the objects may be in several versions); an error means they cannot be judged there.
+pub trait Convert {
+    /// `objects` at `api_version`, in order.
+    fn convert(&mut self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>, String>;
+}
+
+/// The `None` strategy: only `apiVersion` changes. A webhook that is not reachable says why
+/// (`Unavailable`).
+pub enum Conversion {
+    /// `None`.
+    None,
+    /// A webhook this check cannot call: objects that need it are not judged.
+    Unavailable(String),
+}
+
+impl Convert for Conversion {
+    fn convert(&mut self, mut objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>, String> {
+        if let Conversion::Unavailable(why) = self {
+            let converted = objects.iter().all(|o| o.get("apiVersion").and_then(Value::as_str) == Some(api_version));
+            return if converted { Ok(objects) } else { Err(why.clone()) };
+        }
+        for object in &mut objects {
+            if let Some(fields) = object.as_object_mut() {
+                fields.insert("apiVersion".into(), Value::String(api_version.to_string()));
+            }
+        }
+        Ok(objects)
+    }
+}
+
+/// Judges every object of `crd` (matched by group and kind) against it, converting with
+/// `convert`; how many objects it judged.
+pub fn judge(crd: &Crd, objects: &[StoredObject], convert: &mut dyn Convert) -> (Vec<DataFinding>, usize) {
     let spec = &crd.definition.spec;
     let schemas: BTreeMap<&str, Schema> = spec
         .versions
@@ -76,49 +111,150 @@ pub fn judge(crd: &Crd, objects: &[StoredObject]) -> (Vec<DataFinding>, usize) {
         .filter(|(_, v)| v.served)
         .filter_map(|(index, v)| Some((v.name.as_str(), Schema::new(crd.schema(index)?))))
         .collect();
-    let webhook = spec.conversion.as_ref().is_some_and(|c| c.strategy == "Webhook");
-    let mut judged = 0;
+    let finding = |stored: &StoredObject, version: Option<&str>, pointer: String, problem: Problem| DataFinding {
+        crd: crd.name().to_string(),
+        object: object_name(&stored.value),
+        location: stored.location.clone(),
+        version: version.map(str::to_string),
+        pointer,
+        problem,
+    };
     let mut findings = Vec::new();
+    // The objects of this CRD, with their stored versions; those in an unlisted version stop here.
+    let mut listed: Vec<(&StoredObject, &str)> = Vec::new();
+    let mut judged = 0;
     for stored in objects {
         let Some(version) = version_of(&stored.value, &spec.group, &spec.names.kind) else { continue };
         judged += 1;
-        let finding = |version: Option<&str>, pointer: String, problem: Problem| DataFinding {
-            crd: crd.name().to_string(),
-            object: object_name(&stored.value),
-            location: stored.location.clone(),
-            version: version.map(str::to_string),
-            pointer,
-            problem,
-        };
-        if !spec.versions.iter().any(|v| v.name == version) {
-            findings.push(finding(None, String::new(), Problem::UnlistedVersion(version.to_string())));
-            continue;
+        if spec.versions.iter().any(|v| v.name == version) {
+            listed.push((stored, version));
+        } else {
+            findings.push(finding(stored, None, String::new(), Problem::UnlistedVersion(version.to_string())));
         }
-        for (target, schema) in &schemas {
-            if webhook && *target != version {
-                let why = format!("reading it at {target} needs the conversion webhook");
-                findings.push(finding(Some(target), String::new(), Problem::NotJudged(why)));
+    }
+    for (target, schema) in &schemas {
+        let api_version = format!("{}/{target}", spec.group);
+        let batch: Vec<Value> = listed.iter().map(|(stored, _)| stored.value.clone()).collect();
+        let converted = match convert.convert(batch, &api_version) {
+            Ok(converted) if converted.len() == listed.len() => converted,
+            Ok(_) => {
+                let why = "the conversion returned another number of objects".to_string();
+                findings.extend(
+                    listed
+                        .iter()
+                        .map(|(s, _)| finding(s, Some(target), String::new(), Problem::NotJudged(why.clone()))),
+                );
                 continue;
             }
-            let mut object = stored.value.clone();
-            if let Some(fields) = object.as_object_mut() {
-                fields.insert("apiVersion".into(), Value::String(format!("{}/{target}", spec.group)));
+            Err(why) => {
+                // Objects already at this version need no conversion: judge those alone.
+                let (at_target, others): (Vec<_>, Vec<_>) = listed.iter().partition(|(_, v)| v == target);
+                let why = format!("converting it to {target}: {why}");
+                findings.extend(
+                    others
+                        .iter()
+                        .map(|(s, _)| finding(s, Some(target), String::new(), Problem::NotJudged(why.clone()))),
+                );
+                for (stored, _) in at_target {
+                    let mut object = stored.value.clone();
+                    findings.extend(
+                        admit(&mut object, schema)
+                            .into_iter()
+                            .map(|(p, problem)| finding(stored, Some(target), p, problem)),
+                    );
+                }
+                continue;
             }
-            for pruned in crdctl_schema::prune_fields(&mut object, schema) {
-                findings.push(finding(Some(target), pruned.pointer, Problem::Pruned(pruned.path)));
+        };
+        for (at, pointer) in round_trip(convert, &listed, &converted, target, &spec.group) {
+            if let Some((stored, version)) = listed.get(at) {
+                findings.push(finding(stored, Some(target), pointer, Problem::Lossy(version.to_string())));
             }
-            crdctl_schema::default(&mut object, schema);
-            let ratcheted = crdctl_schema::check(&object, Some(&object), schema).errors;
-            for error in crdctl_schema::check(&object, None, schema).errors {
-                // (An error of the whole object says rules went unchecked: nothing to ratchet.)
-                let ratcheted =
-                    !error.pointer.is_empty() && !ratcheted.iter().any(|kept| kept.to_string() == error.to_string());
-                let problem = Problem::Invalid { message: error.to_string(), ratcheted };
-                findings.push(finding(Some(target), error.pointer.clone(), problem));
-            }
+        }
+        for ((stored, _), mut object) in listed.iter().zip(converted) {
+            findings.extend(
+                admit(&mut object, schema).into_iter().map(|(p, problem)| finding(stored, Some(target), p, problem)),
+            );
         }
     }
     (findings, judged)
+}
+
+/// What the API server does to an object at a version once it is read or written: prune,
+/// default, validate as on create (and again as an update leaving it unchanged, to tell what
+/// ratcheting lets through).
+fn admit(object: &mut Value, schema: &Schema) -> Vec<(String, Problem)> {
+    let mut problems: Vec<(String, Problem)> = crdctl_schema::prune_fields(object, schema)
+        .into_iter()
+        .map(|pruned| (pruned.pointer, Problem::Pruned(pruned.path)))
+        .collect();
+    crdctl_schema::default(object, schema);
+    let kept = crdctl_schema::check(object, Some(object), schema).errors;
+    for error in crdctl_schema::check(object, None, schema).errors {
+        // (An error of the whole object says rules went unchecked: nothing to ratchet.)
+        let ratcheted = !error.pointer.is_empty() && !kept.iter().any(|k| k.to_string() == error.to_string());
+        problems.push((error.pointer.clone(), Problem::Invalid { message: error.to_string(), ratcheted }));
+    }
+    problems
+}
+
+/// Converts each converted object back to the version it is stored in and compares: the first
+/// place each one differs, by index into `listed` (a conversion that failed on the way back is
+/// no finding of its own: the way there worked).
+fn round_trip(
+    convert: &mut dyn Convert,
+    listed: &[(&StoredObject, &str)],
+    converted: &[Value],
+    target: &str,
+    group: &str,
+) -> Vec<(usize, String)> {
+    let mut by_version: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (at, (_, version)) in listed.iter().enumerate() {
+        if *version != target {
+            by_version.entry(version).or_default().push(at);
+        }
+    }
+    let mut lossy = Vec::new();
+    for (version, indices) in by_version {
+        let batch: Vec<Value> = indices.iter().filter_map(|at| converted.get(*at).cloned()).collect();
+        let Ok(back) = convert.convert(batch, &format!("{group}/{version}")) else { continue };
+        for (at, back) in indices.into_iter().zip(back) {
+            if let Some(pointer) = listed.get(at).and_then(|(stored, _)| first_difference(&stored.value, &back, "")) {
+                lossy.push((at, pointer));
+            }
+        }
+    }
+    lossy
+}
+
+/// The first place (JSON pointer) two values differ, `metadata` aside (the API server keeps its
+/// own), in document order.
+fn first_difference(before: &Value, after: &Value, at: &str) -> Option<String> {
+    match (before, after) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (key, value) in a {
+                if at.is_empty() && key == "metadata" {
+                    continue;
+                }
+                let here = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+                match b.get(key) {
+                    Some(other) => {
+                        if let Some(found) = first_difference(value, other, &here) {
+                            return Some(found);
+                        }
+                    }
+                    None => return Some(here),
+                }
+            }
+            let added = b.keys().find(|k| !(a.contains_key(*k) || at.is_empty() && *k == "metadata"));
+            added.map(|k| format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")))
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            a.iter().zip(b).enumerate().find_map(|(i, (x, y))| first_difference(x, y, &format!("{at}/{i}")))
+        }
+        _ if before == after => None,
+        _ => Some(at.to_string()),
+    }
 }
 
 /// The version of `kind` in `group` an object is stored as.
@@ -197,7 +333,98 @@ fn unescape(step: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+
+    const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: crontabs.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: crontabs, kind: CronTab}
+  conversion: {strategy: Webhook, webhook: {conversionReviewVersions: [v1], clientConfig: {url: 'https://127.0.0.1:9/'}}}
+  versions:
+  - {name: v1beta1, served: true, storage: false, schema: {openAPIV3Schema: {type: object, properties: {host: {type: string}, port: {type: string}}}}}
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, properties: {hostPort: {type: string, pattern: '^[a-z]+:[0-9]+$'}}}}}
+";
+
+    /// The example webhook's conversion (host and port ↔ hostPort) with a bug: the way back
+    /// drops the port.
+    struct DropsThePort;
+
+    impl Convert for DropsThePort {
+        fn convert(&mut self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>, String> {
+            Ok(objects
+                .into_iter()
+                .map(|mut o| {
+                    let fields = o.as_object_mut().unwrap();
+                    if api_version.ends_with("/v1") && fields["apiVersion"] != api_version {
+                        let host_port =
+                            format!("{}:{}", fields["host"].as_str().unwrap(), fields["port"].as_str().unwrap());
+                        fields.remove("host");
+                        fields.remove("port");
+                        fields.insert("hostPort".into(), json!(host_port));
+                    } else if api_version.ends_with("/v1beta1") && fields["apiVersion"] != api_version {
+                        let host_port = fields.remove("hostPort").unwrap();
+                        let host = host_port.as_str().unwrap().split(':').next().unwrap().to_string();
+                        fields.insert("host".into(), json!(host));
+                    }
+                    fields.insert("apiVersion".into(), json!(api_version));
+                    o
+                })
+                .collect())
+        }
+    }
+
+    fn stored(host: &str, port: &str) -> StoredObject {
+        let value = json!({"apiVersion": "example.com/v1beta1", "kind": "CronTab",
+            "metadata": {"name": host, "namespace": "default"}, "host": host, "port": port});
+        StoredObject { value, location: None }
+    }
+
+    #[test]
+    fn a_conversion_that_loses_a_field_on_the_way_back_is_found() {
+        let crd = crdctl_model::load::load_str("crd.yaml", CRD).unwrap().remove(0);
+        let objects = [stored("a", "80"), stored("b", "http")];
+        let (findings, judged) = judge(&crd, &objects, &mut DropsThePort);
+        assert_eq!(judged, 2);
+        let found: Vec<(&str, Option<&str>, &str, &Problem)> = findings
+            .iter()
+            .map(|f| (f.object.as_str(), f.version.as_deref(), f.pointer.as_str(), &f.problem))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("default/a", Some("v1"), "/port", &Problem::Lossy("v1beta1".into())),
+                ("default/b", Some("v1"), "/port", &Problem::Lossy("v1beta1".into())),
+                (
+                    "default/b",
+                    Some("v1"),
+                    "/hostPort",
+                    &Problem::Invalid {
+                        message:
+                            r#"hostPort: Invalid value: "b:http": hostPort in body should match '^[a-z]+:[0-9]+$'"#
+                                .into(),
+                        ratcheted: true
+                    }
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn without_the_webhook_objects_that_need_it_are_not_judged() {
+        let crd = crdctl_model::load::load_str("crd.yaml", CRD).unwrap().remove(0);
+        let mut unavailable = Conversion::Unavailable("no webhook".into());
+        let (findings, _) = judge(&crd, &[stored("a", "80")], &mut unavailable);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(
+            (findings[0].version.as_deref(), &findings[0].problem),
+            (Some("v1"), &Problem::NotJudged("converting it to v1: no webhook".into()))
+        );
+    }
 
     #[test]
     fn a_schema_path_covers_the_object_nodes_at_and_under_it() {

@@ -22,6 +22,11 @@ pub fn line(finding: &DataFinding) -> String {
         }
         Problem::Invalid { message, ratcheted: false } => message.clone(),
         Problem::NotJudged(why) => format!("not judged: {why}"),
+        Problem::Lossy(stored) => format!(
+            "{}: differs after converting to {} and back to {stored}: the conversion loses data",
+            finding.pointer,
+            finding.version.as_deref().unwrap_or_default()
+        ),
     };
     format!("{}: {}{place}{at}: {what}", finding.crd, finding.object)
 }

@@ -48,6 +48,13 @@ pub struct Args {
     /// are OLD.
     #[arg(long, conflicts_with = "objects")]
     live: bool,
+    /// The new CRD's conversion webhook, for judging objects it must convert
+    /// (https, as in clientConfig.url; default: the CRD's own clientConfig.url).
+    #[arg(long, value_name = "URL")]
+    webhook_url: Option<String>,
+    /// The PEM CA bundle that signs the webhook's certificate (default: the CRD's caBundle).
+    #[arg(long, value_name = "FILE", requires = "webhook_url")]
+    ca_bundle: Option<std::path::PathBuf>,
     #[command(flatten)]
     cluster: super::migrate::ClusterArgs,
     /// What fails the check: OLM's static verdict, or only what the stored objects show.
@@ -68,18 +75,76 @@ struct Data {
     joined: Joined,
 }
 
+/// How the objects of one new CRD are converted: `None`, its webhook (called through the
+/// conversion client, checked as the API server checks an answer), or not at all.
+enum Converting {
+    Local(data::Conversion),
+    Webhook(crdctl_conversion::Converter, tokio::runtime::Handle),
+}
+
+impl Converting {
+    fn for_crd(
+        crd: &crdctl_model::load::Crd,
+        webhook: &WebhookArgs,
+        runtime: &tokio::runtime::Handle,
+    ) -> anyhow::Result<Converting> {
+        let mut definition = crd.definition.clone();
+        let Some(conversion) = definition.spec.conversion.as_mut().filter(|c| c.strategy == "Webhook") else {
+            return Ok(Converting::Local(data::Conversion::None));
+        };
+        let client_config =
+            conversion.webhook.get_or_insert_with(Default::default).client_config.get_or_insert_with(Default::default);
+        if let Some(url) = &webhook.url {
+            client_config.url = Some(url.clone());
+            client_config.service = None;
+        }
+        if let Some(bundle) = &webhook.ca_bundle {
+            // PEM, or base64 as in the CRD: the client reads both.
+            client_config.ca_bundle = Some(bundle.clone());
+        }
+        if client_config.url.is_none() {
+            let why = "the new CRD converts through a webhook Service; pass --webhook-url (and --ca-bundle) to judge the objects it must convert";
+            return Ok(Converting::Local(data::Conversion::Unavailable(why.into())));
+        }
+        let converter = crdctl_conversion::Converter::for_crd(&definition, &crdctl_conversion::webhook::DnsResolver)
+            .map_err(|err| anyhow::anyhow!("{}: {err}", crd.name()))?;
+        Ok(Converting::Webhook(converter, runtime.clone()))
+    }
+}
+
+impl data::Convert for Converting {
+    fn convert(&mut self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>, String> {
+        match self {
+            Converting::Local(local) => local.convert(objects, api_version),
+            Converting::Webhook(converter, runtime) => tokio::task::block_in_place(|| {
+                runtime.block_on(converter.convert(objects, api_version, crdctl_conversion::Shape::List))
+            })
+            .map_err(|err| err.to_string()),
+        }
+    }
+}
+
+/// `--webhook-url` and `--ca-bundle`, read.
+struct WebhookArgs {
+    url: Option<String>,
+    ca_bundle: Option<String>,
+}
+
 impl Data {
     /// Judges `objects` against every CRD of `new` they belong to.
-    fn add(&mut self, new: &[crdctl_model::load::Crd], objects: &[StoredObject]) {
-        for crd in new {
-            let (found, count) = data::judge(crd, objects);
+    fn add(&mut self, new: &mut [(crdctl_model::load::Crd, Converting)], objects: &[StoredObject]) {
+        for (crd, converting) in new {
+            let (found, count) = data::judge(crd, objects, converting);
             self.findings.extend(found);
             *self.joined.judged.entry(crd.name().to_string()).or_default() += count;
         }
     }
 
     /// The objects in files.
-    fn from_files(new: &[crdctl_model::load::Crd], paths: &[std::path::PathBuf]) -> anyhow::Result<Data> {
+    fn from_files(
+        new: &mut [(crdctl_model::load::Crd, Converting)],
+        paths: &[std::path::PathBuf],
+    ) -> anyhow::Result<Data> {
         let objects: Vec<StoredObject> = crdctl_model::load::load_located_objects(paths)?
             .into_iter()
             .map(|located| StoredObject {
@@ -101,11 +166,11 @@ impl Data {
     async fn from_cluster(
         cluster: &crdctl_migrate::Cluster,
         installed: &[crdctl_model::load::Crd],
-        new: &[crdctl_model::load::Crd],
+        new: &mut [(crdctl_model::load::Crd, Converting)],
     ) -> anyhow::Result<Data> {
         let mut data = Data::default();
-        for crd in new {
-            let Some(current) = installed.iter().find(|c| c.name() == crd.name()) else { continue };
+        for judged in new.iter_mut() {
+            let Some(current) = installed.iter().find(|c| c.name() == judged.0.name()) else { continue };
             let Some(storage) = current.definition.storage_version() else { continue };
             let spec = &current.definition.spec;
             let collection = format!("/apis/{}/{}/{}", spec.group, storage.name, spec.names.plural);
@@ -123,7 +188,7 @@ impl Data {
                 };
                 let objects: Vec<StoredObject> =
                     items.into_iter().map(|value| StoredObject { value, location: None }).collect();
-                data.add(std::slice::from_ref(crd), &objects);
+                data.add(std::slice::from_mut(judged), &objects);
                 token = page
                     .pointer("/metadata/continue")
                     .and_then(Value::as_str)
@@ -190,17 +255,21 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         None => Config::default(),
     };
     let new = super::load_source(&args.new)?;
-    let live = match args.live {
-        true => {
-            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            let (cluster, _) = runtime.block_on(args.cluster.connect())?;
-            let installed = runtime.block_on(installed(&cluster, &new))?;
-            Some((runtime, cluster, installed))
-        }
+    // Stored objects are judged with a runtime for the cluster and the conversion webhook.
+    let runtime = match args.live || !args.objects.is_empty() {
+        true => Some(tokio::runtime::Builder::new_multi_thread().enable_all().build()?),
         false => None,
     };
+    let live = match (&runtime, args.live) {
+        (Some(runtime), true) => {
+            let (cluster, _) = runtime.block_on(args.cluster.connect())?;
+            let installed = runtime.block_on(installed(&cluster, &new))?;
+            Some((cluster, installed))
+        }
+        _ => None,
+    };
     let mut old = match &live {
-        Some((_, _, installed)) if args.old == "-" => installed.clone(),
+        Some((_, installed)) if args.old == "-" => installed.clone(),
         _ => super::load_source(&args.old)?,
     };
     if !args.stored_versions.is_empty() {
@@ -219,9 +288,21 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     for note in &report.notes {
         output::warning(&dialect::note(note));
     }
-    let data = match &live {
-        Some((runtime, cluster, installed)) => Some(runtime.block_on(Data::from_cluster(cluster, installed, &new))?),
-        None if !args.objects.is_empty() => Some(Data::from_files(&new, &args.objects)?),
+    let data = match &runtime {
+        Some(runtime) => {
+            let webhook = WebhookArgs {
+                url: args.webhook_url.clone(),
+                ca_bundle: args.ca_bundle.as_ref().map(|path| crdctl_model::load::read_text(path)).transpose()?,
+            };
+            let mut judging = new
+                .iter()
+                .map(|crd| Ok((crd.clone(), Converting::for_crd(crd, &webhook, runtime.handle())?)))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            Some(match &live {
+                Some((cluster, installed)) => runtime.block_on(Data::from_cluster(cluster, installed, &mut judging))?,
+                None => Data::from_files(&mut judging, &args.objects)?,
+            })
+        }
         None => None,
     };
     let data = data.map(|mut data| {
@@ -387,6 +468,7 @@ fn json_report(report: &Report, dialect: Dialect, data: Option<&Data>) -> JsonRe
                     Problem::Pruned(_) => "pruned",
                     Problem::Invalid { .. } => "invalid",
                     Problem::NotJudged(_) => "notJudged",
+                    Problem::Lossy(_) => "lossy",
                 },
                 ratcheted: matches!(f.problem, Problem::Invalid { ratcheted: true, .. }),
                 named_by_static_finding: !d.joined.unmatched.contains(&at),
