@@ -177,6 +177,10 @@ pub fn judge(crd: &Crd, objects: &[StoredObject], convert: &mut dyn Convert) -> 
             );
         }
     }
+    // Object by object, in the order they were read; each one's versions in order.
+    let order: BTreeMap<String, usize> =
+        objects.iter().enumerate().rev().map(|(at, stored)| (object_name(&stored.value), at)).collect();
+    findings.sort_by_key(|finding| order.get(&finding.object).copied().unwrap_or(usize::MAX));
     (findings, judged)
 }
 
@@ -189,8 +193,10 @@ fn admit(object: &mut Value, schema: &Schema) -> Vec<(String, Problem)> {
         .map(|pruned| (pruned.pointer, Problem::Pruned(pruned.path)))
         .collect();
     crdctl_schema::default(object, schema);
-    let kept = crdctl_schema::check(object, Some(object), schema).errors;
-    for error in crdctl_schema::check(object, None, schema).errors {
+    let errors = crdctl_schema::check(object, None, schema).errors;
+    // Only an invalid object is checked again as an unchanged update.
+    let kept = if errors.is_empty() { Vec::new() } else { crdctl_schema::check(object, Some(object), schema).errors };
+    for error in errors {
         // (An error of the whole object says rules went unchecked: nothing to ratchet.)
         let ratcheted = !error.pointer.is_empty() && !kept.iter().any(|k| k.to_string() == error.to_string());
         problems.push((error.pointer.clone(), Problem::Invalid { message: error.to_string(), ratcheted }));

@@ -454,6 +454,17 @@ fn stored_objects_confirm_or_clear_static_findings() {
     );
     assert_eq!(json["findings"][1]["affectedObjects"], serde_json::json!(["default/a"]));
 
+    // SARIF: the static results say whom they affect; each data finding is a result at its line.
+    let sarif: serde_json::Value = serde_json::from_str(&run("objects.yaml", &["-o", "sarif"]).stdout).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert!(results[1]["message"]["text"].as_str().unwrap().ends_with("— 1 of 3 objects use it: default/a"), "{sarif}");
+    let stored: Vec<u64> = results
+        .iter()
+        .filter(|r| r["ruleId"] == "StoredObject")
+        .map(|r| r["locations"][0]["physicalLocation"]["region"]["startLine"].as_u64().unwrap())
+        .collect();
+    assert_eq!(stored, [6, 6, 10, 10, 14], "every data finding, at its object");
+
     // Nothing stored is affected: the static verdict still fails; --fail-on data passes.
     let clear = run("objects-unaffected.yaml", &[]);
     assert_eq!(clear.code, 1);

@@ -203,6 +203,9 @@ impl Data {
     }
 }
 
+/// The SARIF rule of what a stored object shows.
+const STORED_OBJECT_RULE: &str = "StoredObject";
+
 /// Objects per list page of `--live`.
 const LIVE_PAGE: u32 = 500;
 
@@ -326,7 +329,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
         CheckFormat::Json => output::write_json(&mut out, &json_report(&report, dialect, data.as_ref()))?,
         CheckFormat::Markdown => write_markdown(&mut out, &report, dialect, new.len(), &data_lines)?,
-        CheckFormat::Sarif => output::write_json(&mut out, &sarif(&report, dialect))?,
+        CheckFormat::Sarif => output::write_json(&mut out, &sarif(&report, dialect, data.as_ref()))?,
     }
     out.flush()?;
     let failed = match args.fail_on {
@@ -571,27 +574,39 @@ fn write_markdown(
 }
 
 /// SARIF 2.1.0 for code-scanning tools, with one rule per check.
-fn sarif(report: &Report, dialect: Dialect) -> Value {
+fn sarif(report: &Report, dialect: Dialect, data: Option<&Data>) -> Value {
     let mut rules: Vec<&'static str> = report.findings.iter().map(|f| f.change.check()).collect();
+    if data.is_some_and(|d| !d.findings.is_empty()) {
+        rules.push(STORED_OBJECT_RULE);
+    }
     rules.sort_unstable();
     rules.dedup();
-    let results: Vec<Value> = visible(report, dialect)
-        .map(|(finding, message)| {
-            let mut result = json!({
-                "ruleId": finding.change.check(),
-                "level": if finding.severity == Severity::Error { "error" } else { "warning" },
-                "message": {"text": format!("{}: {message}", finding.crd)},
-            });
-            if let Some(location) = &finding.location {
-                let locations = json!([{"physicalLocation": {
-                    "artifactLocation": {"uri": location.file},
-                    "region": {"startLine": location.line, "startColumn": location.column},
-                }}]);
-                result.as_object_mut().map(|fields| fields.insert("locations".into(), locations));
-            }
-            result
-        })
-        .collect();
+    let result = |rule: &str, level: &str, text: String, location: Option<&crdctl_safety::Location>| {
+        let mut result = json!({"ruleId": rule, "level": level, "message": {"text": text}});
+        if let Some(location) = location {
+            let locations = json!([{"physicalLocation": {
+                "artifactLocation": {"uri": location.file},
+                "region": {"startLine": location.line, "startColumn": location.column},
+            }}]);
+            result.as_object_mut().map(|fields| fields.insert("locations".into(), locations));
+        }
+        result
+    };
+    let statics = report.findings.iter().enumerate().filter_map(|(index, finding)| {
+        let message = dialect::message(finding, dialect)?;
+        let affected = data.and_then(|d| {
+            let judged = d.joined.judged.get(&finding.crd).copied().unwrap_or(0);
+            d.joined.affected.get(&index).map(|objects| format!(" {}", dialect::data::affected(objects, judged)))
+        });
+        let level = if finding.severity == Severity::Error { "error" } else { "warning" };
+        let text = format!("{}: {message}{}", finding.crd, affected.unwrap_or_default());
+        Some(result(finding.change.check(), level, text, finding.location.as_ref()))
+    });
+    let stored = data
+        .into_iter()
+        .flat_map(|d| &d.findings)
+        .map(|finding| result(STORED_OBJECT_RULE, "warning", dialect::data::line(finding), finding.location.as_ref()));
+    let results: Vec<Value> = statics.chain(stored).collect();
     json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
