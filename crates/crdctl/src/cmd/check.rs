@@ -122,6 +122,10 @@ impl data::Convert for Converting {
             .map_err(|err| err.to_string()),
         }
     }
+
+    fn lossless(&self) -> bool {
+        matches!(self, Converting::Local(_))
+    }
 }
 
 /// `--webhook-url` and `--ca-bundle`, read.
