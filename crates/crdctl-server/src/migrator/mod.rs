@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::registry::ServedCrd;
-use crate::registry::builtin::migration::{FAILED, RUNNING, SUCCEEDED, condition_true};
+use crate::registry::builtin::migration::{FAILED, RUNNING, SUCCEEDED, condition_true, str_at};
 
 /// The name the controller writes under, as upstream's.
 pub const CONTROLLER: &str = "storage-version-migrator-controller";
@@ -117,7 +117,7 @@ async fn create_for(state: &AppState, crd: &ServedCrd) {
         "spec": {"resource": {"group": crd.group(), "resource": crd.plural()}},
     });
     crate::object::prepare_create(&mut migration, None);
-    let Ok(bytes) = encode(&migration) else { return };
+    let Ok(bytes) = crate::rest::encode(&migration) else { return };
     match state.store.create(&format!("{PREFIX}{name}"), bytes).await {
         Ok(_) => tracing::info!(migration = %name, crd = crd.crd.name(), "storage version changed; migration created"),
         Err(err) => tracing::warn!(crd = crd.crd.name(), error = %err, "cannot create a storage version migration"),
@@ -257,7 +257,7 @@ async fn rewrite_one(
     entry: crdctl_storage::Entry,
     object: Value,
 ) -> Result<u64, ApiError> {
-    match store.update(&entry.key, encode(&object)?, entry.mod_revision).await {
+    match store.update(&entry.key, crate::rest::encode(&object)?, entry.mod_revision).await {
         Ok(_) => Ok(1),
         // Changed or deleted since it was read: whoever wrote it stored it in the
         // storage version, or it is gone.
@@ -305,7 +305,7 @@ async fn update_status(
         if migration.get("status") == before.as_ref() {
             return Ok(());
         }
-        match state.store.update(key, encode(&migration)?, entry.mod_revision).await {
+        match state.store.update(key, crate::rest::encode(&migration)?, entry.mod_revision).await {
             Ok(_) => return Ok(()),
             Err(StoreError::Conflict { .. }) => continue,
             Err(StoreError::NotFound { .. }) => return Ok(()),
@@ -317,15 +317,6 @@ async fn update_status(
 async fn read(state: &AppState, key: &str) -> Result<Option<Value>, ApiError> {
     let entry = state.store.get(key).await.map_err(unavailable)?;
     entry.map(|entry| crate::registry::decode_entry(&entry)).transpose()
-}
-
-fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
-    object.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
-}
-
-/// The bytes to store: the object without the `resourceVersion` the store keeps.
-fn encode(object: &Value) -> Result<Vec<u8>, ApiError> {
-    crate::rest::encode(object)
 }
 
 fn unavailable(err: StoreError) -> ApiError {

@@ -83,7 +83,8 @@ fn conditions(object: &Value) -> impl Iterator<Item = &Value> {
     object.pointer("/status/conditions").and_then(Value::as_array).into_iter().flatten()
 }
 
-fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
+/// The string at `pointer` in `object`, empty if none.
+pub fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
     object.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
 }
 
