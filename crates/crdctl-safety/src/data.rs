@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 
+use crdctl_model::field::escape_pointer_segment;
 use crdctl_model::load::Crd;
 use crdctl_schema::Schema;
 use serde_json::Value;
@@ -254,7 +255,7 @@ fn first_difference(before: &Value, after: &Value, at: &str) -> Option<String> {
                 if at.is_empty() && key == "metadata" {
                     continue;
                 }
-                let here = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+                let here = format!("{at}/{}", escape_pointer_segment(key));
                 match b.get(key) {
                     Some(other) => {
                         if let Some(found) = first_difference(value, other, &here) {
@@ -265,7 +266,7 @@ fn first_difference(before: &Value, after: &Value, at: &str) -> Option<String> {
                 }
             }
             let added = b.keys().find(|k| !(a.contains_key(*k) || at.is_empty() && *k == "metadata"));
-            added.map(|k| format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")))
+            added.map(|k| format!("{at}/{}", escape_pointer_segment(k)))
         }
         (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
             a.iter().zip(b).enumerate().find_map(|(i, (x, y))| first_difference(x, y, &format!("{at}/{i}")))
