@@ -85,10 +85,11 @@ fn baseline(crd: &crdctl_model::load::Crd, count: usize) -> f64 {
 fn judge(crd: &crdctl_model::load::Crd, count: usize) -> (f64, u64) {
     std::fs::write("/proc/self/clear_refs", "5").unwrap();
     let before = memory::resident_kib("self");
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let started = Instant::now();
     let mut findings = 0;
     for start in (0..count).step_by(PAGE) {
-        let (found, judged) = data::judge(crd, &page(start, count), &mut Conversion::None);
+        let (found, judged) = runtime.block_on(data::judge(crd, None, &page(start, count), &mut Conversion::None));
         assert_eq!(judged, PAGE.min(count - start));
         findings += found.len();
     }

@@ -3,8 +3,8 @@
 //!
 //! For every object, at its stored `apiVersion`, and for every version the new CRD serves:
 //! convert (the `None` strategy; an object that needs a conversion webhook is reported as not
-//! judged, never passed), prune (a field set in the object that the new schema does not know is
-//! data the next write drops), default, and validate as the API server does on create (OpenAPI,
+//! judged, never passed), prune (a field set in the object that the new schema does not know,
+//! and the installed one did, is data the next write drops), default, and validate as the API server does on create (OpenAPI,
 //! list types, CEL within the cost limits), noting which failures validation ratcheting lets
 //! through an update that leaves the field unchanged. An object stored in a version the new CRD
 //! no longer lists cannot be read after the upgrade at all.
@@ -19,7 +19,7 @@ use crdctl_model::load::Crd;
 use crdctl_schema::Schema;
 use serde_json::Value;
 
-use crate::finding::{Location, Report};
+use crate::finding::{Location, Report, Scope};
 use crate::schema::{SchemaPath, Segment};
 
 /// A stored object to judge, and where it was read from.
@@ -72,9 +72,14 @@ pub enum Problem {
 
 /// Converts objects to an `apiVersion` as the API server's converter for the new CRD would
 /// (the objects may be in several versions); an error means they cannot be judged there.
-pub trait Convert {
+/// Asynchronous, since a webhook is I/O; this crate does none itself.
+pub trait Convert: Send {
     /// `objects` at `api_version`, in order.
-    fn convert(&mut self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>, String>;
+    fn convert(
+        &mut self,
+        objects: Vec<Value>,
+        api_version: &str,
+    ) -> impl Future<Output = Result<Vec<Value>, String>> + Send;
 
     /// Whether converting cannot lose data (no round trip needs checking).
     fn lossless(&self) -> bool {
@@ -92,7 +97,7 @@ pub enum Conversion {
 }
 
 impl Convert for Conversion {
-    fn convert(&mut self, mut objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>, String> {
+    async fn convert(&mut self, mut objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>, String> {
         if let Conversion::Unavailable(why) = self {
             let converted = objects.iter().all(|o| o.get("apiVersion").and_then(Value::as_str) == Some(api_version));
             return if converted { Ok(objects) } else { Err(why.clone()) };
@@ -112,16 +117,17 @@ impl Convert for Conversion {
 }
 
 /// Judges every object of `crd` (matched by group and kind) against it, converting with
-/// `convert`; how many objects it judged.
-pub fn judge(crd: &Crd, objects: &[StoredObject], convert: &mut dyn Convert) -> (Vec<DataFinding>, usize) {
+/// `convert`; how many objects it judged. With the `installed` CRD, a field is reported as
+/// pruned only where the installed CRD's schema of that version kept it.
+pub async fn judge(
+    crd: &Crd,
+    installed: Option<&Crd>,
+    objects: &[StoredObject],
+    convert: &mut impl Convert,
+) -> (Vec<DataFinding>, usize) {
     let spec = &crd.definition.spec;
-    let schemas: BTreeMap<&str, Schema> = spec
-        .versions
-        .iter()
-        .enumerate()
-        .filter(|(_, v)| v.served)
-        .filter_map(|(index, v)| Some((v.name.as_str(), Schema::new(crd.schema(index)?))))
-        .collect();
+    let schemas = compiled_schemas(crd, |v| v.served);
+    let before = installed.map(|installed| compiled_schemas(installed, |_| true)).unwrap_or_default();
     let finding = |stored: &StoredObject, version: Option<&str>, pointer: String, problem: Problem| DataFinding {
         crd: crd.name().to_string(),
         object: object_name(&stored.value),
@@ -146,7 +152,7 @@ pub fn judge(crd: &Crd, objects: &[StoredObject], convert: &mut dyn Convert) -> 
     for (target, schema) in &schemas {
         let api_version = format!("{}/{target}", spec.group);
         let batch: Vec<Value> = listed.iter().map(|(stored, _)| stored.value.clone()).collect();
-        let converted = match convert.convert(batch, &api_version) {
+        let converted = match convert.convert(batch, &api_version).await {
             Ok(converted) if converted.len() == listed.len() => converted,
             Ok(_) => {
                 let why = "the conversion returned another number of objects".to_string();
@@ -169,7 +175,7 @@ pub fn judge(crd: &Crd, objects: &[StoredObject], convert: &mut dyn Convert) -> 
                 for (stored, _) in at_target {
                     let mut object = stored.value.clone();
                     findings.extend(
-                        admit(&mut object, schema)
+                        admit(&mut object, schema, before.get(target))
                             .into_iter()
                             .map(|(p, problem)| finding(stored, Some(target), p, problem)),
                     );
@@ -177,8 +183,11 @@ pub fn judge(crd: &Crd, objects: &[StoredObject], convert: &mut dyn Convert) -> 
                 continue;
             }
         };
-        let lossy =
-            if convert.lossless() { Vec::new() } else { round_trip(convert, &listed, &converted, target, &spec.group) };
+        let lossy = if convert.lossless() {
+            Vec::new()
+        } else {
+            round_trip(convert, &listed, &converted, target, &spec.group).await
+        };
         for (at, pointer) in lossy {
             if let Some((stored, version)) = listed.get(at) {
                 findings.push(finding(stored, Some(target), pointer, Problem::Lossy(version.to_string())));
@@ -186,7 +195,9 @@ pub fn judge(crd: &Crd, objects: &[StoredObject], convert: &mut dyn Convert) -> 
         }
         for ((stored, _), mut object) in listed.iter().zip(converted) {
             findings.extend(
-                admit(&mut object, schema).into_iter().map(|(p, problem)| finding(stored, Some(target), p, problem)),
+                admit(&mut object, schema, before.get(target))
+                    .into_iter()
+                    .map(|(p, problem)| finding(stored, Some(target), p, problem)),
             );
         }
     }
@@ -199,29 +210,40 @@ pub fn judge(crd: &Crd, objects: &[StoredObject], convert: &mut dyn Convert) -> 
 
 /// What the API server does to an object at a version once it is read or written: prune,
 /// default, validate as on create (and again as an update leaving it unchanged, to tell what
-/// ratcheting lets through).
-fn admit(object: &mut Value, schema: &Schema) -> Vec<(String, Problem)> {
-    let mut problems: Vec<(String, Problem)> = crdctl_schema::prune_fields(object, schema)
-        .into_iter()
-        .map(|pruned| (pruned.pointer, Problem::Pruned(pruned.path)))
-        .collect();
+/// ratcheting lets through). A field the installed CRD's schema of this version (`before`)
+/// prunes too is no finding: reads there drop it before and after the upgrade alike.
+fn admit(object: &mut Value, schema: &Schema, before: Option<&Schema>) -> Vec<(String, Problem)> {
+    let original = before.map(|_| object.clone());
+    let mut pruned = crdctl_schema::prune_fields(object, schema);
+    if let (false, Some(before), Some(mut original)) = (pruned.is_empty(), before, original) {
+        let already = crdctl_schema::prune_fields(&mut original, before);
+        pruned.retain(|p| !already.iter().any(|a| a.pointer == p.pointer));
+    }
+    let mut problems: Vec<(String, Problem)> =
+        pruned.into_iter().map(|pruned| (pruned.pointer, Problem::Pruned(pruned.path))).collect();
     crdctl_schema::default(object, schema);
     let errors = crdctl_schema::check(object, None, schema).errors;
     // Only an invalid object is checked again as an unchanged update.
     let kept = if errors.is_empty() { Vec::new() } else { crdctl_schema::check(object, Some(object), schema).errors };
-    for error in errors {
-        // (An error of the whole object says rules went unchecked: nothing to ratchet.)
-        let ratcheted = !error.pointer.is_empty() && !kept.iter().any(|k| k.to_string() == error.to_string());
+    // That rules went unchecked beside the errors named is no failure of its own.
+    for error in errors.into_iter().filter(|e| e.detail != crdctl_schema::RULES_NOT_CHECKED) {
+        let ratcheted = !kept.iter().any(|k| k.to_string() == error.to_string());
         problems.push((error.pointer.clone(), Problem::Invalid { message: error.to_string(), ratcheted }));
     }
     problems
 }
 
+/// Each version's compiled schema, of the versions `keep` keeps.
+fn compiled_schemas(crd: &Crd, keep: impl Fn(&crdctl_model::crd::Version) -> bool) -> BTreeMap<&str, Schema> {
+    let versions = crd.definition.spec.versions.iter().enumerate().filter(|(_, v)| keep(v));
+    versions.filter_map(|(index, v)| Some((v.name.as_str(), Schema::new(crd.schema(index)?)))).collect()
+}
+
 /// Converts each converted object back to the version it is stored in and compares: the first
 /// place each one differs, by index into `listed` (a conversion that failed on the way back is
 /// no finding of its own: the way there worked).
-fn round_trip(
-    convert: &mut dyn Convert,
+async fn round_trip(
+    convert: &mut impl Convert,
     listed: &[(&StoredObject, &str)],
     converted: &[Value],
     target: &str,
@@ -236,7 +258,7 @@ fn round_trip(
     let mut lossy = Vec::new();
     for (version, indices) in by_version {
         let batch: Vec<Value> = indices.iter().filter_map(|at| converted.get(*at).cloned()).collect();
-        let Ok(back) = convert.convert(batch, &format!("{group}/{version}")) else { continue };
+        let Ok(back) = convert.convert(batch, &format!("{group}/{version}")).await else { continue };
         for (at, back) in indices.into_iter().zip(back) {
             if let Some(pointer) = listed.get(at).and_then(|(stored, _)| first_difference(&stored.value, &back, "")) {
                 lossy.push((at, pointer));
@@ -315,7 +337,12 @@ pub fn join(report: &Report, data: &[DataFinding], judged: BTreeMap<String, usiz
         let Some(path) = &finding.path else { continue };
         let mut objects: Vec<String> = Vec::new();
         for (at, datum) in data.iter().enumerate() {
-            if datum.crd == finding.crd && !datum.pointer.is_empty() && covers(path, &datum.pointer) {
+            let placed = matches!(datum.problem, Problem::Pruned(_) | Problem::Invalid { .. } | Problem::Lossy(_));
+            if datum.crd == finding.crd
+                && placed
+                && in_scope(&finding.scope, datum.version.as_deref())
+                && covers(path, &datum.pointer)
+            {
                 matched.insert(at);
                 if !objects.contains(&datum.object) {
                     objects.push(datum.object.clone());
@@ -326,6 +353,15 @@ pub fn join(report: &Report, data: &[DataFinding], judged: BTreeMap<String, usiz
     }
     joined.unmatched = (0..data.len()).filter(|at| !matched.contains(at)).collect();
     joined
+}
+
+/// Whether a data finding at `version` is about what a static finding of `scope` compares.
+fn in_scope(scope: &Scope, version: Option<&str>) -> bool {
+    match scope {
+        Scope::Crd => true,
+        Scope::Version(v) => version == Some(v.as_str()),
+        Scope::ServedPair(a, b) => version == Some(a.as_str()) || version == Some(b.as_str()),
+    }
 }
 
 /// Whether the object node at `pointer` is the schema node at `path` or under it.
@@ -356,6 +392,17 @@ mod tests {
 
     use super::*;
 
+    /// The converters here never wait, so a future finishes on its first poll.
+    fn block_on<T>(future: impl Future<Output = T>) -> T {
+        let mut future = std::pin::pin!(future);
+        let polled = future.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+        match polled {
+            std::task::Poll::Ready(value) => Some(value),
+            std::task::Poll::Pending => None,
+        }
+        .expect("the converters here never wait")
+    }
+
     const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: crontabs.example.com}
@@ -374,7 +421,7 @@ spec:
     struct DropsThePort;
 
     impl Convert for DropsThePort {
-        fn convert(&mut self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>, String> {
+        async fn convert(&mut self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>, String> {
             Ok(objects
                 .into_iter()
                 .map(|mut o| {
@@ -407,7 +454,7 @@ spec:
     fn a_conversion_that_loses_a_field_on_the_way_back_is_found() {
         let crd = crdctl_model::load::load_str("crd.yaml", CRD).unwrap().remove(0);
         let objects = [stored("a", "80"), stored("b", "http")];
-        let (findings, judged) = judge(&crd, &objects, &mut DropsThePort);
+        let (findings, judged) = block_on(judge(&crd, None, &objects, &mut DropsThePort));
         assert_eq!(judged, 2);
         let found: Vec<(&str, Option<&str>, &str, &Problem)> = findings
             .iter()
@@ -437,7 +484,7 @@ spec:
     fn without_the_webhook_objects_that_need_it_are_not_judged() {
         let crd = crdctl_model::load::load_str("crd.yaml", CRD).unwrap().remove(0);
         let mut unavailable = Conversion::Unavailable("no webhook".into());
-        let (findings, _) = judge(&crd, &[stored("a", "80")], &mut unavailable);
+        let (findings, _) = block_on(judge(&crd, None, &[stored("a", "80")], &mut unavailable));
         assert_eq!(findings.len(), 1, "{findings:?}");
         assert_eq!(
             (findings[0].version.as_deref(), &findings[0].problem),

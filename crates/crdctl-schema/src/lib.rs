@@ -71,6 +71,10 @@ pub use read::{
     FieldRead, NullRead, Pruned, ReadPlan, Steps, default, prune, prune_and_default_json, prune_fields, prune_json,
 };
 
+/// The error [`check`] adds, as upstream does, when earlier errors leave the CEL rules
+/// unchecked: no failure of its own.
+pub const RULES_NOT_CHECKED: &str = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
+
 /// What [`check`] found.
 #[derive(Debug, Default)]
 pub struct Checked {
@@ -108,10 +112,7 @@ pub fn check(object: &Value, old: Option<&Value>, schema: &Schema) -> Checked {
         )
     });
     if blocking {
-        errors.push(Path::Root.invalid(
-            Raw("null".into()),
-            "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
-        ));
+        errors.push(Path::Root.invalid(Raw("null".into()), RULES_NOT_CHECKED));
         return Checked { errors, warnings: Vec::new() };
     }
     let rules = validate_rules(object, old, schema);

@@ -1410,6 +1410,59 @@ async fn plain_kubernetes_mode_skips_the_safety_gate() {
     assert_eq!(api.put(path, &crd).await.code, 200);
 }
 
+/// The gate judges the stored objects too: 100 CronTabs, 2 with more replicas than a new rule
+/// allows and 3 in an enum value the update removes. `Strict` refuses, each cause with the
+/// objects it affects; `None` accepts, warning of what the stored objects would meet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crd_updates_are_judged_against_the_stored_objects() {
+    for safety in [UpgradeSafety::Strict, UpgradeSafety::None] {
+        let config = Config { upgrade_safety: safety, ..Config::default() };
+        let server = TestServer::start_with(config, Arc::new(crdctl_storage::memory::open())).await.unwrap();
+        let api = Api { server, http: reqwest::Client::new(), _keep: None }.with_crd().await;
+        for n in 0..100 {
+            let mut object = crontab(&format!("ct-{n:02}"), "v1");
+            object["spec"]["replicas"] = json!(if n == 7 || n == 42 { 20 } else { 1 });
+            object["spec"]["mode"] = json!(if n % 40 == 10 { "b" } else { "a" });
+            assert_eq!(api.post(CRONTABS_V1, &object).await.code, 201);
+        }
+        let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com";
+        let mut crd = api.get(path).await.body;
+        let spec = &mut crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        spec["x-kubernetes-validations"] = json!([{"rule": "self.replicas <= 10", "message": "at most 10 replicas"}]);
+        spec["properties"]["mode"]["enum"] = json!(["a"]);
+        let answer = api.put(path, &crd).await;
+        match safety {
+            UpgradeSafety::Strict => {
+                assert_eq!(answer.code, 422, "{answer:?}");
+                let causes: Vec<&str> = answer.body["details"]["causes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c["message"].as_str().unwrap())
+                    .collect();
+                assert!(
+                    causes.iter().any(|c| c.contains(r#"enum"#)
+                        && c.ends_with("— 3 of 100 objects use it: default/ct-10, default/ct-50, default/ct-90")),
+                    "{causes:#?}"
+                );
+                let unknown = "version \"v1\", field \"^.spec\" has unknown change, refusing to determine that change is safe — 5 of 100 objects use it: default/ct-07, default/ct-10, default/ct-42, default/ct-50, default/ct-90";
+                assert!(causes.iter().any(|c| c.ends_with(unknown)), "{causes:#?}");
+                assert!(answer.warnings.is_empty(), "{answer:?}");
+            }
+            UpgradeSafety::None => {
+                assert_eq!(answer.code, 200, "{answer:?}");
+                assert_eq!(
+                    answer.warnings,
+                    [
+                        r#"299 - "CRD upgrade: 2 stored CronTabs fail the new schema at v1: spec: Invalid value: \"object\": at most 10 replicas (updates that leave it unchanged pass) (default/ct-07, default/ct-42)""#,
+                        r#"299 - "CRD upgrade: 3 stored CronTabs fail the new schema at v1: spec.mode: Unsupported value: \"b\": supported values: \"a\" (updates that leave it unchanged pass) (default/ct-10, default/ct-50, default/ct-90)""#,
+                    ]
+                );
+            }
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_is_required_when_configured() {
     let config = Config { token: Some("s3cret".into()), ..Config::default() };

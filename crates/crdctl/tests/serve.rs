@@ -893,6 +893,43 @@ fn tls_token_kubeconfig_and_plain_kubernetes_mode() {
     assert!(k.apply(&changed).stdout.contains("configured"));
 }
 
+/// A CRD update with a new rule that 2 of 100 stored CronTabs fail, as kubectl shows it: under
+/// `--crd-upgrade-safety None` applied with a warning naming them; under `Strict` refused,
+/// each cause counting the stored objects it affects.
+#[test]
+fn kubectl_shows_what_a_crd_update_does_to_stored_objects() {
+    let crontabs: Vec<String> = (0..100)
+        .map(|n| {
+            let port = if n == 7 || n == 42 { "http" } else { "80" };
+            format!("apiVersion: example.com/v1\nkind: CronTab\nmetadata: {{name: ct-{n:02}, namespace: default}}\nport: \"{port}\"\n")
+        })
+        .collect();
+    let rule = "        x-kubernetes-validations:\n        - {rule: \"self.port.matches('^[0-9]+$')\", message: port must be a number}\n";
+    let stage = example("3-v1-storage.yaml");
+    let (v1, _) = stage.split_once("  conversion:").unwrap();
+    let ruled = stage.replacen(v1, &format!("{v1}{rule}"), 1);
+    assert_ne!(ruled, stage);
+    let named = "(default/ct-07, default/ct-42)";
+    for (safety, version) in [("None", "1.27"), ("Strict", "1.33")] {
+        let served = Served::start_on(Backend::Redb, &["--crd-upgrade-safety", safety]);
+        let k = Kubectl::new(version, &served);
+        k.apply(&stage);
+        k.apply(&crontabs.join("---\n"));
+        let update = k.run_with(&["apply", "-f", "-"], Some(&ruled));
+        if safety == "None" {
+            assert_eq!(update.code, 0, "{update:?}");
+            let warning = format!(
+                "Warning: CRD upgrade: 2 stored CronTabs fail the new schema at v1: <nil>: Invalid value: \"object\": port must be a number (updates that leave it unchanged pass) {named}"
+            );
+            assert!(update.stderr.lines().any(|l| l == warning), "{warning}\n{update:?}");
+        } else {
+            assert_eq!(update.code, 1, "{update:?}");
+            let counted = "has unknown change, refusing to determine that change is safe — 2 of 100 objects use it: default/ct-07, default/ct-42";
+            assert!(update.stderr.contains(counted), "{counted}\n{update:?}");
+        }
+    }
+}
+
 #[test]
 fn serving_goes_on_when_nobody_reads_standard_output() {
     let dir = tempfile::tempdir().unwrap();

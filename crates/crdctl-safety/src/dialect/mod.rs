@@ -57,11 +57,22 @@ pub fn lines(report: &Report, dialect: Dialect, severity: Severity) -> Vec<Strin
     // The API server's refusals read as the API server writes them, in either dialect.
     let (refusals, findings): (Vec<&Finding>, Vec<&Finding>) =
         findings.into_iter().partition(|f| matches!(f.change, Change::ApiServerRefusal { .. }));
-    let refused = refusals.into_iter().filter_map(|finding| {
-        let detail = message(finding, dialect)?;
-        Some(format!("CustomResourceDefinition.apiextensions.k8s.io {:?} is invalid: {detail}", finding.crd))
-    });
+    let refused = refusals.into_iter().filter_map(|finding| refusal_line(finding, dialect));
     refused.chain(lines_of(findings, dialect)).collect()
+}
+
+/// One finding's line in the OLM documentation's format, the API server's refusals as it
+/// writes them.
+pub fn olm_line(finding: &Finding) -> Option<String> {
+    match finding.change {
+        Change::ApiServerRefusal { .. } => refusal_line(finding, Dialect::Olm),
+        _ => olm::line(finding),
+    }
+}
+
+fn refusal_line(finding: &Finding, dialect: Dialect) -> Option<String> {
+    let detail = message(finding, dialect)?;
+    Some(format!("CustomResourceDefinition.apiextensions.k8s.io {:?} is invalid: {detail}", finding.crd))
 }
 
 fn lines_of(findings: Vec<&Finding>, dialect: Dialect) -> Vec<String> {

@@ -10,8 +10,6 @@ use std::sync::Arc;
 
 use crdctl_model::Crd;
 use crdctl_model::crd::{API_VERSION_V1, KIND};
-use crdctl_model::field::{self, Path};
-use crdctl_safety::{Config, Dialect, Severity};
 use crdctl_storage::{ListOptions, Store, StoreError};
 use serde_json::{Value, json};
 
@@ -191,13 +189,14 @@ pub fn prepare_create(object: &mut Value, registry: &Registry) -> Result<(), Api
 }
 
 /// Prepares an update of the main resource: status kept from `old` with the new storage
-/// version appended, generation bumped on spec changes, validation, the upgrade-safety gate.
-pub fn prepare_update(
+/// version appended, generation bumped on spec changes, validation; then the upgrade gate
+/// ([`super::upgrade`]) judges it, with the stored objects. Returns the gate's warnings.
+pub async fn prepare_update(
     new: &mut Value,
     old: &Value,
-    registry: &Registry,
+    (store, registry): (&dyn Store, &Registry),
     safety: UpgradeSafety,
-) -> Result<(), ApiError> {
+) -> Result<Vec<String>, ApiError> {
     check_type(new)?;
     apply_defaults(new)?;
     let name = crate::object::name(old).to_string();
@@ -220,18 +219,9 @@ pub fn prepare_update(
     if !violations.is_empty() {
         return Err(invalid(&name, &violations));
     }
-    if safety == UpgradeSafety::Strict {
-        let report = crdctl_safety::check(&old_crd, &new_crd, &Config::default());
-        let lines = crdctl_safety::dialect::lines(&report, Dialect::Olm, Severity::Error);
-        if !lines.is_empty() {
-            let spec = Path::new("spec");
-            let findings: field::ErrorList =
-                lines.into_iter().map(|line| spec.forbidden(format!("CRD upgrade safety: {line}"))).collect();
-            return Err(invalid(&name, &findings));
-        }
-    }
+    let warnings = super::upgrade::gate(store, registry, safety, &old_crd, &new_crd).await?;
     set_conditions(new, registry);
-    Ok(())
+    Ok(warnings)
 }
 
 /// Prepares an update of `/status`: only `status` is taken; an empty `storedVersions` becomes

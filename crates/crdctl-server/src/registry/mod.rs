@@ -12,6 +12,7 @@ pub mod event;
 pub mod namespace;
 pub mod scale;
 pub mod unknown_fields;
+pub mod upgrade;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -20,7 +21,7 @@ use std::time::Duration;
 use crdctl_conversion::webhook::ServiceResolver;
 use crdctl_conversion::{ConversionError, Converter, Shape};
 use crdctl_model::Crd;
-use crdctl_model::crd::Version;
+use crdctl_model::crd::{CustomResourceDefinition, Version};
 use crdctl_model::json::{self, Fields, Splice};
 use crdctl_schema::Schema;
 use crdctl_storage::{Entry, EventKind, ListOptions, Revision, Store};
@@ -373,6 +374,12 @@ impl Registry {
     /// The CRD serving `<plural>.<group>`.
     pub fn by_resource(&self, group: &str, plural: &str) -> Option<Arc<ServedCrd>> {
         self.all().values().find(|crd| crd.group() == group && crd.plural() == plural).cloned()
+    }
+
+    /// The converter a CRD's `spec.conversion` asks for, its webhook Services resolved as
+    /// the served CRDs' are.
+    pub fn converter_for(&self, crd: &CustomResourceDefinition) -> Result<Converter, ConversionError> {
+        Converter::for_crd(crd, &*self.resolver)
     }
 
     /// Changes as they are seen: the revision of the store the cache has caught up with.

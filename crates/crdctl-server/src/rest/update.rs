@@ -255,7 +255,10 @@ async fn admit_update(
             crate::object::keep_server_fields(&mut new, old);
             crate::object::set(&mut new, "status", old.get("status").cloned().unwrap_or_else(|| json!({})));
         }
-        (Kind::Crd, false) => crd::prepare_update(&mut new, old, &state.registry, state.config.upgrade_safety)?,
+        (Kind::Crd, false) => {
+            let registry = (&*state.store, &state.registry);
+            warnings = crd::prepare_update(&mut new, old, registry, state.config.upgrade_safety).await?;
+        }
         (Kind::Crd, true) => crd::prepare_status_update(&mut new, old)?,
         (Kind::Event(shape), _) => {
             new = event::to_storage(new, *shape)?;

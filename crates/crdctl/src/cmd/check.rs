@@ -6,6 +6,7 @@ use anyhow::Context;
 
 use crdctl_safety::data::{self, DataFinding, Joined, Problem, StoredObject};
 use crdctl_safety::{Change, Config, Dialect, Finding, Report, Scope, Severity, dialect};
+use crdctl_server::registry::upgrade::Converting;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -75,57 +76,30 @@ struct Data {
     joined: Joined,
 }
 
-/// How the objects of one new CRD are converted: `None`, its webhook (called through the
-/// conversion client, checked as the API server checks an answer), or not at all.
-enum Converting {
-    Local(data::Conversion),
-    Webhook(crdctl_conversion::Converter, tokio::runtime::Handle),
-}
-
-impl Converting {
-    fn for_crd(
-        crd: &crdctl_model::load::Crd,
-        webhook: &WebhookArgs,
-        runtime: &tokio::runtime::Handle,
-    ) -> anyhow::Result<Converting> {
-        let mut definition = crd.definition.clone();
-        let Some(conversion) = definition.spec.conversion.as_mut().filter(|c| c.strategy == "Webhook") else {
-            return Ok(Converting::Local(data::Conversion::None));
-        };
-        let client_config =
-            conversion.webhook.get_or_insert_with(Default::default).client_config.get_or_insert_with(Default::default);
-        if let Some(url) = &webhook.url {
-            client_config.url = Some(url.clone());
-            client_config.service = None;
-        }
-        if let Some(bundle) = &webhook.ca_bundle {
-            // PEM, or base64 as in the CRD: the client reads both.
-            client_config.ca_bundle = Some(bundle.clone());
-        }
-        if client_config.url.is_none() {
-            let why = "the new CRD converts through a webhook Service; pass --webhook-url (and --ca-bundle) to judge the objects it must convert";
-            return Ok(Converting::Local(data::Conversion::Unavailable(why.into())));
-        }
-        let converter = crdctl_conversion::Converter::for_crd(&definition, &crdctl_conversion::webhook::DnsResolver)
-            .map_err(|err| anyhow::anyhow!("{}: {err}", crd.name()))?;
-        Ok(Converting::Webhook(converter, runtime.clone()))
+/// How the objects of one new CRD are converted: `None`, its webhook (at `--webhook-url` with
+/// `--ca-bundle` when given), or not at all when it is a Service no URL reaches.
+fn converting_for(crd: &crdctl_model::load::Crd, webhook: &WebhookArgs) -> anyhow::Result<Converting> {
+    let mut definition = crd.definition.clone();
+    let Some(conversion) = definition.spec.conversion.as_mut().filter(|c| c.strategy == "Webhook") else {
+        return Ok(Converting::Local(data::Conversion::None));
+    };
+    let client_config =
+        conversion.webhook.get_or_insert_with(Default::default).client_config.get_or_insert_with(Default::default);
+    if let Some(url) = &webhook.url {
+        client_config.url = Some(url.clone());
+        client_config.service = None;
     }
-}
-
-impl data::Convert for Converting {
-    fn convert(&mut self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>, String> {
-        match self {
-            Converting::Local(local) => local.convert(objects, api_version),
-            Converting::Webhook(converter, runtime) => tokio::task::block_in_place(|| {
-                runtime.block_on(converter.convert(objects, api_version, crdctl_conversion::Shape::List))
-            })
-            .map_err(|err| err.to_string()),
-        }
+    if let Some(bundle) = &webhook.ca_bundle {
+        // PEM, or base64 as in the CRD: the client reads both.
+        client_config.ca_bundle = Some(bundle.clone());
     }
-
-    fn lossless(&self) -> bool {
-        matches!(self, Converting::Local(_))
+    if client_config.url.is_none() {
+        let why = "the new CRD converts through a webhook Service; pass --webhook-url (and --ca-bundle) to judge the objects it must convert";
+        return Ok(Converting::Local(data::Conversion::Unavailable(why.into())));
     }
+    let converter = crdctl_conversion::Converter::for_crd(&definition, &crdctl_conversion::webhook::DnsResolver)
+        .map_err(|err| anyhow::anyhow!("{}: {err}", crd.name()))?;
+    Ok(Converting::new(Ok(converter)))
 }
 
 /// `--webhook-url` and `--ca-bundle`, read.
@@ -134,21 +108,25 @@ struct WebhookArgs {
     ca_bundle: Option<String>,
 }
 
+/// One new CRD to judge objects against, the installed one it replaces, and its conversion.
+struct Judging<'a> {
+    new: &'a crdctl_model::load::Crd,
+    installed: Option<&'a crdctl_model::load::Crd>,
+    converting: Converting,
+}
+
 impl Data {
     /// Judges `objects` against every CRD of `new` they belong to.
-    fn add(&mut self, new: &mut [(crdctl_model::load::Crd, Converting)], objects: &[StoredObject]) {
-        for (crd, converting) in new {
-            let (found, count) = data::judge(crd, objects, converting);
+    async fn add(&mut self, new: &mut [Judging<'_>], objects: &[StoredObject]) {
+        for judging in new {
+            let (found, count) = data::judge(judging.new, judging.installed, objects, &mut judging.converting).await;
             self.findings.extend(found);
-            *self.joined.judged.entry(crd.name().to_string()).or_default() += count;
+            *self.joined.judged.entry(judging.new.name().to_string()).or_default() += count;
         }
     }
 
     /// The objects in files.
-    fn from_files(
-        new: &mut [(crdctl_model::load::Crd, Converting)],
-        paths: &[std::path::PathBuf],
-    ) -> anyhow::Result<Data> {
+    async fn from_files(new: &mut [Judging<'_>], paths: &[std::path::PathBuf]) -> anyhow::Result<Data> {
         let objects: Vec<StoredObject> = crdctl_model::load::load_located_objects(paths)?
             .into_iter()
             .map(|located| StoredObject {
@@ -161,7 +139,7 @@ impl Data {
             })
             .collect();
         let mut data = Data::default();
-        data.add(new, &objects);
+        data.add(new, &objects).await;
         Ok(data)
     }
 
@@ -170,11 +148,11 @@ impl Data {
     async fn from_cluster(
         cluster: &crdctl_migrate::Cluster,
         installed: &[crdctl_model::load::Crd],
-        new: &mut [(crdctl_model::load::Crd, Converting)],
+        new: &mut [Judging<'_>],
     ) -> anyhow::Result<Data> {
         let mut data = Data::default();
         for judged in new.iter_mut() {
-            let Some(current) = installed.iter().find(|c| c.name() == judged.0.name()) else { continue };
+            let Some(current) = installed.iter().find(|c| c.name() == judged.new.name()) else { continue };
             let Some(storage) = current.definition.storage_version() else { continue };
             let spec = &current.definition.spec;
             let collection = format!("/apis/{}/{}/{}", spec.group, storage.name, spec.names.plural);
@@ -192,7 +170,7 @@ impl Data {
                 };
                 let objects: Vec<StoredObject> =
                     items.into_iter().map(|value| StoredObject { value, location: None }).collect();
-                data.add(std::slice::from_mut(judged), &objects);
+                data.add(std::slice::from_mut(judged), &objects).await;
                 token = page
                     .pointer("/metadata/continue")
                     .and_then(Value::as_str)
@@ -264,7 +242,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let new = super::load_source(&args.new)?;
     // Stored objects are judged with a runtime for the cluster and the conversion webhook.
     let runtime = match args.live || !args.objects.is_empty() {
-        true => Some(tokio::runtime::Builder::new_multi_thread().enable_all().build()?),
+        true => Some(tokio::runtime::Builder::new_current_thread().enable_all().build()?),
         false => None,
     };
     let live = match (&runtime, args.live) {
@@ -303,11 +281,14 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             };
             let mut judging = new
                 .iter()
-                .map(|crd| Ok((crd.clone(), Converting::for_crd(crd, &webhook, runtime.handle())?)))
+                .map(|crd| {
+                    let installed = old.iter().find(|o| o.name() == crd.name());
+                    Ok(Judging { new: crd, installed, converting: converting_for(crd, &webhook)? })
+                })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             Some(match &live {
                 Some((cluster, installed)) => runtime.block_on(Data::from_cluster(cluster, installed, &mut judging))?,
-                None => Data::from_files(&mut judging, &args.objects)?,
+                None => runtime.block_on(Data::from_files(&mut judging, &args.objects))?,
             })
         }
         None => None,
