@@ -28,6 +28,10 @@ struct Args {
     /// PEM private key.
     #[arg(long)]
     tls_key: PathBuf,
+    /// Drop the port when converting back to v1beta1, as a buggy webhook would: what
+    /// `crdctl check --objects` catches by converting each object there and back.
+    #[arg(long)]
+    lose_port: bool,
 }
 
 #[tokio::main]
@@ -52,7 +56,16 @@ async fn main() {
             _ = terminate.recv() => {}
         }
     };
-    if let Err(err) = serve(options, convert::convert_crontab, shutdown).await {
+    let lose_port = args.lose_port;
+    let convert = move |object, desired: &str| {
+        let mut converted = convert::convert_crontab(object, desired)?;
+        if lose_port && let Some(host_port) = converted.get_mut("hostPort") {
+            let host = host_port.as_str().unwrap_or_default().split(':').next().unwrap_or_default();
+            *host_port = format!("{host}:").into();
+        }
+        Ok(converted)
+    };
+    if let Err(err) = serve(options, convert, shutdown).await {
         eprintln!("crontab-conversion-webhook: {err}");
         std::process::exit(1);
     }

@@ -321,8 +321,9 @@ fn object_name(object: &Value) -> String {
 pub struct Joined {
     /// Objects judged, per CRD.
     pub judged: BTreeMap<String, usize>,
-    /// For each static finding (by index in the report) with a schema path: the objects whose
-    /// data findings fall at or under it, in order, once each.
+    /// For each static finding (by index in the report) with a schema path that stored objects
+    /// can show ([`crate::Change::judged_by_data`]): the objects whose data findings fall at or
+    /// under it, in order, once each.
     pub affected: BTreeMap<usize, Vec<String>>,
     /// The data findings (by index) no static finding names.
     pub unmatched: Vec<usize>,
@@ -334,7 +335,7 @@ pub fn join(report: &Report, data: &[DataFinding], judged: BTreeMap<String, usiz
     let mut joined = Joined { judged, ..Joined::default() };
     let mut matched = std::collections::BTreeSet::new();
     for (index, finding) in report.findings.iter().enumerate() {
-        let Some(path) = &finding.path else { continue };
+        let Some(path) = finding.path.as_ref().filter(|_| finding.change.judged_by_data()) else { continue };
         let mut objects: Vec<String> = Vec::new();
         for (at, datum) in data.iter().enumerate() {
             let placed = matches!(datum.problem, Problem::Pruned(_) | Problem::Invalid { .. } | Problem::Lossy(_));

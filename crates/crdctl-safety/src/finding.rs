@@ -289,6 +289,28 @@ impl Change {
         }
     }
 
+    /// Whether stored objects can show this change: data the new schema refuses or drops.
+    /// Defaults, descriptions and loosened constraints break no stored object; scope and
+    /// stored-version changes affect every object alike.
+    pub fn judged_by_data(&self) -> bool {
+        matches!(
+            self,
+            Change::FieldRemoved
+                | Change::EnumRestricted { .. }
+                | Change::EnumValuesRemoved { .. }
+                | Change::BoundAdded { .. }
+                | Change::BoundTightened { .. }
+                | Change::RequiredAdded { .. }
+                | Change::TypeChanged { .. }
+                | Change::PatternAdded { .. }
+                | Change::PatternChanged { .. }
+                | Change::NullableChanged { now_nullable: false }
+                | Change::OneOfAdded { .. }
+                | Change::OneOfSchemasRemoved { .. }
+                | Change::Unknown { .. }
+        )
+    }
+
     /// The OLM validation name the OLM docs print (`NoScopeChange`, `ChangeValidator`, ...).
     pub fn validation(&self, scope: &Scope) -> &'static str {
         match (self, scope) {

@@ -505,6 +505,59 @@ fn live_check_judges_what_a_running_server_stores() {
     }
 }
 
+/// `--live` against `crdctl serve` running the webhook stage of the seed story: objects stored
+/// in v1 are judged at v1beta1 as the webhook converts them; without `--webhook-url` the
+/// webhook Service is out of reach and they are not judged there.
+#[test]
+fn live_check_converts_through_the_webhook_the_server_uses() {
+    use crate::serve::{Backend, Kubectl, Served};
+    let work = tempfile::tempdir().unwrap();
+    let certs = crate::webhook::certs(work.path());
+    let webhook = crate::webhook::start_example(&certs);
+    let mapping = format!("default/example-conversion-webhook-server=127.0.0.1:{}", webhook.port);
+    let served = Served::start_on(Backend::Redb, &["--webhook-service", &mapping]);
+    let k = Kubectl::new("1.33", &served);
+    let ca_bundle = std::fs::read_to_string(certs.join("ca-bundle.txt")).unwrap();
+    let crd = crate::serve::webhook_crd(ca_bundle.trim());
+    k.apply(&crd);
+    k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+    k.apply("apiVersion: example.com/v1\nkind: CronTab\nmetadata: {name: local, namespace: default}\nhost: localhost\nport: \"1234\"\n---\napiVersion: example.com/v1\nkind: CronTab\nmetadata: {name: web, namespace: default}\nhost: example.com\nport: \"80\"\n");
+    // The new CRD wants v1beta1's hostPort without dots.
+    let tightened = crd.replacen(
+        "          hostPort:\n            type: string\n",
+        "          hostPort:\n            type: string\n            pattern: '^[a-z]+:[0-9]+$'\n",
+        1,
+    );
+    assert_ne!(tightened, crd);
+    std::fs::write(work.path().join("new.yaml"), tightened).unwrap();
+    let kubeconfig = served.kubeconfig.to_str().unwrap();
+    let url = format!("https://localhost:{}/crdconvert", webhook.port);
+    let ca = certs.join("ca-bundle.txt");
+    let live = ["check", "-", "new.yaml", "--live", "--kubeconfig", kubeconfig];
+    let out = crdctl_in(
+        work.path(),
+        &[&live[..], &["--webhook-url", &url, "--ca-bundle", ca.to_str().unwrap()]].concat(),
+        None,
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    let data: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("crontabs.example.com: ")).collect();
+    assert_eq!(
+        data,
+        [
+            "crontabs.example.com: 2 stored objects judged against the new CRD",
+            r#"crontabs.example.com: version "v1beta1", field "^.hostPort": pattern "^[a-z]+:[0-9]+$" added when there was no pattern previously — 1 of 2 objects use it: default/web"#,
+        ],
+        "{}",
+        out.stdout
+    );
+    let blind = crdctl_in(work.path(), &live, None);
+    assert!(
+        blind.stdout.contains("crontabs.example.com: default/web at v1beta1: not judged: converting it to v1beta1: the new CRD converts through a webhook Service"),
+        "{}",
+        blind.stdout
+    );
+}
+
 /// `--objects` through the example conversion webhook over TLS: objects stored at v1beta1 are
 /// judged at v1 as the webhook converts them, and converted back without loss.
 #[test]
@@ -566,5 +619,21 @@ fn stored_objects_are_converted_through_the_webhook() {
         blind.stdout.contains("crontabs.example.com: default/local (objects.yaml:1) at v1: not judged: converting it to v1: the new CRD converts through a webhook Service; pass --webhook-url"),
         "{}",
         blind.stdout
+    );
+    // The same webhook with a deliberate bug, losing the port on the way back: both objects
+    // change in the round trip, and say where.
+    let lossy = crate::webhook::start_example_with(&certs, &["--lose-port"]);
+    let url = format!("https://localhost:{}/crdconvert", lossy.port);
+    let lossy_args = [&args[..5], &["--webhook-url", &url], &args[7..]].concat();
+    let out = crdctl_in(work.path(), &lossy_args, None);
+    let lost: Vec<&str> = out.stdout.lines().filter(|l| l.contains("the conversion loses data")).collect();
+    assert_eq!(
+        lost,
+        [
+            "crontabs.example.com: default/local (objects.yaml:1) at v1: /hostPort: differs after converting to v1 and back to v1beta1: the conversion loses data",
+            "crontabs.example.com: default/web (objects.yaml:6) at v1: /hostPort: differs after converting to v1 and back to v1beta1: the conversion loses data",
+        ],
+        "{}",
+        out.stdout
     );
 }

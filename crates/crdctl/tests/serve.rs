@@ -744,7 +744,7 @@ fn refuses_to_listen_beyond_loopback_without_tls_and_a_token() {
 }
 
 /// Where the webhook example's certificates and the data live for the webhook story.
-fn webhook_crd(ca_bundle: &str) -> String {
+pub fn webhook_crd(ca_bundle: &str) -> String {
     example("4-webhook.yaml").replace("caBundle: \"Cg==\"", &format!("caBundle: \"{ca_bundle}\""))
 }
 

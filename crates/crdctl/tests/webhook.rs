@@ -49,6 +49,11 @@ impl Drop for ExampleWebhook {
 }
 
 pub(crate) fn start_example(certs: &Path) -> ExampleWebhook {
+    start_example_with(certs, &[])
+}
+
+/// The example webhook started with extra `args`.
+pub(crate) fn start_example_with(certs: &Path, args: &[&str]) -> ExampleWebhook {
     // Examples are built next to the test binaries: target/<profile>/examples.
     let exe = std::env::current_exe().unwrap();
     let binary = exe.parent().unwrap().parent().unwrap().join("examples/crontab-conversion-webhook");
@@ -63,6 +68,7 @@ pub(crate) fn start_example(certs: &Path) -> ExampleWebhook {
         .arg(certs.join("tls.crt"))
         .arg("--tls-key")
         .arg(certs.join("tls.key"))
+        .args(args)
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
