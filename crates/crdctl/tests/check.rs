@@ -505,6 +505,40 @@ fn live_check_judges_what_a_running_server_stores() {
     }
 }
 
+/// The README's side-by-side: prometheus-operator's v0.80.1 → v0.81.0 ScrapeConfig CRD, refused
+/// from the schemas, and judged against the example's stored objects: one uses a removed role.
+/// With that one fixed, `--fail-on data` passes.
+#[test]
+fn the_readme_pair_names_the_object_that_uses_a_removed_enum_value() {
+    let pair = corpus().join("pairs/prometheus-operator-scrapeconfigs-v0.80.1-v0.81.0");
+    let (old, new) = (pair.join("old.yaml"), pair.join("new.yaml"));
+    let objects = repo_root().join("examples/upgrade-safety/scrapeconfigs.yaml");
+    let check = |extra: &[&str]| crdctl(&[&["check", old.to_str().unwrap(), new.to_str().unwrap()], extra].concat());
+    let refused = r#"validating upgrade for CRD "scrapeconfigs.monitoring.coreos.com" failed: CustomResourceDefinition scrapeconfigs.monitoring.coreos.com failed upgrade safety validation. "ChangeValidator" validation failed: version "v1alpha1", field "^.spec.openstackSDConfigs[*].role": enums ["hypervisor" "instance"] removed from the set of previously allowed values"#;
+    let static_only = check(&[]);
+    assert_eq!((static_only.code, static_only.stdout.lines().collect::<Vec<_>>()), (1, vec![refused]));
+    let with_data = check(&["--objects", objects.to_str().unwrap()]);
+    assert_eq!(
+        (with_data.code, with_data.stdout.lines().collect::<Vec<_>>()),
+        (
+            1,
+            vec![
+                refused,
+                "scrapeconfigs.monitoring.coreos.com: 3 stored objects judged against the new CRD",
+                r#"scrapeconfigs.monitoring.coreos.com: version "v1alpha1", field "^.spec.openstackSDConfigs[*].role": enums ["hypervisor" "instance"] removed from the set of previously allowed values — 1 of 3 objects use it: monitoring/legacy-nova"#,
+            ]
+        )
+    );
+    assert_eq!(check(&["--objects", objects.to_str().unwrap(), "--fail-on", "data"]).code, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = dir.path().join("fixed.yaml");
+    std::fs::write(&fixed, std::fs::read_to_string(&objects).unwrap().replace("role: instance", "role: Instance"))
+        .unwrap();
+    let cleared = check(&["--objects", fixed.to_str().unwrap(), "--fail-on", "data"]);
+    assert_eq!(cleared.code, 0, "{cleared:?}");
+    assert!(cleared.stdout.contains("— no stored object uses it"), "{}", cleared.stdout);
+}
+
 /// `--live` against `crdctl serve` running the webhook stage of the seed story: objects stored
 /// in v1 are judged at v1beta1 as the webhook converts them; without `--webhook-url` the
 /// webhook Service is out of reach and they are not judged there.
