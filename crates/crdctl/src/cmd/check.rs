@@ -4,6 +4,7 @@ use std::io::Write;
 
 use anyhow::Context;
 
+use crdctl_migrate::Progress;
 use crdctl_safety::data::{self, DataFinding, Joined, Problem, StoredObject};
 use crdctl_safety::{Change, Config, Dialect, Finding, Report, Scope, Severity, dialect};
 use crdctl_server::registry::upgrade::Converting;
@@ -11,6 +12,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::Outcome;
+use super::migrate::Bar;
 use crate::output;
 
 /// Compare installed CRDs with new ones and report unsafe changes (OLM's preflight).
@@ -139,7 +141,13 @@ impl Data {
             })
             .collect();
         let mut data = Data::default();
-        data.add(new, &objects).await;
+        let progress = Bar::new("judging stored objects");
+        let total = Some(objects.len() as u64);
+        for (at, page) in objects.chunks(LIVE_PAGE as usize).enumerate() {
+            data.add(new, page).await;
+            progress.advance((at * LIVE_PAGE as usize + page.len()) as u64, total);
+        }
+        progress.finish();
         Ok(data)
     }
 
@@ -156,7 +164,9 @@ impl Data {
             let Some(storage) = current.definition.storage_version() else { continue };
             let spec = &current.definition.spec;
             let collection = format!("/apis/{}/{}/{}", spec.group, storage.name, spec.names.plural);
+            let progress = Bar::new(judged.new.name());
             let mut token: Option<String> = None;
+            let mut done = 0;
             loop {
                 let mut path = format!("{collection}?limit={LIVE_PAGE}");
                 if let Some(token) = &token {
@@ -171,6 +181,9 @@ impl Data {
                 let objects: Vec<StoredObject> =
                     items.into_iter().map(|value| StoredObject { value, location: None }).collect();
                 data.add(std::slice::from_mut(judged), &objects).await;
+                done += objects.len() as u64;
+                let remaining = page.pointer("/metadata/remainingItemCount").and_then(Value::as_u64);
+                progress.advance(done, remaining.map(|rest| done + rest));
                 token = page
                     .pointer("/metadata/continue")
                     .and_then(Value::as_str)
@@ -180,6 +193,7 @@ impl Data {
                     break;
                 }
             }
+            progress.finish();
         }
         Ok(data)
     }

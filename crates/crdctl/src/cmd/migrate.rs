@@ -99,7 +99,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     })
 }
 
-/// Progress on standard error: a bar on a terminal, a line per few seconds otherwise.
+/// Progress on standard error once the work has run a second: a bar on a terminal, a line per
+/// few seconds otherwise.
 pub struct Bar {
     bar: Option<indicatif::ProgressBar>,
     label: String,
@@ -110,11 +111,15 @@ pub struct Bar {
 /// How often plain progress lines are written.
 const LINE_EVERY: Duration = Duration::from_secs(5);
 
+/// Work that ends sooner shows no progress.
+const QUIET_FOR: Duration = Duration::from_secs(1);
+
 impl Bar {
-    /// A progress display for migrating `label`.
+    /// A progress display for the objects of `label`.
     pub fn new(label: &str) -> Bar {
         let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
-            let bar = indicatif::ProgressBar::new_spinner();
+            // Drawn once the work has run for `QUIET_FOR`.
+            let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden());
             bar.set_style(
                 indicatif::ProgressStyle::with_template(
                     "{prefix} [{bar:30}] {human_pos}/{human_len} objects, {per_sec}, ETA {eta}",
@@ -138,14 +143,21 @@ impl Bar {
 
 impl Progress for Bar {
     fn advance(&self, done: u64, total: Option<u64>) {
+        let quiet = self.started.elapsed() < QUIET_FOR;
         if let Some(bar) = &self.bar {
             if let Some(total) = total {
                 bar.set_length(total);
             }
             bar.set_position(done);
+            if !quiet && bar.is_hidden() {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            }
             return;
         }
         let Ok(mut last) = self.last_line.lock() else { return };
+        if quiet {
+            return;
+        }
         if last.is_some_and(|at| at.elapsed() < LINE_EVERY) {
             return;
         }
