@@ -4,7 +4,7 @@
 //! - Baseline: what the API server's create path does to a custom resource's body at the storage
 //!   version — prune, default, then `crdctl_schema::check` (OpenAPI, list types, CEL) — on each
 //!   object, in this process.
-//! - Judge: `crdctl_safety::data::judge` over the same objects, a page of 500 at a time as
+//! - Judge: `crdctl_safety::data::Judge` over the same objects, a page of 500 at a time as
 //!   `--live` reads them: at every version the new CRD serves (here two: v1beta1 and v1, None
 //!   conversion, which cannot lose data, so no round trip), prune, default, validate. Target:
 //!   objects/s ≥ 0.8× the baseline.
@@ -87,9 +87,10 @@ fn judge(crd: &crdctl_model::load::Crd, count: usize) -> (f64, u64) {
     let before = memory::resident_kib("self");
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let started = Instant::now();
+    let judge = data::Judge::new(crd, None);
     let mut findings = 0;
     for start in (0..count).step_by(PAGE) {
-        let (found, judged) = runtime.block_on(data::judge(crd, None, &page(start, count), &mut Conversion::None));
+        let (found, judged) = runtime.block_on(judge.judge(&page(start, count), &mut Conversion::None));
         assert_eq!(judged, PAGE.min(count - start));
         findings += found.len();
     }

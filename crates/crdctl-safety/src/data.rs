@@ -9,7 +9,7 @@
 //! through an update that leaves the field unchanged. An object stored in a version the new CRD
 //! no longer lists cannot be read after the upgrade at all.
 //!
-//! [`join`] then ties each static finding with a schema path to the objects whose data
+//! [`Judge`] does it a page of objects at a time. [`join`] then ties each static finding with a schema path to the objects whose data
 //! findings fall at or under that path; what no static finding names is listed on its own.
 
 use std::collections::BTreeMap;
@@ -116,96 +116,107 @@ impl Convert for Conversion {
     }
 }
 
-/// Judges every object of `crd` (matched by group and kind) against it, converting with
-/// `convert`; how many objects it judged. With the `installed` CRD, a field is reported as
-/// pruned only where the installed CRD's schema of that version kept it.
-pub async fn judge(
-    crd: &Crd,
-    installed: Option<&Crd>,
-    objects: &[StoredObject],
-    convert: &mut impl Convert,
-) -> (Vec<DataFinding>, usize) {
-    let spec = &crd.definition.spec;
-    let schemas = compiled_schemas(crd, |v| v.served);
-    let before = installed.map(|installed| compiled_schemas(installed, |_| true)).unwrap_or_default();
-    let finding = |stored: &StoredObject, version: Option<&str>, pointer: String, problem: Problem| DataFinding {
-        crd: crd.name().to_string(),
-        object: object_name(&stored.value),
-        location: stored.location.clone(),
-        version: version.map(str::to_string),
-        pointer,
-        problem,
-    };
-    let mut findings = Vec::new();
-    // The objects of this CRD, with their stored versions; those in an unlisted version stop here.
-    let mut listed: Vec<(&StoredObject, &str)> = Vec::new();
-    let mut judged = 0;
-    for stored in objects {
-        let Some(version) = version_of(&stored.value, &spec.group, &spec.names.kind) else { continue };
-        judged += 1;
-        if spec.versions.iter().any(|v| v.name == version) {
-            listed.push((stored, version));
-        } else {
-            findings.push(finding(stored, None, String::new(), Problem::UnlistedVersion(version.to_string())));
-        }
+/// A new CRD made ready to judge stored objects, page after page: each served version's schema
+/// compiled once, and the installed CRD's, so that a field is reported as pruned only where the
+/// installed schema of that version kept it.
+pub struct Judge<'a> {
+    crd: &'a Crd,
+    schemas: BTreeMap<&'a str, Schema>,
+    before: BTreeMap<&'a str, Schema>,
+}
+
+impl<'a> Judge<'a> {
+    /// Judges objects against `crd`, which replaces `installed`.
+    pub fn new(crd: &'a Crd, installed: Option<&'a Crd>) -> Judge<'a> {
+        let before = installed.map(|installed| compiled_schemas(installed, |_| true)).unwrap_or_default();
+        Judge { crd, schemas: compiled_schemas(crd, |v| v.served), before }
     }
-    for (target, schema) in &schemas {
-        let api_version = format!("{}/{target}", spec.group);
-        let batch: Vec<Value> = listed.iter().map(|(stored, _)| stored.value.clone()).collect();
-        let converted = match convert.convert(batch, &api_version).await {
-            Ok(converted) if converted.len() == listed.len() => converted,
-            Ok(_) => {
-                let why = "the conversion returned another number of objects".to_string();
-                findings.extend(
-                    listed
-                        .iter()
-                        .map(|(s, _)| finding(s, Some(target), String::new(), Problem::NotJudged(why.clone()))),
-                );
-                continue;
+
+    /// The new CRD.
+    pub fn crd(&self) -> &'a Crd {
+        self.crd
+    }
+
+    /// Judges every object of the CRD among `objects` (matched by group and kind), converting
+    /// with `convert`; how many objects it judged.
+    pub async fn judge(&self, objects: &[StoredObject], convert: &mut impl Convert) -> (Vec<DataFinding>, usize) {
+        let spec = &self.crd.definition.spec;
+        let finding = |stored: &StoredObject, version: Option<&str>, pointer: String, problem: Problem| DataFinding {
+            crd: self.crd.name().to_string(),
+            object: object_name(&stored.value),
+            location: stored.location.clone(),
+            version: version.map(str::to_string),
+            pointer,
+            problem,
+        };
+        let mut findings = Vec::new();
+        // The objects of this CRD, with their stored versions; those in an unlisted version stop here.
+        let mut listed: Vec<(&StoredObject, &str)> = Vec::new();
+        let mut judged = 0;
+        for stored in objects {
+            let Some(version) = version_of(&stored.value, &spec.group, &spec.names.kind) else { continue };
+            judged += 1;
+            if spec.versions.iter().any(|v| v.name == version) {
+                listed.push((stored, version));
+            } else {
+                findings.push(finding(stored, None, String::new(), Problem::UnlistedVersion(version.to_string())));
             }
-            Err(why) => {
-                // Objects already at this version need no conversion: judge those alone.
-                let (at_target, others): (Vec<_>, Vec<_>) = listed.iter().partition(|(_, v)| v == target);
-                let why = format!("converting it to {target}: {why}");
-                findings.extend(
-                    others
-                        .iter()
-                        .map(|(s, _)| finding(s, Some(target), String::new(), Problem::NotJudged(why.clone()))),
-                );
-                for (stored, _) in at_target {
-                    let mut object = stored.value.clone();
+        }
+        for (target, schema) in &self.schemas {
+            let admit = |object: &mut Value| admit(object, schema, self.before.get(target));
+            let api_version = format!("{}/{target}", spec.group);
+            let batch: Vec<Value> = listed.iter().map(|(stored, _)| stored.value.clone()).collect();
+            let converted = match convert.convert(batch, &api_version).await {
+                Ok(converted) if converted.len() == listed.len() => converted,
+                Ok(_) => {
+                    let why = "the conversion returned another number of objects".to_string();
                     findings.extend(
-                        admit(&mut object, schema, before.get(target))
-                            .into_iter()
-                            .map(|(p, problem)| finding(stored, Some(target), p, problem)),
+                        listed
+                            .iter()
+                            .map(|(s, _)| finding(s, Some(target), String::new(), Problem::NotJudged(why.clone()))),
                     );
+                    continue;
                 }
-                continue;
+                Err(why) => {
+                    // Objects already at this version need no conversion: judge those alone.
+                    let (at_target, others): (Vec<_>, Vec<_>) = listed.iter().partition(|(_, v)| v == target);
+                    let why = format!("converting it to {target}: {why}");
+                    findings.extend(
+                        others
+                            .iter()
+                            .map(|(s, _)| finding(s, Some(target), String::new(), Problem::NotJudged(why.clone()))),
+                    );
+                    for (stored, _) in at_target {
+                        let problems = admit(&mut stored.value.clone());
+                        findings
+                            .extend(problems.into_iter().map(|(p, problem)| finding(stored, Some(target), p, problem)));
+                    }
+                    continue;
+                }
+            };
+            let lossy = if convert.lossless() {
+                Vec::new()
+            } else {
+                round_trip(convert, &listed, &converted, target, &spec.group).await
+            };
+            for (at, pointer) in lossy {
+                if let Some((stored, version)) = listed.get(at) {
+                    findings.push(finding(stored, Some(target), pointer, Problem::Lossy(version.to_string())));
+                }
             }
-        };
-        let lossy = if convert.lossless() {
-            Vec::new()
-        } else {
-            round_trip(convert, &listed, &converted, target, &spec.group).await
-        };
-        for (at, pointer) in lossy {
-            if let Some((stored, version)) = listed.get(at) {
-                findings.push(finding(stored, Some(target), pointer, Problem::Lossy(version.to_string())));
+            for ((stored, _), mut object) in listed.iter().zip(converted) {
+                let problems = admit(&mut object);
+                findings.extend(problems.into_iter().map(|(p, problem)| finding(stored, Some(target), p, problem)));
             }
         }
-        for ((stored, _), mut object) in listed.iter().zip(converted) {
-            findings.extend(
-                admit(&mut object, schema, before.get(target))
-                    .into_iter()
-                    .map(|(p, problem)| finding(stored, Some(target), p, problem)),
-            );
+        // Object by object, in the order they were read; each one's versions in order.
+        if !findings.is_empty() {
+            let order: BTreeMap<String, usize> =
+                objects.iter().enumerate().rev().map(|(at, stored)| (object_name(&stored.value), at)).collect();
+            findings.sort_by_key(|finding| order.get(&finding.object).copied().unwrap_or(usize::MAX));
         }
+        (findings, judged)
     }
-    // Object by object, in the order they were read; each one's versions in order.
-    let order: BTreeMap<String, usize> =
-        objects.iter().enumerate().rev().map(|(at, stored)| (object_name(&stored.value), at)).collect();
-    findings.sort_by_key(|finding| order.get(&finding.object).copied().unwrap_or(usize::MAX));
-    (findings, judged)
 }
 
 /// What the API server does to an object at a version once it is read or written: prune,
@@ -213,11 +224,9 @@ pub async fn judge(
 /// ratcheting lets through). A field the installed CRD's schema of this version (`before`)
 /// prunes too is no finding: reads there drop it before and after the upgrade alike.
 fn admit(object: &mut Value, schema: &Schema, before: Option<&Schema>) -> Vec<(String, Problem)> {
-    let original = before.map(|_| object.clone());
     let mut pruned = crdctl_schema::prune_fields(object, schema);
-    if let (false, Some(before), Some(mut original)) = (pruned.is_empty(), before, original) {
-        let already = crdctl_schema::prune_fields(&mut original, before);
-        pruned.retain(|p| !already.iter().any(|a| a.pointer == p.pointer));
+    if let Some(before) = before {
+        pruned.retain(|p| crdctl_schema::keeps(before, &p.pointer));
     }
     let mut problems: Vec<(String, Problem)> =
         pruned.into_iter().map(|pruned| (pruned.pointer, Problem::Pruned(pruned.path))).collect();
@@ -455,7 +464,7 @@ spec:
     fn a_conversion_that_loses_a_field_on_the_way_back_is_found() {
         let crd = crdctl_model::load::load_str("crd.yaml", CRD).unwrap().remove(0);
         let objects = [stored("a", "80"), stored("b", "http")];
-        let (findings, judged) = block_on(judge(&crd, None, &objects, &mut DropsThePort));
+        let (findings, judged) = block_on(Judge::new(&crd, None).judge(&objects, &mut DropsThePort));
         assert_eq!(judged, 2);
         let found: Vec<(&str, Option<&str>, &str, &Problem)> = findings
             .iter()
@@ -485,7 +494,7 @@ spec:
     fn without_the_webhook_objects_that_need_it_are_not_judged() {
         let crd = crdctl_model::load::load_str("crd.yaml", CRD).unwrap().remove(0);
         let mut unavailable = Conversion::Unavailable("no webhook".into());
-        let (findings, _) = block_on(judge(&crd, None, &[stored("a", "80")], &mut unavailable));
+        let (findings, _) = block_on(Judge::new(&crd, None).judge(&[stored("a", "80")], &mut unavailable));
         assert_eq!(findings.len(), 1, "{findings:?}");
         assert_eq!(
             (findings[0].version.as_deref(), &findings[0].problem),

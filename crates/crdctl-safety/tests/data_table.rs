@@ -64,7 +64,7 @@ fn block_on<T>(future: impl Future<Output = T>) -> T {
 
 fn judge(old: &Crd, new: &Crd, report: &Report, objects: Vec<Value>) -> (Vec<DataFinding>, Joined) {
     let objects: Vec<StoredObject> = objects.into_iter().map(|value| StoredObject { value, location: None }).collect();
-    let (found, judged) = block_on(data::judge(new, Some(old), &objects, &mut Conversion::None));
+    let (found, judged) = block_on(data::Judge::new(new, Some(old)).judge(&objects, &mut Conversion::None));
     let joined = data::join(report, &found, [(new.name().to_string(), judged)].into());
     (found, joined)
 }

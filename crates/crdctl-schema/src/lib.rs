@@ -68,7 +68,8 @@ pub use formats::{Format, StringFormat};
 pub use list_type::validate_list_types;
 pub use openapi::{validate, validate_update};
 pub use read::{
-    FieldRead, NullRead, Pruned, ReadPlan, Steps, default, prune, prune_and_default_json, prune_fields, prune_json,
+    FieldRead, NullRead, Pruned, ReadPlan, Steps, default, keeps, prune, prune_and_default_json, prune_fields,
+    prune_json,
 };
 
 /// The error [`check`] adds, as upstream does, when earlier errors leave the CEL rules

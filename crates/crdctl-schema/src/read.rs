@@ -144,6 +144,27 @@ pub fn prune_fields(object: &mut Value, schema: &Schema) -> Vec<Pruned> {
     unknown
 }
 
+/// Whether [`prune`] with `schema` keeps the field at `pointer` (a JSON pointer into an object
+/// whose other fields it keeps): what tells a field one schema prunes from one another schema
+/// prunes too, without pruning the object again.
+pub fn keeps(schema: &Schema, pointer: &str) -> bool {
+    let steps = Steps { prune: true, default: false };
+    let mut node = schema;
+    for step in pointer.split('/').skip(1) {
+        let step = step.replace("~1", "/").replace("~0", "~");
+        if let (Some(items), true) = (&node.items, step.bytes().all(|b| b.is_ascii_digit())) {
+            node = items;
+            continue;
+        }
+        match node.read.field(node, &step, steps) {
+            FieldRead::Walk(child, child_steps) if child_steps.prune => node = child,
+            FieldRead::Walk(..) | FieldRead::Keep => return true,
+            FieldRead::Prune => return false,
+        }
+    }
+    true
+}
+
 /// Applies defaults, and drops nulls that may be neither null nor defaulted.
 pub fn default(object: &mut Value, schema: &Schema) {
     read_value(object, schema, Steps { prune: false, default: true }, &Path::Root, &mut Vec::new());
@@ -347,6 +368,13 @@ mod tests {
             "spec": {"cronSpec": "* *", "x": true, "items": [{"name": "n", "bad": 1}], "free": {"any": 1},
                      "labels": {"k": "v"}, "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {}, "junk": 1}}
         });
+        let pruned = prune_fields(&mut object.clone(), &schema);
+        let pointers: Vec<&str> = pruned.iter().map(|p| p.pointer.as_str()).collect();
+        assert_eq!(pointers, ["/spec/items/0/bad", "/spec/template/junk", "/spec/x", "/extra"]);
+        assert!(pointers.iter().all(|pointer| !keeps(&schema, pointer)), "keeps agrees with pruning");
+        for kept in ["/spec/cronSpec", "/spec/items/0/name", "/spec/free/any/deeper", "/spec/labels/k", "/metadata/name"] {
+            assert!(keeps(&schema, kept), "{kept}");
+        }
         let unknown = prune(&mut object, &schema);
         assert_eq!(unknown, ["spec.items[0].bad", "spec.template.junk", "spec.x", "extra"]);
         assert_eq!(object["spec"]["free"], json!({"any": 1}));

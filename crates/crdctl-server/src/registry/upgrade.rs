@@ -63,6 +63,7 @@ pub async fn judge_stored(
     converting: &mut Converting,
 ) -> Result<(Vec<DataFinding>, usize), ApiError> {
     let prefix = served.prefix(None);
+    let judge = data::Judge::new(new, Some(&served.crd));
     let (mut findings, mut judged) = (Vec::new(), 0);
     let mut after: Option<String> = None;
     loop {
@@ -74,7 +75,7 @@ pub async fn judge_stored(
             .iter()
             .map(|entry| Ok(StoredObject { value: crate::registry::decode_entry(entry)?, location: None }))
             .collect::<Result<Vec<_>, ApiError>>()?;
-        let (found, count) = data::judge(new, Some(&served.crd), &objects, converting).await;
+        let (found, count) = judge.judge(&objects, converting).await;
         findings.extend(found);
         judged += count;
         if !page.more {

@@ -110,10 +110,9 @@ struct WebhookArgs {
     ca_bundle: Option<String>,
 }
 
-/// One new CRD to judge objects against, the installed one it replaces, and its conversion.
+/// One new CRD to judge objects against (replacing the installed one), and its conversion.
 struct Judging<'a> {
-    new: &'a crdctl_model::load::Crd,
-    installed: Option<&'a crdctl_model::load::Crd>,
+    judge: data::Judge<'a>,
     converting: Converting,
 }
 
@@ -121,9 +120,9 @@ impl Data {
     /// Judges `objects` against every CRD of `new` they belong to.
     async fn add(&mut self, new: &mut [Judging<'_>], objects: &[StoredObject]) {
         for judging in new {
-            let (found, count) = data::judge(judging.new, judging.installed, objects, &mut judging.converting).await;
+            let (found, count) = judging.judge.judge(objects, &mut judging.converting).await;
             self.findings.extend(found);
-            *self.joined.judged.entry(judging.new.name().to_string()).or_default() += count;
+            *self.joined.judged.entry(judging.judge.crd().name().to_string()).or_default() += count;
         }
     }
 
@@ -160,11 +159,12 @@ impl Data {
     ) -> anyhow::Result<Data> {
         let mut data = Data::default();
         for judged in new.iter_mut() {
-            let Some(current) = installed.iter().find(|c| c.name() == judged.new.name()) else { continue };
+            let name = judged.judge.crd().name();
+            let Some(current) = installed.iter().find(|c| c.name() == name) else { continue };
             let Some(storage) = current.definition.storage_version() else { continue };
             let spec = &current.definition.spec;
             let collection = format!("/apis/{}/{}/{}", spec.group, storage.name, spec.names.plural);
-            let progress = Bar::new(judged.new.name());
+            let progress = Bar::new(name);
             let mut token: Option<String> = None;
             let mut done = 0;
             loop {
@@ -297,7 +297,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 .iter()
                 .map(|crd| {
                     let installed = old.iter().find(|o| o.name() == crd.name());
-                    Ok(Judging { new: crd, installed, converting: converting_for(crd, &webhook)? })
+                    Ok(Judging { judge: data::Judge::new(crd, installed), converting: converting_for(crd, &webhook)? })
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             Some(match &live {
