@@ -372,7 +372,9 @@ mod tests {
         let pointers: Vec<&str> = pruned.iter().map(|p| p.pointer.as_str()).collect();
         assert_eq!(pointers, ["/spec/items/0/bad", "/spec/template/junk", "/spec/x", "/extra"]);
         assert!(pointers.iter().all(|pointer| !keeps(&schema, pointer)), "keeps agrees with pruning");
-        for kept in ["/spec/cronSpec", "/spec/items/0/name", "/spec/free/any/deeper", "/spec/labels/k", "/metadata/name"] {
+        for kept in
+            ["/spec/cronSpec", "/spec/items/0/name", "/spec/free/any/deeper", "/spec/labels/k", "/metadata/name"]
+        {
             assert!(keeps(&schema, kept), "{kept}");
         }
         let unknown = prune(&mut object, &schema);

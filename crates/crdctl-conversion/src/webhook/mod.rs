@@ -1,4 +1,5 @@
-//! The conversion webhook client, as the API server calls a CRD's webhook.
+//! The conversion webhook client, as the API server calls a CRD's webhook, and the HTTPS
+//! [`Endpoint`] it shares with the admission webhooks.
 //!
 //! - The review version is the first of the CRD's `conversionReviewVersions` that is supported.
 //! - A `url` is used as written (it must be https with a host and no user info, query or
@@ -60,11 +61,96 @@ impl ServiceResolver for DnsResolver {
     }
 }
 
+/// An HTTPS endpoint the API server calls, from a webhook's `clientConfig`: its URL, and a
+/// client that verifies TLS against the `caBundle`. Conversion and admission webhooks share it.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    http: reqwest::Client,
+    base: String,
+}
+
+/// Why a call brought no answer to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// Nothing came back: `Post "<url>": <the innermost cause>`.
+    Unanswered(String),
+    /// The answer passed the size limit (the rest was not read).
+    TooLarge,
+    /// A non-2xx answer, in client-go's words.
+    Status(String),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Unanswered(text) | CallError::Status(text) => f.write_str(text),
+            CallError::TooLarge => write!(f, "response too large (limit {} MiB)", MAX_RESPONSE_BYTES >> 20),
+        }
+    }
+}
+
+impl Endpoint {
+    /// The endpoint a `clientConfig` names: a `url` (https, with a host, no user info, query or
+    /// fragment) as written, or a `service` reached through `resolver`; why not, otherwise.
+    pub fn new(config: &WebhookClientConfig, resolver: &dyn ServiceResolver) -> Result<Endpoint, String> {
+        let tls = tls_config(config.ca_bundle.as_deref().unwrap_or_default())?;
+        let mut builder = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .http1_only()
+            .user_agent("kube-apiserver-admission");
+        let base = match (&config.url, &config.service) {
+            (Some(url), None) => {
+                if let Some(problem) = crdctl_model::webhook::validate_url(url).into_iter().next() {
+                    return Err(format!("invalid webhook url {url:?}: {problem}"));
+                }
+                url.clone()
+            }
+            (None, Some(service)) => {
+                let port = u16::try_from(service.port.unwrap_or(443))
+                    .map_err(|_| format!("invalid service port {:?}", service.port))?;
+                let host = format!("{}.{}.svc", service.name, service.namespace);
+                let address = resolver.resolve(service, port)?;
+                builder = builder.resolve(&host, address);
+                format!("https://{host}:{port}{}", service.path.as_deref().unwrap_or_default())
+            }
+            _ => return Err("exactly one of url or service is required".into()),
+        };
+        let http = builder.build().map_err(|err| format!("cannot build the webhook client: {err}"))?;
+        Ok(Endpoint { http, base })
+    }
+
+    /// The URL a call with `timeout` goes to: the API server adds `?timeout=<seconds>s`.
+    pub fn url(&self, timeout: Duration) -> String {
+        format!("{}?timeout={}s", self.base, timeout.as_secs().max(1))
+    }
+
+    /// POSTs a JSON `body`, waiting at most `timeout`; the answer's body.
+    pub async fn post(&self, body: bytes::Bytes, timeout: Duration) -> Result<Vec<u8>, CallError> {
+        let url = self.url(timeout);
+        let unanswered = |err: reqwest::Error| CallError::Unanswered(format!("Post {url:?}: {}", describe(&err)));
+        let reply = self
+            .http
+            .post(&url)
+            .timeout(timeout)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "application/json, */*")
+            .body(body)
+            .send()
+            .await
+            .map_err(unanswered)?;
+        let status = reply.status();
+        let bytes = read_limited(reply).await.map_err(unanswered)?.ok_or(CallError::TooLarge)?;
+        if !status.is_success() {
+            return Err(CallError::Status(http_status_error(status.as_u16(), &bytes)));
+        }
+        Ok(bytes)
+    }
+}
+
 /// A client for one CRD's conversion webhook.
 #[derive(Debug, Clone)]
 pub struct WebhookClient {
-    http: reqwest::Client,
-    base: String,
+    endpoint: Endpoint,
     version: ReviewVersion,
     timeout: Duration,
 }
@@ -76,33 +162,10 @@ impl WebhookClient {
         review_versions: &[String],
         resolver: &dyn ServiceResolver,
     ) -> Result<WebhookClient, ConversionError> {
-        let setup = ConversionError::setup;
         let version = ReviewVersion::negotiate(review_versions)
-            .ok_or_else(|| setup("no supported conversion review versions".into()))?;
-        let tls = tls_config(config.ca_bundle.as_deref().unwrap_or_default()).map_err(setup)?;
-        let mut builder = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
-            .http1_only()
-            .user_agent("kube-apiserver-admission");
-        let base = match (&config.url, &config.service) {
-            (Some(url), None) => {
-                if let Some(problem) = crdctl_model::webhook::validate_url(url).into_iter().next() {
-                    return Err(setup(format!("invalid webhook url {url:?}: {problem}")));
-                }
-                url.clone()
-            }
-            (None, Some(service)) => {
-                let port = u16::try_from(service.port.unwrap_or(443))
-                    .map_err(|_| ConversionError::setup(format!("invalid service port {:?}", service.port)))?;
-                let host = format!("{}.{}.svc", service.name, service.namespace);
-                let address = resolver.resolve(service, port).map_err(setup)?;
-                builder = builder.resolve(&host, address);
-                format!("https://{host}:{port}{}", service.path.as_deref().unwrap_or_default())
-            }
-            _ => return Err(setup("exactly one of url or service is required".into())),
-        };
-        let http = builder.build().map_err(|err| setup(format!("cannot build the webhook client: {err}")))?;
-        Ok(WebhookClient { http, base, version, timeout: TIMEOUT })
+            .ok_or_else(|| ConversionError::setup("no supported conversion review versions"))?;
+        let endpoint = Endpoint::new(config, resolver).map_err(ConversionError::setup)?;
+        Ok(WebhookClient { endpoint, version, timeout: TIMEOUT })
     }
 
     /// Uses another deadline than the API server's 30 s (tests, slow links).
@@ -113,7 +176,7 @@ impl WebhookClient {
 
     /// The URL requests go to, with the `timeout` query the API server adds.
     pub fn endpoint(&self) -> String {
-        format!("{}?timeout={}s", self.base, self.timeout.as_secs().max(1))
+        self.endpoint.url(self.timeout)
     }
 
     /// The ConversionReview version this client sends.
@@ -179,26 +242,10 @@ impl WebhookClient {
         let uid = uuid::Uuid::new_v4().to_string();
         let (body, metadata_spans) = request_body(self.version, &uid, desired_api_version, &objects);
         let body = bytes::Bytes::from(body);
-        let endpoint = self.endpoint();
-        let post_error =
-            |err: reqwest::Error| ConversionError::unanswered(&gvk, format!("Post {endpoint:?}: {}", describe(&err)));
-        let reply = self
-            .http
-            .post(&endpoint)
-            .timeout(self.timeout)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "application/json, */*")
-            .body(body.clone())
-            .send()
-            .await
-            .map_err(post_error)?;
-        let status = reply.status();
-        let bytes = read_limited(reply).await.map_err(post_error)?.ok_or_else(|| {
-            ConversionError::failed(&gvk, format!("response too large (limit {} MiB)", MAX_RESPONSE_BYTES >> 20))
+        let bytes = self.endpoint.post(body.clone(), self.timeout).await.map_err(|err| match err {
+            CallError::Unanswered(text) => ConversionError::unanswered(&gvk, text),
+            answered => ConversionError::failed(&gvk, answered),
         })?;
-        if !status.is_success() {
-            return Err(ConversionError::failed(&gvk, http_status_error(status.as_u16(), &bytes)));
-        }
         tracing::debug!(uid, n_objects = objects.len(), desired_api_version, "conversion webhook answered");
         let review = response::decode(&bytes, &gvk)?;
         let sent = Sent { version: self.version, uid: &uid, desired_api_version, shape, gvk: &gvk };
