@@ -110,9 +110,15 @@ impl Server {
 
 /// Starts the webhook and returns once it listens.
 pub async fn start(options: Options, convert: impl Convert) -> std::io::Result<Server> {
+    let app = router(&options.path, options.max_request_bytes, convert);
+    start_app(options, app).await
+}
+
+/// Serves any `app` as [`start`] serves the conversion routes: over TLS from the options'
+/// files, reloaded when they change (an admission webhook's routes, say).
+pub async fn start_app(options: Options, app: Router) -> std::io::Result<Server> {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let tls = RustlsConfig::from_pem_file(&options.tls_cert, &options.tls_key).await?;
-    let app = router(&options.path, options.max_request_bytes, convert);
     let handle = Handle::new();
     let server = axum_server::bind_rustls(options.listen, tls.clone()).handle(handle.clone());
     let task = tokio::spawn(server.serve(app.into_make_service()));
@@ -120,7 +126,7 @@ pub async fn start(options: Options, convert: impl Convert) -> std::io::Result<S
         .listening()
         .await
         .ok_or_else(|| std::io::Error::other(format!("cannot listen on {}", options.listen)))?;
-    tracing::info!(%address, path = options.path, "conversion webhook listening");
+    tracing::info!(%address, path = options.path, "webhook listening");
     let reload =
         tokio::spawn(reload_on_change(tls, options.tls_cert.clone(), options.tls_key.clone(), options.reload_interval));
     Ok(Server { address, handle, grace: options.shutdown_grace, task, reload })

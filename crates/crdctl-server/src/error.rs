@@ -7,6 +7,32 @@ use crdctl_model::field;
 use crdctl_storage::StoreError;
 use serde_json::{Value, json};
 
+/// A `Status.reason` a webhook chose, as one of apimachinery's `StatusReason`s (others read as
+/// `StatusReasonUnknown`).
+fn status_reason(reason: &str) -> &'static str {
+    const REASONS: [&str; 18] = [
+        "Unauthorized",
+        "Forbidden",
+        "NotFound",
+        "AlreadyExists",
+        "Conflict",
+        "Gone",
+        "Invalid",
+        "ServerTimeout",
+        "StoreReadError",
+        "Timeout",
+        "TooManyRequests",
+        "BadRequest",
+        "MethodNotAllowed",
+        "NotAcceptable",
+        "RequestEntityTooLarge",
+        "UnsupportedMediaType",
+        "InternalError",
+        "ServiceUnavailable",
+    ];
+    REASONS.into_iter().find(|known| *known == reason).unwrap_or("")
+}
+
 /// The largest request body accepted, as kube-apiserver's 3 MiB limit.
 pub const MAX_REQUEST_BYTES: usize = 3 * 1024 * 1024;
 
@@ -220,6 +246,40 @@ impl ApiError {
     /// 500 with the message as is (`StatusReasonUnknown`), as conversion failures are reported.
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "", message)
+    }
+
+    /// An admission webhook's denial, from its `status` (upstream's `webhookerrors.ToStatusErr`):
+    /// `<resource> "<name>" is forbidden: admission webhook "<webhook>" denied the request:
+    /// <message>`, 403 `Forbidden` unless the webhook chose a code and reason; a 500 reads
+    /// `Internal error occurred: …`.
+    pub fn webhook_denied(subject: Subject<'_>, webhook: &str, status: Option<&Value>) -> ApiError {
+        let field = |name: &str| status.and_then(|s| s.get(name)).and_then(Value::as_str).unwrap_or_default();
+        let code = status.and_then(|s| s.get("code")).and_then(Value::as_u64).unwrap_or(0);
+        let code = StatusCode::from_u16(u16::try_from(code).unwrap_or(0)).unwrap_or(StatusCode::FORBIDDEN);
+        let denied = format!("admission webhook {webhook:?} denied the request");
+        let message = match (field("message"), field("reason")) {
+            ("", "") => format!("{denied} without explanation"),
+            ("", reason) => format!("{denied}: {reason}"),
+            (message, _) => format!("{denied}: {message}"),
+        };
+        let name = if subject.name.is_empty() { "Unknown" } else { subject.name };
+        let internal = code == StatusCode::INTERNAL_SERVER_ERROR;
+        let details = match status.and_then(|s| s.get("details")) {
+            Some(details) => details.clone(),
+            None if internal => json!({"causes": [{"message": message}]}),
+            None => Subject { name, ..subject }.details(),
+        };
+        let prefix = if internal {
+            "Internal error occurred".to_string()
+        } else {
+            format!("{} {name:?} is forbidden", subject.qualified())
+        };
+        let reason = match field("reason") {
+            "" if internal => "InternalError",
+            "" => "Forbidden",
+            reason => status_reason(reason),
+        };
+        ApiError::new(code, reason, format!("{prefix}: {message}")).with_details(details)
     }
 
     /// 500 `InternalError`, as apimachinery's `NewInternalError`.

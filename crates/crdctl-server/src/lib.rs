@@ -30,6 +30,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod admission;
 pub mod discovery;
 pub mod error;
 pub mod fieldmanager;

@@ -1,9 +1,32 @@
 //! Label and field selectors on lists and watches (`?labelSelector=`, `?fieldSelector=`), with
-//! the operators kubectl sends: `=`, `==`, `!=`, `in`, `notin`, existence and `!` absence.
+//! the operators kubectl sends: `=`, `==`, `!=`, `in`, `notin`, existence and `!` absence; and
+//! the structured `metav1.LabelSelector` of objects (workload selectors, admission's
+//! `namespaceSelector` and `objectSelector`).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::ApiError;
+
+/// Whether `labels` has every `matchLabels` pair and meets every `matchExpressions` term of a
+/// `metav1.LabelSelector` (the empty selector selects everything).
+pub fn selects(selector: &Value, labels: &Map<String, Value>) -> bool {
+    let match_labels = selector.get("matchLabels").and_then(Value::as_object);
+    let pairs_hold = match_labels.into_iter().flatten().all(|(k, v)| labels.get(k) == Some(v));
+    let expressions = selector.get("matchExpressions").and_then(Value::as_array);
+    pairs_hold
+        && expressions.into_iter().flatten().all(|term| {
+            let key = term["key"].as_str().unwrap_or_default();
+            let values: Vec<&str> = term["values"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let value = labels.get(key).and_then(Value::as_str);
+            match term["operator"].as_str() {
+                Some("In") => value.is_some_and(|v| values.contains(&v)),
+                Some("NotIn") => value.is_none_or(|v| !values.contains(&v)),
+                Some("Exists") => value.is_some(),
+                Some("DoesNotExist") => value.is_none(),
+                _ => false,
+            }
+        })
+}
 
 /// One requirement of a label selector.
 #[derive(Debug, Clone, PartialEq, Eq)]

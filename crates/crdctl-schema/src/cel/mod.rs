@@ -201,6 +201,24 @@ thread_local! {
     static REGEXES: std::cell::RefCell<HashMap<String, Arc<regex::Regex>>> = std::cell::RefCell::default();
 }
 
+/// Evaluates `expression` — an admission `matchConditions` entry, a policy's validation — with
+/// `variables` bound as untyped JSON (no schema: `object`, `oldObject`, `request`, `params`),
+/// and the same function libraries as the schema rules: the boolean it yields, or why not.
+pub fn evaluate_condition(expression: &str, variables: &[(&str, &Value)]) -> Result<bool, String> {
+    let program = Program::compile(expression).map_err(|err| format!("compilation failed: {err}"))?;
+    LIBRARIES.with(|libraries| {
+        let mut scope = libraries.new_inner_scope();
+        for (name, value) in variables {
+            let value = cel::to_value(value).map_err(|err| format!("{name}: {err}"))?;
+            scope.add_variable_from_value(*name, value);
+        }
+        match program.execute(&scope).map_err(|err| err.to_string())? {
+            cel::Value::Bool(result) => Ok(result),
+            other => Err(format!("expression must evaluate to bool, got {}", other.type_of())),
+        }
+    })
+}
+
 /// At most this many compiled patterns are kept per thread; then the cache starts over.
 const REGEX_CACHE: usize = 512;
 

@@ -376,6 +376,11 @@ impl Registry {
         self.all().values().find(|crd| crd.group() == group && crd.plural() == plural).cloned()
     }
 
+    /// How webhook Services are reached (`--webhook-service`, else DNS).
+    pub fn resolver(&self) -> &dyn ServiceResolver {
+        &*self.resolver
+    }
+
     /// The converter a CRD's `spec.conversion` asks for, its webhook Services resolved as
     /// the served CRDs' are.
     pub fn converter_for(&self, crd: &CustomResourceDefinition) -> Result<Converter, ConversionError> {

@@ -6,6 +6,7 @@ use crdctl_storage::{Entry, ListOptions, StoreError};
 use serde_json::Value;
 
 use crate::AppState;
+use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
@@ -54,18 +55,21 @@ pub async fn create(
         }
         require_namespace(state, namespace, endpoint.subject(crate::object::name(&object))).await?;
     }
+    let admitted_name = crate::object::name(&object).to_string();
+    let admission = endpoint.admission(Operation::Create, &admitted_name, "", Some(params));
+    warnings.extend(admission::mutate(state, &admission, &mut object, None).await?);
     match &endpoint.kind {
         Kind::Namespace => namespace::prepare_create(&mut object)?,
         Kind::Crd => crd::prepare_create(&mut object, &state.registry)?,
         Kind::Custom(served) => {
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
-            warnings = custom_resource::admit(
+            warnings.extend(custom_resource::admit(
                 &mut object,
                 None,
                 served,
                 &endpoint.version,
                 (field_validation, Decoded::Body),
-            )?;
+            )?);
             custom_resource::prepare_create(&mut object, served, &endpoint.version, endpoint.namespace.as_deref());
         }
         Kind::Event(shape) => {
@@ -79,10 +83,11 @@ pub async fn create(
         }
         Kind::BuiltIn(resource) => {
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
-            warnings = resource.prepare_create(&mut object, field_validation)?;
+            warnings.extend(resource.prepare_create(&mut object, field_validation)?);
             crate::object::prepare_create(&mut object, endpoint.namespace.as_deref());
         }
     }
+    warnings.extend(admission::validate(state, &admission, Some(&object), None).await?);
     if managed == Managed::Record
         && let Some(scope) = endpoint.field_scope(Subresource::Main)
     {

@@ -9,6 +9,7 @@ use crdctl_storage::StoreError;
 use serde_json::{Value, json};
 
 use crate::AppState;
+use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult};
 use crate::registry::{crd, namespace};
 
@@ -24,6 +25,9 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
         let current = current.ok_or_else(|| ApiError::not_found(endpoint.subject(name)))?;
         let mut object = decode_entry(&current)?;
         check_preconditions(endpoint, name, &object, options)?;
+        let admission = endpoint.admission(Operation::Delete, name, "", None);
+        let seen = async { Ok(endpoint.present(vec![object.clone()], Shape::Object).await?.pop()) };
+        admission::validate_delete(state, &admission, seen).await?;
         let result = match &endpoint.kind {
             Kind::Crd => {
                 if crate::object::meta_field(&object, "deletionTimestamp").is_none() {

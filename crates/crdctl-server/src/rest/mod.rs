@@ -16,6 +16,7 @@ use crdctl_storage::{Entry, StoreError};
 use serde_json::Value;
 
 use crate::AppState;
+use crate::admission;
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
 use crate::registry::builtin::service::{self, Reserved};
@@ -217,6 +218,28 @@ impl Endpoint {
     /// `v1`, `apiextensions.k8s.io/v1`, `<group>/<version>`.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// The admission attributes of a write of object `name`.
+    pub fn admission<'a>(
+        &'a self,
+        operation: admission::Operation,
+        name: &'a str,
+        subresource: &'a str,
+        params: Option<&'a Params>,
+    ) -> admission::Request<'a> {
+        admission::Request {
+            operation,
+            group: &self.group,
+            version: &self.version,
+            resource: &self.resource,
+            subresource,
+            kind: &self.type_kind,
+            name,
+            namespace: self.namespace.as_deref(),
+            dry_run: params.is_some_and(|p| p.dry_run.is_some()),
+            field_manager: params.and_then(|p| p.field_manager.as_deref()),
+        }
     }
 
     /// The subject of errors about `name`.

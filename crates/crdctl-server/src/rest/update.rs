@@ -9,6 +9,7 @@ use crdctl_storage::StoreError;
 use serde_json::{Value, json};
 
 use crate::AppState;
+use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult};
 use crate::fieldmanager;
 use crate::negotiate::{BodyType, PATCH_TYPES};
@@ -126,7 +127,17 @@ pub async fn update(
             Change::Patch(BodyType::MergePatch | BodyType::JsonPatch, _) => Decoded::Patched,
             _ => Decoded::Body,
         };
-        let (mut stored, warnings) = admit_update(state, endpoint, new, &old, status, (params, decoded)).await?;
+        let subresource_name = match subresource {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+            Subresource::Main | Subresource::Token => "",
+        };
+        let admission = endpoint.admission(Operation::Update, name, subresource_name, Some(params));
+        let mut new = new;
+        let mut warnings = admission::mutate(state, &admission, &mut new, Some(&old)).await?;
+        let (mut stored, admitted) =
+            admit_update(state, endpoint, new, &old, status, (params, decoded), &admission).await?;
+        warnings.extend(admitted);
         if params.dry_run.is_some() {
             return Ok(Reply::with_warnings(StatusCode::OK, endpoint.present_one(stored).await?, warnings));
         }
@@ -238,8 +249,8 @@ fn change_object(endpoint: &Endpoint, name: &str, old: &Value, change: &Change) 
     })
 }
 
-/// Runs the strategy for an update; returns the object to store (in the storage version for
-/// custom resources) and warnings.
+/// Runs the strategy for an update, then the validating admission webhooks; returns the object
+/// to store (in the storage version for custom resources) and warnings.
 async fn admit_update(
     state: &AppState,
     endpoint: &Endpoint,
@@ -247,6 +258,7 @@ async fn admit_update(
     old: &Value,
     status: bool,
     (params, decoded): (&Params, Decoded<'_>),
+    admission: &admission::Request<'_>,
 ) -> ApiResult<(Value, Vec<String>)> {
     let mut warnings = Vec::new();
     match (&endpoint.kind, status) {
@@ -267,7 +279,6 @@ async fn admit_update(
         (Kind::BuiltIn(resource), _) => {
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
             warnings = resource.prepare_update(&mut new, old, status, (field_validation, decoded))?;
-            new = resource.to_storage(new);
         }
         (Kind::Custom(served), _) => {
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
@@ -278,9 +289,14 @@ async fn admit_update(
             } else {
                 custom_resource::prepare_update(&mut new, old, served, &endpoint.version);
             }
-            new = served.to_storage(new).await?;
         }
     }
+    warnings.extend(admission::validate(state, admission, Some(&new), Some(old)).await?);
+    let new = match &endpoint.kind {
+        Kind::BuiltIn(resource) => resource.to_storage(new),
+        Kind::Custom(served) => served.to_storage(new).await?,
+        _ => new,
+    };
     Ok((new, warnings))
 }
 

@@ -15,7 +15,7 @@
 mod data;
 pub mod documents;
 pub mod migration;
-mod review;
+pub mod review;
 pub mod service;
 mod table;
 pub mod token;

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 /// Who every request is: the server has one user, its token's holder, who may do anything (the
 /// reviews answer as an authorizer that allows everything, so `kubectl auth can-i` says yes).
-fn user() -> Value {
+pub fn user() -> Value {
     json!({"username": "system:admin", "groups": ["system:masters", "system:authenticated"]})
 }
 

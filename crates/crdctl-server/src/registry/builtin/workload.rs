@@ -200,26 +200,6 @@ fn go_string_map(map: &Map<String, Value>) -> String {
     format!("map[string]string{{{}}}", entries.join(", "))
 }
 
-/// Whether `labels` has every `matchLabels` pair and meets every `matchExpressions` term.
-fn selects(selector: &Value, labels: &Map<String, Value>) -> bool {
-    let match_labels = selector.get("matchLabels").and_then(Value::as_object);
-    let pairs_hold = match_labels.into_iter().flatten().all(|(k, v)| labels.get(k) == Some(v));
-    let expressions = selector.get("matchExpressions").and_then(Value::as_array);
-    pairs_hold
-        && expressions.into_iter().flatten().all(|term| {
-            let key = term["key"].as_str().unwrap_or_default();
-            let values: Vec<&str> = term["values"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-            let value = labels.get(key).and_then(Value::as_str);
-            match term["operator"].as_str() {
-                Some("In") => value.is_some_and(|v| values.contains(&v)),
-                Some("NotIn") => value.is_none_or(|v| !values.contains(&v)),
-                Some("Exists") => value.is_some(),
-                Some("DoesNotExist") => value.is_none(),
-                _ => false,
-            }
-        })
-}
-
 /// `ValidateDeploymentSpec` and its siblings: a non-empty selector that selects the template's
 /// labels.
 fn selector_errors(kind: &str, object: &Value) -> field::ErrorList {
@@ -243,7 +223,7 @@ fn selector_errors(kind: &str, object: &Value) -> field::ErrorList {
     }
     let labels =
         object.pointer("/spec/template/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
-    if !selects(selector, &labels) {
+    if !crate::selector::selects(selector, &labels) {
         let template = spec.child("template");
         let metadata = template.child("metadata");
         let at = metadata.child("labels");

@@ -1,0 +1,350 @@
+//! Admission webhooks, called on every write as kube-apiserver 1.33 calls them
+//! (`staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook`).
+//!
+//! - The webhooks are those of the stored `MutatingWebhookConfiguration`s and
+//!   `ValidatingWebhookConfiguration`s, read at each write (configurations by name, webhooks as
+//!   listed), with upstream's defaults: `failurePolicy: Fail`, `timeoutSeconds: 10`, every scope,
+//!   empty selectors.
+//! - A webhook is called when one of its `rules` matches the request (operation, group,
+//!   version, resource and subresource with `*`, scope), its `namespaceSelector` selects the
+//!   namespace's labels, its `objectSelector` the object's or the old object's, and every
+//!   `matchConditions` expression holds ([`matching`]).
+//! - Mutating webhooks run first, one after another, each seeing the object as the ones before
+//!   patched it (`JSONPatch`); with `reinvocationPolicy: IfNeeded`, a webhook runs once more
+//!   when a later one changed the object. The kind's own preparation and validation (pruning,
+//!   defaulting, the schema) follow; then the validating webhooks run in parallel, and the first
+//!   denial (in order) refuses the write.
+//! - The request is an `AdmissionReview` in the first of the webhook's
+//!   `admissionReviewVersions` the server speaks (v1, v1beta1); calls go through the HTTPS
+//!   [`crdctl_conversion::webhook::Endpoint`] the conversion webhooks use; answers are checked
+//!   as upstream checks them ([`review`]).
+//! - Errors read as upstream's: `admission webhook "x" denied the request: …`, and under
+//!   `failurePolicy: Fail`, `Internal error occurred: failed calling webhook "x": …`. A webhook
+//!   with side effects refuses a dry run: `admission webhook "x" does not support dry run`.
+
+pub mod matching;
+pub mod review;
+
+use std::time::Duration;
+
+use crdctl_model::crd::WebhookClientConfig;
+use crdctl_storage::ListOptions;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult, Subject};
+
+/// The group of the admission configurations, which no webhook sees (as upstream: a webhook
+/// could otherwise lock out its own removal).
+const CONFIGURATION_GROUP: &str = "admissionregistration.k8s.io";
+
+/// The longest `timeoutSeconds` upstream allows.
+const MAX_TIMEOUT_SECONDS: u64 = 30;
+
+/// What a write does, as admission names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// `CREATE`.
+    Create,
+    /// `UPDATE`.
+    Update,
+    /// `DELETE`.
+    Delete,
+}
+
+impl Operation {
+    /// `CREATE`, `UPDATE` or `DELETE`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
+    }
+
+    /// The kind of its options object (`CreateOptions`, …).
+    fn options_kind(self) -> &'static str {
+        match self {
+            Operation::Create => "CreateOptions",
+            Operation::Update => "UpdateOptions",
+            Operation::Delete => "DeleteOptions",
+        }
+    }
+}
+
+/// A write, as admission sees it (upstream's `admission.Attributes`).
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// What it does.
+    pub operation: Operation,
+    /// The API group, empty for core.
+    pub group: &'a str,
+    /// The version of the request.
+    pub version: &'a str,
+    /// The resource plural.
+    pub resource: &'a str,
+    /// The subresource (`status`, `scale`), or empty.
+    pub subresource: &'a str,
+    /// The object's kind.
+    pub kind: &'a str,
+    /// The object's name.
+    pub name: &'a str,
+    /// The namespace, for namespaced resources.
+    pub namespace: Option<&'a str>,
+    /// Whether the write is a dry run.
+    pub dry_run: bool,
+    /// The field manager, sent in the options.
+    pub field_manager: Option<&'a str>,
+}
+
+impl Request<'_> {
+    fn subject(&self) -> Subject<'_> {
+        Subject { group: self.group, resource: self.resource, name: self.name }
+    }
+
+    /// The operation's options object, as upstream sends it.
+    fn options(&self) -> Value {
+        let mut options = serde_json::Map::new();
+        options.insert("kind".into(), self.operation.options_kind().into());
+        options.insert("apiVersion".into(), "meta.k8s.io/v1".into());
+        if let Some(manager) = self.field_manager.filter(|_| self.operation != Operation::Delete) {
+            options.insert("fieldManager".into(), manager.into());
+        }
+        if self.dry_run {
+            options.insert("dryRun".into(), serde_json::json!(["All"]));
+        }
+        Value::Object(options)
+    }
+}
+
+/// One webhook of a configuration, with upstream's defaults.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Webhook {
+    /// Its name (`x.example.com`), which errors quote.
+    pub name: String,
+    /// Where it listens.
+    #[serde(default)]
+    pub client_config: WebhookClientConfig,
+    /// What requests it sees.
+    #[serde(default)]
+    pub rules: Vec<matching::Rule>,
+    /// `Fail` (the default) or `Ignore`: what a failed call does.
+    #[serde(default)]
+    pub failure_policy: Option<String>,
+    /// Which namespaces' objects it sees.
+    #[serde(default)]
+    pub namespace_selector: Option<Value>,
+    /// Which objects it sees.
+    #[serde(default)]
+    pub object_selector: Option<Value>,
+    /// CEL expressions that must all hold for it to be called.
+    #[serde(default)]
+    pub match_conditions: Vec<matching::MatchCondition>,
+    /// `None`, `NoneOnDryRun`, `Some` or `Unknown`.
+    #[serde(default)]
+    pub side_effects: Option<String>,
+    /// Seconds before a call fails (default 10, at most 30).
+    #[serde(default)]
+    pub timeout_seconds: Option<u64>,
+    /// The `AdmissionReview` versions it reads, preferred first.
+    #[serde(default)]
+    pub admission_review_versions: Vec<String>,
+    /// `Never` (the default) or `IfNeeded` (mutating webhooks).
+    #[serde(default)]
+    pub reinvocation_policy: Option<String>,
+}
+
+impl Webhook {
+    fn ignores_failures(&self) -> bool {
+        self.failure_policy.as_deref() == Some("Ignore")
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(self.timeout_seconds.unwrap_or(10).clamp(1, MAX_TIMEOUT_SECONDS))
+    }
+
+    /// Whether a dry run may call it: only webhooks without side effects (on dry runs).
+    fn supports_dry_run(&self) -> bool {
+        matches!(self.side_effects.as_deref(), Some("None" | "NoneOnDryRun"))
+    }
+}
+
+/// Which configurations: mutating or validating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// `MutatingWebhookConfiguration`s.
+    Mutating,
+    /// `ValidatingWebhookConfiguration`s.
+    Validating,
+}
+
+impl Phase {
+    fn prefix(self) -> &'static str {
+        match self {
+            Phase::Mutating => "/registry/mutatingwebhookconfigurations/",
+            Phase::Validating => "/registry/validatingwebhookconfigurations/",
+        }
+    }
+}
+
+/// Every webhook of the stored configurations of `phase`: configurations by name, webhooks in
+/// the order listed. A configuration that does not parse is skipped, as upstream's informer
+/// would never have stored it.
+async fn webhooks(state: &AppState, phase: Phase) -> ApiResult<Vec<Webhook>> {
+    // A cache may answer: configurations change rarely, and every write reads them.
+    let options = ListOptions { prefix: phase.prefix(), min_revision: Some(0), ..Default::default() };
+    let page = state.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
+    let mut webhooks = Vec::new();
+    for entry in page.entries {
+        #[derive(Deserialize)]
+        struct Configuration {
+            #[serde(default)]
+            webhooks: Vec<Webhook>,
+        }
+        match serde_json::from_slice::<Configuration>(&entry.value) {
+            Ok(configuration) => webhooks.extend(configuration.webhooks),
+            Err(err) => tracing::warn!(key = %entry.key, error = %err, "webhook configuration skipped"),
+        }
+    }
+    Ok(webhooks)
+}
+
+/// Runs the mutating webhooks on `object` (the request's version), in order, patching it;
+/// `IfNeeded` webhooks run once more when a later webhook changed it. Returns the webhooks'
+/// warnings.
+pub async fn mutate(
+    state: &AppState,
+    request: &Request<'_>,
+    object: &mut Value,
+    old: Option<&Value>,
+) -> ApiResult<Vec<String>> {
+    let webhooks = webhooks(state, Phase::Mutating).await?;
+    if webhooks.is_empty() || request.group == CONFIGURATION_GROUP {
+        return Ok(Vec::new());
+    }
+    let matched = matching::matching(state, &webhooks, request, Some(&*object), old).await?;
+    let mut warnings = Vec::new();
+    let mut changed_by: Vec<usize> = Vec::new();
+    for (at, webhook) in &matched {
+        let before = object.clone();
+        call_mutating(state, webhook, request, object, old, &mut warnings).await?;
+        if *object != before {
+            changed_by.push(*at);
+        }
+    }
+    // Reinvocation: an `IfNeeded` webhook sees the object again when one after it changed it.
+    let reinvoke: Vec<&Webhook> = matched
+        .iter()
+        .filter(|(at, webhook)| {
+            webhook.reinvocation_policy.as_deref() == Some("IfNeeded") && changed_by.iter().any(|by| by > at)
+        })
+        .map(|(_, webhook)| *webhook)
+        .collect();
+    for webhook in reinvoke {
+        call_mutating(state, webhook, request, object, old, &mut warnings).await?;
+    }
+    Ok(warnings)
+}
+
+async fn call_mutating(
+    state: &AppState,
+    webhook: &Webhook,
+    request: &Request<'_>,
+    object: &mut Value,
+    old: Option<&Value>,
+    warnings: &mut Vec<String>,
+) -> ApiResult<()> {
+    match review::call(state, webhook, request, Some(&*object), old, Phase::Mutating).await {
+        Ok(answer) => {
+            warnings.extend(answer.warnings);
+            if !answer.allowed {
+                return Err(ApiError::webhook_denied(request.subject(), &webhook.name, answer.result.as_ref()));
+            }
+            if let Some(patch) = answer.patch {
+                review::apply_patch(object, &patch).map_err(|reason| failed(webhook, &reason))?;
+            }
+            Ok(())
+        }
+        Err(review::Failure::Refused(err)) => Err(err),
+        Err(review::Failure::Call(reason)) if webhook.ignores_failures() => {
+            tracing::warn!(webhook = %webhook.name, %reason, "failed calling webhook, failing open");
+            Ok(())
+        }
+        Err(review::Failure::Call(reason)) => Err(failed(webhook, &reason)),
+    }
+}
+
+/// Runs the validating webhooks in parallel on the object as it will be stored (`object`;
+/// `None` on delete); the first denial, in webhook order, refuses the write. Returns the
+/// webhooks' warnings.
+pub async fn validate(
+    state: &AppState,
+    request: &Request<'_>,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> ApiResult<Vec<String>> {
+    let webhooks = webhooks(state, Phase::Validating).await?;
+    validate_with(state, &webhooks, request, object, old).await
+}
+
+/// [`validate`] for a delete: the object being deleted (`old`, at the request's version) is
+/// only read when a validating webhook exists.
+pub async fn validate_delete(
+    state: &AppState,
+    request: &Request<'_>,
+    old: impl Future<Output = ApiResult<Option<Value>>>,
+) -> ApiResult<Vec<String>> {
+    let webhooks = webhooks(state, Phase::Validating).await?;
+    if webhooks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let old = old.await?;
+    validate_with(state, &webhooks, request, None, old.as_ref()).await
+}
+
+async fn validate_with(
+    state: &AppState,
+    webhooks: &[Webhook],
+    request: &Request<'_>,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> ApiResult<Vec<String>> {
+    if webhooks.is_empty() || request.group == CONFIGURATION_GROUP {
+        return Ok(Vec::new());
+    }
+    let matched = matching::matching(state, webhooks, request, object, old).await?;
+    let calls = matched.iter().map(|(_, webhook)| async move {
+        let answer = review::call(state, webhook, request, object, old, Phase::Validating).await;
+        (*webhook, answer)
+    });
+    let mut warnings = Vec::new();
+    let mut refusal = None;
+    for (webhook, answer) in futures_util::future::join_all(calls).await {
+        let refused = match answer {
+            Ok(answer) => {
+                warnings.extend(answer.warnings);
+                (!answer.allowed)
+                    .then(|| ApiError::webhook_denied(request.subject(), &webhook.name, answer.result.as_ref()))
+            }
+            Err(review::Failure::Refused(err)) => Some(err),
+            Err(review::Failure::Call(reason)) if webhook.ignores_failures() => {
+                tracing::warn!(webhook = %webhook.name, %reason, "failed calling webhook, failing open");
+                None
+            }
+            Err(review::Failure::Call(reason)) => Some(failed(webhook, &reason)),
+        };
+        refusal = refusal.or(refused);
+    }
+    match refusal {
+        Some(err) => Err(err),
+        None => Ok(warnings),
+    }
+}
+
+/// `Internal error occurred: failed calling webhook "x": <reason>` (upstream's
+/// `ErrCallingWebhook` under `failurePolicy: Fail`).
+fn failed(webhook: &Webhook, reason: &str) -> ApiError {
+    ApiError::internal_error(format!("failed calling webhook {:?}: {reason}", webhook.name))
+}

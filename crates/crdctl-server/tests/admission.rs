@@ -1,0 +1,333 @@
+//! Admission webhooks on every write, against a webhook served over TLS in the test (certificates
+//! made here): a mutating webhook that defaults a field with a `JSONPatch`, validating webhooks
+//! that deny by label, on update and on delete, and the answers upstream refuses — each with
+//! upstream's status and text, and nothing stored when refused.
+
+// Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
+#![cfg(test)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::Path;
+use axum::routing::post;
+use base64::Engine;
+use crdctl_conversion::{certs, framework};
+use crdctl_server::testing::TestServer;
+use serde_json::{Value, json};
+
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+const CRONTABS: &str = "/apis/example.com/v1/namespaces/default/crontabs";
+const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+
+/// The test's webhook: what each path answers to an `AdmissionReview`.
+async fn answer(Path(behaviour): Path<String>, Json(review): Json<Value>) -> Json<Value> {
+    let request = &review["request"];
+    let uid = request["uid"].clone();
+    let labels = request["object"]["metadata"]["labels"].as_object().cloned().unwrap_or_default();
+    let old_labels = request["oldObject"]["metadata"]["labels"].as_object().cloned().unwrap_or_default();
+    let response = match behaviour.as_str() {
+        "deny-label" if labels.contains_key("forbidden") => json!({"uid": uid, "allowed": false,
+            "status": {"code": 403, "message": "label forbidden is not allowed"}}),
+        "deny-label" => json!({"uid": uid, "allowed": true, "warnings": ["checked by deny-label"]}),
+        "protect" if old_labels.contains_key("protected") => json!({"uid": uid, "allowed": false,
+            "status": {"message": format!("{} of a protected CronTab", request["operation"].as_str().unwrap())}}),
+        "default-replicas" if request["object"]["spec"]["replicas"].is_null() => {
+            let patch = json!([{"op": "add", "path": "/spec/replicas", "value": 3}]);
+            let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
+        }
+        "too-many-replicas" => {
+            let patch = json!([{"op": "add", "path": "/spec/replicas", "value": 9}]);
+            let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
+        }
+        "wrong-uid" => json!({"uid": "not-the-uid", "allowed": true}),
+        "slow" => {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            json!({"uid": uid, "allowed": true})
+        }
+        "request" => {
+            // Echo what the request carried, as a denial, for the test to read.
+            json!({"uid": uid, "allowed": false, "status": {"message": serde_json::to_string(&json!({
+                "kind": request["kind"], "resource": request["resource"], "name": request["name"],
+                "namespace": request["namespace"], "operation": request["operation"], "dryRun": request["dryRun"],
+                "options": request["options"]["kind"], "user": request["userInfo"]["username"],
+            })).unwrap()}})
+        }
+        _ => json!({"uid": uid, "allowed": true}),
+    };
+    Json(json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
+}
+
+struct Setup {
+    server: TestServer,
+    http: reqwest::Client,
+    webhook: String,
+    ca_bundle: String,
+    _tls: tempfile::TempDir,
+    _webhook: framework::Server,
+}
+
+impl Setup {
+    async fn new() -> Setup {
+        let bundle = certs::generate(&["localhost".into(), "127.0.0.1".into()]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("tls.crt"), &bundle.cert_pem).unwrap();
+        std::fs::write(dir.path().join("tls.key"), &bundle.key_pem).unwrap();
+        let options = framework::Options::new(
+            "127.0.0.1:0".parse().unwrap(),
+            dir.path().join("tls.crt"),
+            dir.path().join("tls.key"),
+        );
+        let app = axum::Router::new().route("/{behaviour}", post(answer));
+        let webhook = framework::start_app(options, app).await.unwrap();
+        let server =
+            TestServer::start_with(Default::default(), Arc::new(crdctl_storage::memory::open())).await.unwrap();
+        let setup = Setup {
+            server,
+            http: reqwest::Client::new(),
+            webhook: format!("https://127.0.0.1:{}", webhook.address.port()),
+            ca_bundle: bundle.ca_bundle(),
+            _tls: dir,
+            _webhook: webhook,
+        };
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "crontabs.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {
+                            "cronSpec": {"type": "string"}, "replicas": {"type": "integer", "maximum": 5}}}}}}}]}});
+        assert_eq!(setup.send(reqwest::Method::POST, CRDS, Some(&crd)).await.0, 201);
+        setup
+    }
+
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> (u16, Value, Vec<String>) {
+        let mut request = self.http.request(method, format!("{}{path}", self.server.url()));
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.unwrap();
+        let code = response.status().as_u16();
+        let warnings = response.headers().get_all("Warning").iter().map(|v| v.to_str().unwrap().to_string()).collect();
+        (code, response.json().await.unwrap_or(Value::Null), warnings)
+    }
+
+    /// A webhook configuration (`kind` is `validating` or `mutating`) with one webhook per entry.
+    async fn configure(&self, kind: &str, name: &str, webhooks: Vec<Value>) {
+        let (path, kind_name) = match kind {
+            "mutating" => (MUTATING, "MutatingWebhookConfiguration"),
+            _ => (VALIDATING, "ValidatingWebhookConfiguration"),
+        };
+        let configuration = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind_name,
+            "metadata": {"name": name}, "webhooks": webhooks});
+        let (code, body, _) = self.send(reqwest::Method::POST, path, Some(&configuration)).await;
+        assert_eq!(code, 201, "{body}");
+    }
+
+    /// A webhook on CronTabs answering as `behaviour`, with `extra` fields.
+    fn webhook(&self, name: &str, behaviour: &str, operations: &[&str], extra: Value) -> Value {
+        let mut webhook = json!({"name": name,
+            "clientConfig": {"url": format!("{}/{behaviour}", self.webhook), "caBundle": self.ca_bundle},
+            "rules": [{"operations": operations, "apiGroups": ["example.com"], "apiVersions": ["*"], "resources": ["crontabs"]}],
+            "sideEffects": "None", "admissionReviewVersions": ["v1"]});
+        for (key, value) in extra.as_object().unwrap() {
+            webhook[key] = value.clone();
+        }
+        webhook
+    }
+
+    async fn stored(&self, name: &str) -> Option<Value> {
+        let (code, body, _) = self.send(reqwest::Method::GET, &format!("{CRONTABS}/{name}"), None).await;
+        (code == 200).then_some(body)
+    }
+}
+
+fn crontab(name: &str, labels: Value) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+        "metadata": {"name": name, "labels": labels}, "spec": {"cronSpec": "* * * * */5"}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutating_then_validating_webhooks_on_create_update_and_delete() {
+    let setup = Setup::new().await;
+    setup
+        .configure(
+            "mutating",
+            "defaults",
+            vec![setup.webhook("replicas.example.com", "default-replicas", &["CREATE"], json!({}))],
+        )
+        .await;
+    setup
+        .configure(
+            "validating",
+            "labels",
+            vec![
+                setup.webhook("deny.example.com", "deny-label", &["CREATE", "UPDATE"], json!({})),
+                setup.webhook("protect.example.com", "protect", &["UPDATE", "DELETE"], json!({})),
+            ],
+        )
+        .await;
+
+    // The mutating webhook's patch is stored; the validating webhook's warning is sent on.
+    let (code, created, warnings) = setup.send(reqwest::Method::POST, CRONTABS, Some(&crontab("a", json!({})))).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["spec"]["replicas"], 3);
+    assert_eq!(warnings, [r#"299 - "checked by deny-label""#]);
+
+    // A denial: upstream's status and text, and nothing stored.
+    let (code, refused, _) =
+        setup.send(reqwest::Method::POST, CRONTABS, Some(&crontab("b", json!({"forbidden": "yes"})))).await;
+    assert_eq!(code, 403, "{refused}");
+    assert_eq!(refused["reason"], "Forbidden");
+    assert_eq!(
+        refused["message"],
+        r#"crontabs.example.com "b" is forbidden: admission webhook "deny.example.com" denied the request: label forbidden is not allowed"#
+    );
+    assert_eq!(refused["details"], json!({"name": "b", "group": "example.com", "kind": "crontabs"}));
+    assert!(setup.stored("b").await.is_none());
+
+    // Updates and deletes of a protected object are refused; the object is as it was.
+    let (code, mut protected, _) =
+        setup.send(reqwest::Method::POST, CRONTABS, Some(&crontab("p", json!({"protected": "yes"})))).await;
+    assert_eq!(code, 201);
+    protected["spec"]["cronSpec"] = json!("0 * * * *");
+    let (code, refused, _) = setup.send(reqwest::Method::PUT, &format!("{CRONTABS}/p"), Some(&protected)).await;
+    assert_eq!(
+        (code, refused["message"].as_str()),
+        (
+            403,
+            Some(
+                r#"crontabs.example.com "p" is forbidden: admission webhook "protect.example.com" denied the request: UPDATE of a protected CronTab"#
+            )
+        )
+    );
+    let (code, refused, _) = setup.send(reqwest::Method::DELETE, &format!("{CRONTABS}/p"), None).await;
+    assert_eq!(
+        (code, refused["message"].as_str()),
+        (
+            403,
+            Some(
+                r#"crontabs.example.com "p" is forbidden: admission webhook "protect.example.com" denied the request: DELETE of a protected CronTab"#
+            )
+        )
+    );
+    assert_eq!(setup.stored("p").await.unwrap()["spec"]["cronSpec"], "* * * * */5");
+
+    // The mutated object is validated against the schema afterwards: a patch past the maximum
+    // is the schema's refusal.
+    assert_eq!(setup.send(reqwest::Method::DELETE, &format!("{MUTATING}/defaults"), None).await.0, 200);
+    setup
+        .configure(
+            "mutating",
+            "excess",
+            vec![setup.webhook("excess.example.com", "too-many-replicas", &["CREATE"], json!({}))],
+        )
+        .await;
+    let (code, invalid, _) = setup.send(reqwest::Method::POST, CRONTABS, Some(&crontab("x", json!({})))).await;
+    assert_eq!((code, invalid["reason"].as_str()), (422, Some("Invalid")), "{invalid}");
+    assert_eq!(
+        invalid["message"],
+        r#"CronTab.example.com "x" is invalid: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5"#
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_carries_upstreams_attributes() {
+    let setup = Setup::new().await;
+    setup
+        .configure("validating", "echo", vec![setup.webhook("echo.example.com", "request", &["CREATE"], json!({}))])
+        .await;
+    let (code, refused, _) = setup
+        .send(
+            reqwest::Method::POST,
+            &format!("{CRONTABS}?dryRun=All&fieldManager=tester"),
+            Some(&crontab("e", json!({}))),
+        )
+        .await;
+    assert_eq!(code, 403);
+    let message = refused["message"].as_str().unwrap();
+    let echoed: Value = serde_json::from_str(message.split_once("denied the request: ").unwrap().1).unwrap();
+    assert_eq!(
+        echoed,
+        json!({"kind": {"group": "example.com", "version": "v1", "kind": "CronTab"},
+            "resource": {"group": "example.com", "version": "v1", "resource": "crontabs"},
+            "name": "e", "namespace": "default", "operation": "CREATE", "dryRun": true,
+            "options": "CreateOptions", "user": "system:admin"})
+    );
+}
+
+/// Each failure as upstream reports it: under `Fail` a 500 naming the webhook, under `Ignore`
+/// the write goes on; a dry run refused by a webhook with side effects; an answer with the
+/// wrong uid; a timeout; and selectors and match conditions that leave a webhook out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_policies_and_matching() {
+    let setup = Setup::new().await;
+    let down = json!({"url": "https://127.0.0.1:1/down", "caBundle": setup.ca_bundle});
+    setup
+        .configure("validating", "down", vec![
+            json!({"name": "down.example.com", "clientConfig": down, "failurePolicy": "Fail", "sideEffects": "None",
+                "admissionReviewVersions": ["v1"], "objectSelector": {"matchLabels": {"case": "fail"}},
+                "rules": [{"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["crontabs"]}]}),
+            json!({"name": "ignored.example.com", "clientConfig": down, "failurePolicy": "Ignore", "sideEffects": "None",
+                "admissionReviewVersions": ["v1"], "objectSelector": {"matchLabels": {"case": "ignore"}},
+                "rules": [{"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["crontabs"]}]}),
+            setup.webhook("liar.example.com", "wrong-uid", &["CREATE"], json!({"objectSelector": {"matchLabels": {"case": "lie"}}})),
+            setup.webhook("slow.example.com", "slow", &["CREATE"], json!({"timeoutSeconds": 1, "objectSelector": {"matchLabels": {"case": "slow"}}})),
+            setup.webhook("effects.example.com", "allow", &["CREATE"], json!({"sideEffects": "Some", "objectSelector": {"matchLabels": {"case": "dry"}}})),
+            setup.webhook("named.example.com", "deny-label", &["CREATE"], json!({
+                "matchConditions": [{"name": "not-skipped", "expression": "object.metadata.name != 'skip'"}],
+                "objectSelector": {"matchLabels": {"forbidden": "yes"}}})),
+        ])
+        .await;
+    let create = |name: &str, labels: Value| {
+        let object = crontab(name, labels);
+        let setup = &setup;
+        async move { setup.send(reqwest::Method::POST, CRONTABS, Some(&object)).await }
+    };
+
+    let (code, failed, _) = create("f", json!({"case": "fail"})).await;
+    assert_eq!((code, failed["reason"].as_str()), (500, Some("InternalError")), "{failed}");
+    let message = failed["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(r#"Internal error occurred: failed calling webhook "down.example.com": failed to call webhook: Post "https://127.0.0.1:1/down?timeout=10s": "#),
+        "{message}"
+    );
+    assert!(setup.stored("f").await.is_none());
+    assert_eq!(create("i", json!({"case": "ignore"})).await.0, 201, "Ignore lets the write through");
+
+    let (code, lied, _) = create("l", json!({"case": "lie"})).await;
+    assert_eq!(code, 500);
+    let message = lied["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            r#"Internal error occurred: failed calling webhook "liar.example.com": expected response.uid="#
+        ),
+        "{message}"
+    );
+    assert!(message.ends_with(r#", got "not-the-uid""#), "{message}");
+
+    let (code, slow, _) = create("s", json!({"case": "slow"})).await;
+    assert_eq!(code, 500);
+    assert!(slow["message"].as_str().unwrap().contains("timeout=1s"), "{slow}");
+    assert!(slow["message"].as_str().unwrap().contains("context deadline exceeded"), "{slow}");
+
+    let dry = crontab("d", json!({"case": "dry"}));
+    let (code, refused, _) = setup.send(reqwest::Method::POST, &format!("{CRONTABS}?dryRun=All"), Some(&dry)).await;
+    assert_eq!((code, refused["reason"].as_str()), (400, Some("BadRequest")));
+    assert_eq!(refused["message"], r#"admission webhook "effects.example.com" does not support dry run"#);
+    assert_eq!(create("d", json!({"case": "dry"})).await.0, 201, "without dry run the webhook is called");
+
+    // The match condition leaves `skip` out; the object selector everything unlabelled.
+    assert_eq!(create("skip", json!({"forbidden": "yes"})).await.0, 201);
+    assert_eq!(create("other", json!({"forbidden": "yes"})).await.0, 403);
+    assert_eq!(create("plain", json!({})).await.0, 201);
+
+    // No webhook sees the admission configurations themselves: the broken one can be removed.
+    assert_eq!(setup.send(reqwest::Method::DELETE, &format!("{VALIDATING}/down"), None).await.0, 200);
+    assert_eq!(create("f", json!({"case": "fail"})).await.0, 201);
+}
