@@ -23,6 +23,8 @@
 //! assert_eq!(served[0]["spec"], json!({"cron": "* * * * */5"}));
 //! ```
 
+#[cfg(feature = "framework")]
+pub mod admission;
 #[cfg(feature = "certs")]
 pub mod certs;
 pub mod converted;

@@ -181,6 +181,8 @@ pub struct AppState {
     pub watch_lines: Arc<watch::RenderedLines>,
     /// Signs and checks ServiceAccount tokens.
     pub tokens: registry::builtin::token::TokenSigner,
+    /// The admission webhooks' HTTPS clients, kept between calls (connections are reused).
+    pub webhook_clients: admission::Clients,
 }
 
 /// Resolves `--webhook-service` mappings; unknown services fall back to DNS.
@@ -235,6 +237,7 @@ impl AppState {
             metrics: metrics::Metrics::default(),
             watch_lines: Arc::default(),
             tokens,
+            webhook_clients: admission::Clients::default(),
         })
     }
 }

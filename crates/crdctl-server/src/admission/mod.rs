@@ -25,8 +25,11 @@
 pub mod matching;
 pub mod review;
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crdctl_conversion::webhook::{Endpoint, ServiceResolver};
 use crdctl_model::crd::WebhookClientConfig;
 use crdctl_storage::ListOptions;
 use serde::Deserialize;
@@ -38,6 +41,9 @@ use crate::error::{ApiError, ApiResult, Subject};
 /// The group of the admission configurations, which no webhook sees (as upstream: a webhook
 /// could otherwise lock out its own removal).
 const CONFIGURATION_GROUP: &str = "admissionregistration.k8s.io";
+
+/// Configurations read per page.
+const CONFIGURATIONS_PAGE: usize = 16;
 
 /// The longest `timeoutSeconds` upstream allows.
 const MAX_TIMEOUT_SECONDS: u64 = 30;
@@ -171,6 +177,31 @@ impl Webhook {
     }
 }
 
+/// The HTTPS clients of the webhooks called so far, by `clientConfig`: a call reuses the
+/// client, and with it the connection, of the calls before (upstream's `ClientManager` cache).
+#[derive(Debug, Clone, Default)]
+pub struct Clients(Arc<Mutex<HashMap<String, Endpoint>>>);
+
+/// At most this many clients are kept; then the cache starts over.
+const MAX_CLIENTS: usize = 256;
+
+impl Clients {
+    /// The client for `config`, made on first use.
+    fn endpoint(&self, config: &WebhookClientConfig, resolver: &dyn ServiceResolver) -> Result<Endpoint, String> {
+        let key = serde_json::to_string(config).map_err(|err| err.to_string())?;
+        let mut clients = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(endpoint) = clients.get(&key) {
+            return Ok(endpoint.clone());
+        }
+        let endpoint = Endpoint::new(config, resolver)?;
+        if clients.len() >= MAX_CLIENTS {
+            clients.clear();
+        }
+        clients.insert(key, endpoint.clone());
+        Ok(endpoint)
+    }
+}
+
 /// Which configurations: mutating or validating.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -193,22 +224,35 @@ impl Phase {
 /// the order listed. A configuration that does not parse is skipped, as upstream's informer
 /// would never have stored it.
 async fn webhooks(state: &AppState, phase: Phase) -> ApiResult<Vec<Webhook>> {
-    // A cache may answer: configurations change rarely, and every write reads them.
-    let options = ListOptions { prefix: phase.prefix(), min_revision: Some(0), ..Default::default() };
-    let page = state.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
+    #[derive(Deserialize)]
+    struct Configuration {
+        #[serde(default)]
+        webhooks: Vec<Webhook>,
+    }
     let mut webhooks = Vec::new();
-    for entry in page.entries {
-        #[derive(Deserialize)]
-        struct Configuration {
-            #[serde(default)]
-            webhooks: Vec<Webhook>,
+    let mut after: Option<String> = None;
+    loop {
+        // Every write reads them: small pages, which a store answers in place, and a watch
+        // cache may answer (configurations change rarely).
+        let options = ListOptions {
+            prefix: phase.prefix(),
+            start_after: after.as_deref(),
+            limit: CONFIGURATIONS_PAGE,
+            min_revision: Some(0),
+            ..Default::default()
+        };
+        let page = state.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
+        after = page.entries.last().map(|entry| entry.key.clone());
+        for entry in page.entries {
+            match serde_json::from_slice::<Configuration>(&entry.value) {
+                Ok(configuration) => webhooks.extend(configuration.webhooks),
+                Err(err) => tracing::warn!(key = %entry.key, error = %err, "webhook configuration skipped"),
+            }
         }
-        match serde_json::from_slice::<Configuration>(&entry.value) {
-            Ok(configuration) => webhooks.extend(configuration.webhooks),
-            Err(err) => tracing::warn!(key = %entry.key, error = %err, "webhook configuration skipped"),
+        if !page.more {
+            return Ok(webhooks);
         }
     }
-    Ok(webhooks)
 }
 
 /// Runs the mutating webhooks on `object` (the request's version), in order, patching it;

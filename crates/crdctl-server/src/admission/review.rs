@@ -1,7 +1,7 @@
 //! One webhook call: the `AdmissionReview` request, and the answer checked as upstream's
 //! `VerifyAdmissionResponse` checks it (`request/admissionreview.go`).
 
-use crdctl_conversion::webhook::{CallError, Endpoint};
+use crdctl_conversion::webhook::CallError;
 use serde_json::{Value, json};
 
 use super::{Phase, Request, Webhook};
@@ -52,10 +52,10 @@ pub async fn call(
         webhook.admission_review_versions.iter().find(|v| REVIEW_VERSIONS.contains(&v.as_str())).ok_or_else(|| {
             Failure::Call("webhook does not accept known AdmissionReview versions (v1, v1beta1)".into())
         })?;
-    let endpoint = Endpoint::new(&webhook.client_config, state.registry.resolver()).map_err(Failure::Call)?;
+    let endpoint =
+        state.webhook_clients.endpoint(&webhook.client_config, state.registry.resolver()).map_err(Failure::Call)?;
     let uid = uuid::Uuid::new_v4().to_string();
-    let body = review_request(version, &uid, request, object, old);
-    let bytes = serde_json::to_vec(&body).map_err(|err| Failure::Call(err.to_string()))?;
+    let bytes = review_request(version, &uid, request, object, old);
     let answer = endpoint.post(bytes.into(), webhook.timeout()).await.map_err(|err| match err {
         CallError::Unanswered(text) => Failure::Call(format!("failed to call webhook: {text}")),
         other => Failure::Call(format!("failed to call webhook: {other}")),
@@ -65,42 +65,68 @@ pub async fn call(
     verify(version, &uid, review, phase).map_err(Failure::Call)
 }
 
-/// The request: the webhook sees the object at the request's version.
+/// The request, serialized: the webhook sees the object at the request's version. Written
+/// from borrowed parts: the objects are not copied first.
 fn review_request(
     version: &str,
     uid: &str,
     request: &Request<'_>,
     object: Option<&Value>,
     old: Option<&Value>,
-) -> Value {
+) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Review<'a> {
+        api_version: String,
+        kind: &'static str,
+        request: Body<'a>,
+    }
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Body<'a> {
+        uid: &'a str,
+        kind: &'a Value,
+        resource: &'a Value,
+        #[serde(skip_serializing_if = "str::is_empty")]
+        sub_resource: &'a str,
+        request_kind: &'a Value,
+        request_resource: &'a Value,
+        #[serde(skip_serializing_if = "str::is_empty")]
+        request_sub_resource: &'a str,
+        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        namespace: Option<&'a str>,
+        operation: &'static str,
+        user_info: Value,
+        object: Option<&'a Value>,
+        old_object: Option<&'a Value>,
+        dry_run: bool,
+        options: Value,
+    }
     let kind = json!({"group": request.group, "version": request.version, "kind": request.kind});
     let resource = json!({"group": request.group, "version": request.version, "resource": request.resource});
-    let mut body = serde_json::Map::new();
-    let mut field = |key: &str, value: Value| {
-        body.insert(key.into(), value);
+    let review = Review {
+        api_version: format!("admission.k8s.io/{version}"),
+        kind: "AdmissionReview",
+        request: Body {
+            uid,
+            kind: &kind,
+            resource: &resource,
+            sub_resource: request.subresource,
+            request_kind: &kind,
+            request_resource: &resource,
+            request_sub_resource: request.subresource,
+            name: request.name,
+            namespace: request.namespace,
+            operation: request.operation.as_str(),
+            user_info: crate::registry::builtin::review::user(),
+            object,
+            old_object: old,
+            dry_run: request.dry_run,
+            options: request.options(),
+        },
     };
-    field("uid", json!(uid));
-    field("kind", kind.clone());
-    field("resource", resource.clone());
-    if !request.subresource.is_empty() {
-        field("subResource", json!(request.subresource));
-    }
-    field("requestKind", kind);
-    field("requestResource", resource);
-    if !request.subresource.is_empty() {
-        field("requestSubResource", json!(request.subresource));
-    }
-    field("name", json!(request.name));
-    if let Some(namespace) = request.namespace {
-        field("namespace", json!(namespace));
-    }
-    field("operation", json!(request.operation.as_str()));
-    field("userInfo", crate::registry::builtin::review::user());
-    field("object", object.cloned().unwrap_or(Value::Null));
-    field("oldObject", old.cloned().unwrap_or(Value::Null));
-    field("dryRun", json!(request.dry_run));
-    field("options", request.options());
-    json!({"apiVersion": format!("admission.k8s.io/{version}"), "kind": "AdmissionReview", "request": body})
+    serde_json::to_vec(&review).unwrap_or_default()
 }
 
 /// Checks an answer as upstream does; the reason it is unusable otherwise.
