@@ -8,6 +8,7 @@ mod util;
 #[macro_use]
 mod serve;
 
+mod admission;
 mod check;
 mod convert_crd;
 mod formats;

@@ -12,23 +12,19 @@ use crate::util::*;
 
 const OBJECTS: &str = "apiVersion: example.com/v1beta1\nkind: CronTab\nmetadata:\n  name: local-crontab\n  namespace: default\nhostPort: localhost:1234\n---\napiVersion: example.com/v1beta1\nkind: CronTab\nmetadata:\n  name: remote-crontab\nhostPort: example.com:2345\n";
 
-/// Certificates made by `crdctl webhook certs`, valid for localhost too.
+/// Certificates made by `crdctl webhook certs` for the conversion example's Service, valid for
+/// localhost too.
 pub(crate) fn certs(dir: &Path) -> PathBuf {
+    certs_for(dir, "example-conversion-webhook-server")
+}
+
+/// Certificates made by `crdctl webhook certs` for Service `service` in `default`, valid for
+/// localhost too.
+pub(crate) fn certs_for(dir: &Path, service: &str) -> PathBuf {
     let out = dir.join("certs");
     let run = crdctl_in(
         dir,
-        &[
-            "webhook",
-            "certs",
-            "--service",
-            "example-conversion-webhook-server",
-            "--namespace",
-            "default",
-            "--host",
-            "localhost",
-            "--out",
-            "certs",
-        ],
+        &["webhook", "certs", "--service", service, "--namespace", "default", "--host", "localhost", "--out", "certs"],
         None,
     );
     assert_eq!(run.code, 0, "{run:?}");
@@ -54,12 +50,17 @@ pub(crate) fn start_example(certs: &Path) -> ExampleWebhook {
 
 /// The example webhook started with extra `args`.
 pub(crate) fn start_example_with(certs: &Path, args: &[&str]) -> ExampleWebhook {
+    start_named("crontab-conversion-webhook", certs, args)
+}
+
+/// The example webhook `example` (a binary under `examples/`), serving `certs`.
+pub(crate) fn start_named(example: &str, certs: &Path, args: &[&str]) -> ExampleWebhook {
     // Examples are built next to the test binaries: target/<profile>/examples.
     let exe = std::env::current_exe().unwrap();
-    let binary = exe.parent().unwrap().parent().unwrap().join("examples/crontab-conversion-webhook");
+    let binary = exe.parent().unwrap().parent().unwrap().join("examples").join(example);
     assert!(
         binary.exists(),
-        "{} is missing: build it with `cargo test --workspace` (or `cargo build --example crontab-conversion-webhook`)",
+        "{} is missing: build it with `cargo test --workspace` (or `cargo build --example {example}`)",
         binary.display()
     );
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
