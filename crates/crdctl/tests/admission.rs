@@ -1,8 +1,13 @@
-//! Admission webhooks end to end: `crdctl serve`, the example CronTab admission webhook as a
-//! real process over TLS (certificates from `crdctl webhook certs`), registered with the
-//! repository's manifest, driven by the real kubectl (1.27 and 1.33).
+//! Admission webhooks end to end: `crdctl serve`, the example CronTab admission webhook and
+//! `crdctl admission serve` as real processes over TLS (certificates from `crdctl webhook
+//! certs`), registered with the repository's manifests, driven by the real kubectl (1.27 and
+//! 1.33).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
 
 use crate::serve::{Backend, Kubectl, Served, example, kubectl_versions};
+use crate::util::repo_root;
 
 fn crontab(name: &str, host: &str, extra: &str) -> String {
     format!("apiVersion: example.com/v1\nkind: CronTab\nmetadata:\n  name: {name}\n{extra}host: {host}\n")
@@ -12,7 +17,7 @@ fn crontab(name: &str, host: &str, extra: &str) -> String {
 fn kubectl_meets_the_example_admission_webhooks() {
     for version in kubectl_versions() {
         let work = tempfile::tempdir().unwrap();
-        let certs = crate::webhook::certs_for(work.path(), "crontab-admission");
+        let certs = crate::webhook::certs_for(work.path(), "default/crontab-admission");
         let webhook = crate::webhook::start_named("crontab-admission-webhook", &certs, &[]);
         let mapping = format!("default/crontab-admission=127.0.0.1:{}", webhook.port);
         let served = Served::start_on(Backend::Redb, &["--webhook-service", &mapping]);
@@ -21,10 +26,9 @@ fn kubectl_meets_the_example_admission_webhooks() {
         k.apply(&example("3-v1-storage.yaml"));
         k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
         let ca_bundle = std::fs::read_to_string(certs.join("ca-bundle.txt")).unwrap();
-        let manifest =
-            std::fs::read_to_string(crate::util::repo_root().join("examples/crontab/admission-webhooks.yaml"))
-                .unwrap()
-                .replace("caBundle: \"Cg==\"", &format!("caBundle: \"{}\"", ca_bundle.trim()));
+        let manifest = std::fs::read_to_string(repo_root().join("examples/crontab/admission-webhooks.yaml"))
+            .unwrap()
+            .replace("caBundle: \"Cg==\"", &format!("caBundle: \"{}\"", ca_bundle.trim()));
         k.apply(&manifest);
 
         // The mutating webhook defaults the port.
@@ -61,5 +65,72 @@ fn kubectl_meets_the_example_admission_webhooks() {
         k.apply(&ignoring);
         k.apply(&crontab("down", "d.example.com", ""));
         assert_eq!(k.ok(&["get", "crontab", "down", "-o", "jsonpath={.port}"]).stdout, "", "{name}: not defaulted");
+    }
+}
+
+/// `crdctl admission serve` as a process, and the port it printed.
+struct AdmissionServer(Child, u16);
+
+impl Drop for AdmissionServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn admission_serve(certs: &std::path::Path) -> AdmissionServer {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crdctl"))
+        .args(["admission", "serve", "--listen", "127.0.0.1:0", "--tls-cert"])
+        .arg(certs.join("tls.crt"))
+        .arg("--tls-key")
+        .arg(certs.join("tls.key"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut banner = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut banner).unwrap();
+    let address =
+        banner.trim().strip_prefix("crdctl admission: listening on https://").unwrap_or_else(|| panic!("{banner}"));
+    let port = address.split_once('/').unwrap().0.rsplit_once(':').unwrap().1.parse().unwrap();
+    AdmissionServer(child, port)
+}
+
+/// `crdctl admission serve`, deployed with the repository's manifests into `crdctl serve` run as
+/// plain Kubernetes (`--crd-upgrade-safety None`): the webhook, not the server, refuses an
+/// unsafe CRD upgrade, in `crdctl check`'s words; a safe one goes through.
+#[test]
+fn admission_serve_refuses_unsafe_crd_upgrades() {
+    let work = tempfile::tempdir().unwrap();
+    let certs = crate::webhook::certs_for(work.path(), "crdctl-system/crdctl-admission");
+    let webhook = admission_serve(&certs);
+    let mapping = format!("crdctl-system/crdctl-admission=127.0.0.1:{}", webhook.1);
+    let served = Served::start_on(Backend::Redb, &["--crd-upgrade-safety", "None", "--webhook-service", &mapping]);
+    let deploy = repo_root().join("deploy/admission");
+    let read = |file: &str| std::fs::read_to_string(deploy.join(file)).unwrap();
+    let ca_bundle = std::fs::read_to_string(certs.join("ca-bundle.txt")).unwrap();
+    for version in kubectl_versions() {
+        let k = Kubectl::new(&version, &served);
+        let name = k.name();
+        for file in ["namespace.yaml", "rbac.yaml", "deployment.yaml", "service.yaml"] {
+            k.apply(&read(file));
+        }
+        k.apply(&read("webhook.yaml").replace("caBundle: \"Cg==\"", &format!("caBundle: \"{}\"", ca_bundle.trim())));
+        k.apply(&example("3-v1-storage.yaml"));
+        let unsafe_change = example("3-v1-storage.yaml").replace(
+            "          port:\n            type: string\n  conversion:",
+            "          port:\n            type: integer\n  conversion:",
+        );
+        let refused = k.run_with(&["apply", "-f", "-"], Some(&unsafe_change));
+        assert_eq!(refused.code, 1, "{name}: {refused:?}");
+        let expected = r#"admission webhook "crd-upgrade-safety.crdctl.dev" denied the request: validating upgrade for CRD "crontabs.example.com" failed: CustomResourceDefinition crontabs.example.com failed upgrade safety validation. "ChangeValidator" validation failed: version "v1", field "^.port": type changed from "string" to "integer""#;
+        assert!(refused.stderr.contains(expected), "{name}: {refused:?}");
+        let safe_change = example("3-v1-storage.yaml").replace(
+            "          port:\n            type: string\n  conversion:",
+            "          port:\n            type: string\n            description: the port\n  conversion:",
+        );
+        assert_ne!(safe_change, example("3-v1-storage.yaml"));
+        assert!(k.apply(&safe_change).stdout.contains("configured"), "{name}");
+        k.apply(&example("3-v1-storage.yaml"));
     }
 }

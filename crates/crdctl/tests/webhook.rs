@@ -15,16 +15,17 @@ const OBJECTS: &str = "apiVersion: example.com/v1beta1\nkind: CronTab\nmetadata:
 /// Certificates made by `crdctl webhook certs` for the conversion example's Service, valid for
 /// localhost too.
 pub(crate) fn certs(dir: &Path) -> PathBuf {
-    certs_for(dir, "example-conversion-webhook-server")
+    certs_for(dir, "default/example-conversion-webhook-server")
 }
 
-/// Certificates made by `crdctl webhook certs` for Service `service` in `default`, valid for
+/// Certificates made by `crdctl webhook certs` for Service `namespace/name`, valid for
 /// localhost too.
 pub(crate) fn certs_for(dir: &Path, service: &str) -> PathBuf {
+    let (namespace, name) = service.split_once('/').unwrap();
     let out = dir.join("certs");
     let run = crdctl_in(
         dir,
-        &["webhook", "certs", "--service", service, "--namespace", "default", "--host", "localhost", "--out", "certs"],
+        &["webhook", "certs", "--service", name, "--namespace", namespace, "--host", "localhost", "--out", "certs"],
         None,
     );
     assert_eq!(run.code, 0, "{run:?}");

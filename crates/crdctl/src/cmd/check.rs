@@ -28,21 +28,14 @@ pub struct Args {
     /// The CRDs that would replace them.
     #[arg(value_name = "NEW")]
     new: String,
-    /// Message format of text output: the OLM docs' (olm) or today's OLM preflight (crdify).
-    #[arg(long, value_enum, default_value_t = DialectArg::Olm)]
-    dialect: DialectArg,
+    #[command(flatten)]
+    policy: Policy,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = CheckFormat::Text)]
     output: CheckFormat,
-    /// A crdify configuration file (per-validation enforcement, policies, conversion).
-    #[arg(long, value_name = "FILE")]
-    config: Option<std::path::PathBuf>,
     /// Versions objects are stored in, when OLD has no status.storedVersions (comma-separated).
     #[arg(long, value_name = "V1,V2", value_delimiter = ',')]
     stored_versions: Vec<String>,
-    /// Strict runs the preflight; None turns it off, leaving the API server's own checks.
-    #[arg(long, value_enum, default_value_t = EnforcementArg::Strict)]
-    enforcement: EnforcementArg,
     /// Stored objects to judge against NEW as the API server would once it is installed
     /// (files, directories, -; `kubectl get <crd> -A -o yaml` output works as is).
     #[arg(long, value_name = "PATH", num_args = 1..)]
@@ -221,6 +214,58 @@ async fn installed(
     Ok(installed)
 }
 
+/// How an upgrade is judged and written: the options `crdctl check` and `crdctl admission
+/// serve` share.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Policy {
+    /// Message format of text output: the OLM docs' (olm) or today's OLM preflight (crdify).
+    #[arg(long, value_enum, default_value_t = DialectArg::Olm)]
+    dialect: DialectArg,
+    /// A crdify configuration file (per-validation enforcement, policies, conversion).
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+    /// Strict runs the preflight; None turns it off, leaving the API server's own checks.
+    #[arg(long, value_enum, default_value_t = EnforcementArg::Strict)]
+    enforcement: EnforcementArg,
+}
+
+/// A [`Policy`] with its configuration read.
+#[derive(Debug, Clone)]
+pub struct Judgement {
+    /// How findings are written.
+    pub dialect: Dialect,
+    config: Config,
+    enforcement: EnforcementArg,
+}
+
+impl Policy {
+    /// Reads the crdify configuration, if any.
+    pub fn load(&self) -> anyhow::Result<Judgement> {
+        let config = match &self.config {
+            Some(path) => {
+                let text = crdctl_model::load::read_text(path)?;
+                Config::from_yaml(&text).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?
+            }
+            None => Config::default(),
+        };
+        let dialect = match self.dialect {
+            DialectArg::Olm => Dialect::Olm,
+            DialectArg::Crdify => Dialect::Crdify,
+        };
+        Ok(Judgement { dialect, config, enforcement: self.enforcement })
+    }
+}
+
+impl Judgement {
+    /// The report on replacing `old` with `new`.
+    pub fn report(&self, old: &[crdctl_model::Crd], new: &[crdctl_model::Crd]) -> Report {
+        match self.enforcement {
+            EnforcementArg::Strict => crdctl_safety::check_all(old, new, &self.config),
+            EnforcementArg::None => crdctl_safety::api_server_check_all(old, new),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum DialectArg {
     Olm,
@@ -246,13 +291,7 @@ enum EnforcementArg {
 
 /// Runs `crdctl check`.
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
-    let config = match &args.config {
-        Some(path) => {
-            let text = crdctl_model::load::read_text(path)?;
-            Config::from_yaml(&text).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?
-        }
-        None => Config::default(),
-    };
+    let judgement = args.policy.load()?;
     let new = super::load_source(&args.new)?;
     // Stored objects are judged with a runtime for the cluster and the conversion webhook.
     let runtime = match args.live || !args.objects.is_empty() {
@@ -276,14 +315,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             crd.definition.status.stored_versions.clone_from(&args.stored_versions);
         }
     }
-    let dialect = match args.dialect {
-        DialectArg::Olm => Dialect::Olm,
-        DialectArg::Crdify => Dialect::Crdify,
-    };
-    let report = match args.enforcement {
-        EnforcementArg::Strict => crdctl_safety::check_all(&old, &new, &config),
-        EnforcementArg::None => crdctl_safety::api_server_check_all(&old, &new),
-    };
+    let dialect = judgement.dialect;
+    let report = judgement.report(&old, &new);
     for note in &report.notes {
         output::warning(&dialect::note(note));
     }

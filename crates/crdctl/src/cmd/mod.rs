@@ -1,5 +1,6 @@
 //! Subcommands: one module each, an `Args` struct and a `run` function.
 
+pub mod admission;
 pub mod check;
 pub mod convert_crd;
 pub mod etcd;
@@ -79,6 +80,9 @@ pub enum Command {
     /// Tools for conversion webhook authors: send reviews, find lossy round trips, make certificates.
     #[command(subcommand)]
     Webhook(webhook::Command),
+    /// Admission webhooks for real clusters: the CRD upgrade-safety preflight on every CRD update.
+    #[command(subcommand)]
+    Admission(admission::Command),
 }
 
 /// Runs one subcommand.
@@ -93,6 +97,7 @@ pub fn run(command: Command) -> anyhow::Result<Outcome> {
         Command::RetireVersion(args) => retire_version::run(args),
         Command::Store(command) => store::run(command),
         Command::Webhook(command) => webhook::run(command),
+        Command::Admission(command) => admission::run(command),
     }
 }
 

@@ -166,7 +166,8 @@ async fn serve(args: Args) -> anyhow::Result<Outcome> {
     Ok(Outcome::Clean)
 }
 
-async fn shutdown_signal() {
+/// Completes on SIGTERM or Ctrl-C.
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     tokio::select! {
