@@ -282,6 +282,28 @@ impl ApiError {
         ApiError::new(code, reason, format!("{prefix}: {message}")).with_details(details)
     }
 
+    /// A `ValidatingAdmissionPolicy`'s denial (upstream's validating policy dispatcher):
+    /// `<resource> "<name>" is forbidden: <message>`, with the validation's reason, `Invalid`
+    /// (422) unless it names another, and the message as the one cause.
+    pub fn policy_denied(subject: Subject<'_>, message: &str, reason: Option<&str>) -> ApiError {
+        let reason = match reason.map(status_reason) {
+            None | Some("") => "Invalid",
+            Some(reason) => reason,
+        };
+        let code = match reason {
+            "Forbidden" => StatusCode::FORBIDDEN,
+            "Unauthorized" => StatusCode::UNAUTHORIZED,
+            "RequestEntityTooLarge" => StatusCode::PAYLOAD_TOO_LARGE,
+            _ => StatusCode::UNPROCESSABLE_ENTITY,
+        };
+        let mut details = subject.details();
+        if let Some(details) = details.as_object_mut() {
+            details.insert("causes".into(), json!([{"message": message}]));
+        }
+        let text = format!("{} {:?} is forbidden: {message}", subject.qualified(), subject.name);
+        ApiError::new(code, reason, text).with_details(details)
+    }
+
     /// 500 `InternalError`, as apimachinery's `NewInternalError`.
     pub fn internal_error(err: impl std::fmt::Display) -> ApiError {
         let err = err.to_string();

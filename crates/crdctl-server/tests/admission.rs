@@ -21,6 +21,8 @@ const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const CRONTABS: &str = "/apis/example.com/v1/namespaces/default/crontabs";
 const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
 const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+const POLICIES: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+const BINDINGS: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
 
 /// The test's webhook: what each path answers to an `AdmissionReview`.
 async fn answer(Path(behaviour): Path<String>, Json(review): Json<Value>) -> Json<Value> {
@@ -330,4 +332,141 @@ async fn failures_policies_and_matching() {
     // No webhook sees the admission configurations themselves: the broken one can be removed.
     assert_eq!(setup.send(reqwest::Method::DELETE, &format!("{VALIDATING}/down"), None).await.0, 200);
     assert_eq!(create("f", json!({"case": "fail"})).await.0, 201);
+}
+
+fn policy(name: &str, rules: Value, spec: Value) -> Value {
+    let mut policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name}, "spec": {"matchConstraints": {"resourceRules": rules}}});
+    for (key, value) in spec.as_object().unwrap() {
+        policy["spec"][key] = value.clone();
+    }
+    policy
+}
+
+fn binding(name: &str, policy: &str, actions: &[&str], extra: Value) -> Value {
+    let mut binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name}, "spec": {"policyName": policy, "validationActions": actions}});
+    for (key, value) in extra.as_object().unwrap() {
+        binding["spec"][key] = value.clone();
+    }
+    binding
+}
+
+const CRONTAB_RULES: &str = r#"[{"operations": ["CREATE", "UPDATE"], "apiGroups": ["example.com"], "apiVersions": ["*"], "resources": ["crontabs"]}]"#;
+
+/// ValidatingAdmissionPolicies with parameters from a ConfigMap, variables, a message
+/// expression, `Deny` and `Warn` bindings, a missing parameter under `Deny`, and a policy that
+/// refuses a CRD update (a standard-channel CRD replaced by an experimental one, as
+/// gateway-api's `safe-upgrades` policy does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validating_admission_policies() {
+    let setup = Setup::new().await;
+    let post = |path: &'static str, body: Value| {
+        let setup = &setup;
+        async move {
+            let (code, answer, _) = setup.send(reqwest::Method::POST, path, Some(&body)).await;
+            assert_eq!(code, 201, "{answer}");
+        }
+    };
+    post(
+        "/api/v1/namespaces/default/configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "limits"}, "data": {"maxReplicas": "3"}}),
+    )
+    .await;
+    let rules: Value = serde_json::from_str(CRONTAB_RULES).unwrap();
+    post(
+        POLICIES,
+        policy(
+            "replicas",
+            rules.clone(),
+            json!({
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "variables": [{"name": "replicas", "expression": "has(object.spec.replicas) ? object.spec.replicas : 1"}],
+        "validations": [{"expression": "variables.replicas <= int(params.data.maxReplicas)",
+            "messageExpression": "'replicas ' + string(variables.replicas) + ' > ' + params.data.maxReplicas"}]}),
+        ),
+    )
+    .await;
+    post(
+        BINDINGS,
+        binding(
+            "replicas-limit",
+            "replicas",
+            &["Deny"],
+            json!({
+        "paramRef": {"name": "limits", "namespace": "default", "parameterNotFoundAction": "Deny"}}),
+        ),
+    )
+    .await;
+    post(
+        POLICIES,
+        policy(
+            "names",
+            rules,
+            json!({
+        "validations": [{"expression": "object.metadata.name.startsWith('ct-')"}]}),
+        ),
+    )
+    .await;
+    post(BINDINGS, binding("names-warn", "names", &["Warn"], json!({}))).await;
+
+    let mut big = crontab("ct-big", json!({}));
+    big["spec"]["replicas"] = json!(4);
+    let (code, refused, _) = setup.send(reqwest::Method::POST, CRONTABS, Some(&big)).await;
+    assert_eq!((code, refused["reason"].as_str()), (422, Some("Invalid")), "{refused}");
+    let cause = "ValidatingAdmissionPolicy 'replicas' with binding 'replicas-limit' denied request: replicas 4 > 3";
+    assert_eq!(refused["message"], format!(r#"crontabs.example.com "ct-big" is forbidden: {cause}"#));
+    assert_eq!(refused["details"]["causes"], json!([{"message": cause}]));
+    assert!(setup.stored("ct-big").await.is_none());
+
+    let (code, created, warnings) =
+        setup.send(reqwest::Method::POST, CRONTABS, Some(&crontab("small", json!({})))).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(
+        warnings,
+        [
+            r#"299 - "Validation failed for ValidatingAdmissionPolicy 'names' with binding 'names-warn': failed expression: object.metadata.name.startsWith('ct-')""#
+        ]
+    );
+
+    // Without its parameter object, the `Deny` parameterNotFoundAction refuses.
+    let (code, _, _) = setup.send(reqwest::Method::DELETE, "/api/v1/namespaces/default/configmaps/limits", None).await;
+    assert_eq!(code, 200);
+    let (code, refused, _) = setup.send(reqwest::Method::POST, CRONTABS, Some(&crontab("ct-two", json!({})))).await;
+    assert_eq!(code, 422, "{refused}");
+    assert_eq!(
+        refused["message"],
+        "crontabs.example.com \"ct-two\" is forbidden: ValidatingAdmissionPolicy 'replicas' with binding 'replicas-limit' denied request: no params found for policy binding with `Deny` parameterNotFoundAction"
+    );
+
+    // A policy on CRDs: a standard-channel CRD may not become an experimental one.
+    let crd_rules = json!([{"operations": ["UPDATE"], "apiGroups": ["apiextensions.k8s.io"], "apiVersions": ["v1"], "resources": ["customresourcedefinitions"]}]);
+    let standard = "has(oldObject.metadata.labels) && 'channel' in oldObject.metadata.labels && oldObject.metadata.labels['channel'] == 'standard'";
+    let still = "has(object.metadata.labels) && 'channel' in object.metadata.labels && object.metadata.labels['channel'] == 'standard'";
+    post(
+        POLICIES,
+        policy(
+            "safe-upgrades",
+            crd_rules,
+            json!({"validations": [{
+        "expression": format!("!({standard}) || ({still})"), "reason": "Forbidden",
+        "message": "experimental CRDs may not replace standard ones"}]}),
+        ),
+    )
+    .await;
+    post(BINDINGS, binding("safe-upgrades", "safe-upgrades", &["Deny"], json!({}))).await;
+    let path = format!("{CRDS}/crontabs.example.com");
+    let (_, mut crd, _) = setup.send(reqwest::Method::GET, &path, None).await;
+    crd["metadata"]["labels"] = json!({"channel": "standard"});
+    let (code, labelled, _) = setup.send(reqwest::Method::PUT, &path, Some(&crd)).await;
+    assert_eq!(code, 200, "{labelled}");
+    let mut experimental = labelled.clone();
+    experimental["metadata"]["labels"] = json!({"channel": "experimental"});
+    let (code, refused, _) = setup.send(reqwest::Method::PUT, &path, Some(&experimental)).await;
+    assert_eq!((code, refused["reason"].as_str()), (403, Some("Forbidden")), "{refused}");
+    assert_eq!(
+        refused["message"],
+        r#"customresourcedefinitions.apiextensions.k8s.io "crontabs.example.com" is forbidden: ValidatingAdmissionPolicy 'safe-upgrades' with binding 'safe-upgrades' denied request: experimental CRDs may not replace standard ones"#
+    );
 }

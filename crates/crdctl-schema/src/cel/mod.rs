@@ -201,22 +201,83 @@ thread_local! {
     static REGEXES: std::cell::RefCell<HashMap<String, Arc<regex::Regex>>> = std::cell::RefCell::default();
 }
 
-/// Evaluates `expression` — an admission `matchConditions` entry, a policy's validation — with
-/// `variables` bound as untyped JSON (no schema: `object`, `oldObject`, `request`, `params`),
-/// and the same function libraries as the schema rules: the boolean it yields, or why not.
+/// Evaluates `expression` — an admission `matchConditions` entry — with `variables` bound as
+/// untyped JSON: the boolean it yields, or why not.
 pub fn evaluate_condition(expression: &str, variables: &[(&str, &Value)]) -> Result<bool, String> {
-    let program = Program::compile(expression).map_err(|err| format!("compilation failed: {err}"))?;
+    with_admission_scope(variables, |scope| scope.check(expression))
+}
+
+/// Runs `body` with a scope for admission expressions (webhook `matchConditions`, policies):
+/// `variables` bound as untyped JSON (`object`, `oldObject`, `request`, `params`, …), and the
+/// same function libraries as the schema rules.
+pub fn with_admission_scope<R>(variables: &[(&str, &Value)], body: impl FnOnce(&mut AdmissionScope<'_>) -> R) -> R {
     LIBRARIES.with(|libraries| {
-        let mut scope = libraries.new_inner_scope();
+        let mut context = libraries.new_inner_scope();
         for (name, value) in variables {
-            let value = cel::to_value(value).map_err(|err| format!("{name}: {err}"))?;
-            scope.add_variable_from_value(*name, value);
+            context.add_variable_from_value(*name, untyped(value));
         }
-        match program.execute(&scope).map_err(|err| err.to_string())? {
+        let mut scope = AdmissionScope { context, locals: HashMap::new() };
+        body(&mut scope)
+    })
+}
+
+/// A scope of [`with_admission_scope`]: named `variables` defined in order, then expressions
+/// evaluated against everything bound.
+pub struct AdmissionScope<'a> {
+    context: Context<'a>,
+    locals: HashMap<cel::objects::Key, cel::Value>,
+}
+
+impl AdmissionScope<'_> {
+    /// Evaluates `expression` and binds it as `variables.<name>` for the expressions after it.
+    pub fn define(&mut self, name: &str, expression: &str) -> Result<(), String> {
+        let value = self.evaluate(expression)?;
+        self.locals.insert(cel::objects::Key::String(Arc::new(name.to_string())), value);
+        let map = cel::objects::Map { map: Arc::new(self.locals.clone()) };
+        self.context.add_variable_from_value("variables", cel::Value::Map(map));
+        Ok(())
+    }
+
+    /// The boolean `expression` yields.
+    pub fn check(&self, expression: &str) -> Result<bool, String> {
+        match self.evaluate(expression)? {
             cel::Value::Bool(result) => Ok(result),
             other => Err(format!("expression must evaluate to bool, got {}", other.type_of())),
         }
-    })
+    }
+
+    /// The string `expression` yields (a `messageExpression`, an audit annotation).
+    pub fn string(&self, expression: &str) -> Result<String, String> {
+        match self.evaluate(expression)? {
+            cel::Value::String(text) => Ok(text.to_string()),
+            other => Err(format!("must evaluate to string, got {}", other.type_of())),
+        }
+    }
+
+    fn evaluate(&self, expression: &str) -> Result<cel::Value, String> {
+        let program = Program::compile(expression).map_err(|err| format!("compilation failed: {err}"))?;
+        program.execute(&self.context).map_err(|err| err.to_string())
+    }
+}
+
+/// JSON without a schema, as upstream's admission CEL sees an unstructured object: integers
+/// as `int`, other numbers as `double`, objects as maps with their keys as written.
+fn untyped(value: &Value) -> cel::Value {
+    match value {
+        Value::Null => cel::Value::Null,
+        Value::Bool(b) => cel::Value::Bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) if !n.is_f64() => cel::Value::Int(i),
+            _ => cel::Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => cel_string(s),
+        Value::Array(items) => cel::Value::List(Arc::new(items.iter().map(untyped).collect())),
+        Value::Object(fields) => {
+            let map =
+                fields.iter().map(|(k, v)| (cel::objects::Key::String(Arc::new(k.clone())), untyped(v))).collect();
+            cel::Value::Map(cel::objects::Map { map: Arc::new(map) })
+        }
+    }
 }
 
 /// At most this many compiled patterns are kept per thread; then the cache starts over.
@@ -625,4 +686,25 @@ fn to_cel(value: &Value, schema: &Schema) -> cel::Value {
 /// A Go duration (`1h30m`, `-1.5s`) as chrono's.
 fn duration(s: &str) -> Option<chrono::Duration> {
     crdctl_model::go::parse_duration(s).map(chrono::Duration::nanoseconds)
+}
+
+#[cfg(test)]
+mod admission_scope_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn admission_expressions_see_untyped_json_and_variables() {
+        let object = json!({"spec": {"replicas": 4}, "metadata": {"labels": {"example.com/tier": "web"}}});
+        let params = json!({"data": {"maxReplicas": "3"}});
+        with_admission_scope(&[("object", &object), ("params", &params)], |scope| {
+            assert_eq!(scope.check("object.spec.replicas == 4"), Ok(true));
+            assert_eq!(scope.check("object.metadata.labels['example.com/tier'] == 'web'"), Ok(true));
+            scope.define("replicas", "has(object.spec.replicas) ? object.spec.replicas : 1").unwrap();
+            assert_eq!(scope.check("variables.replicas == 4"), Ok(true));
+            assert_eq!(scope.check("variables.replicas <= int(params.data.maxReplicas)"), Ok(false));
+            assert_eq!(scope.string("'replicas ' + string(variables.replicas)"), Ok("replicas 4".into()));
+        });
+    }
 }

@@ -83,20 +83,9 @@ pub async fn matching<'w>(
         if !webhook.rules.iter().any(|rule| rule.matches(request)) {
             continue;
         }
-        if let Some(selector) = webhook.namespace_selector.as_ref().filter(|s| !is_empty(s)) {
-            let labels = match &namespace_labels {
-                Some(labels) => labels,
-                None => namespace_labels.insert(labels_of_namespace(state, request, object).await?),
-            };
-            if !crate::selector::selects(selector, labels) {
-                continue;
-            }
-        }
-        if let Some(selector) = webhook.object_selector.as_ref().filter(|s| !is_empty(s)) {
-            let selects = |o: Option<&Value>| o.is_some_and(|o| crate::selector::selects(selector, &labels(o)));
-            if !(selects(object) || selects(old)) {
-                continue;
-            }
+        let selectors = (webhook.namespace_selector.as_ref(), webhook.object_selector.as_ref());
+        if !select(state, request, (object, old), selectors, &mut namespace_labels).await? {
+            continue;
         }
         match conditions_hold(webhook, request, object, old) {
             Ok(true) => matched.push((at, webhook)),
@@ -106,6 +95,44 @@ pub async fn matching<'w>(
         }
     }
     Ok(matched)
+}
+
+/// Whether a `namespaceSelector` selects the request's namespace and an `objectSelector` the
+/// object or the old object (absent or empty selectors select everything).
+pub async fn selectors_select(
+    state: &AppState,
+    request: &Request<'_>,
+    objects: (Option<&Value>, Option<&Value>),
+    namespace_selector: Option<&Value>,
+    object_selector: Option<&Value>,
+) -> ApiResult<bool> {
+    select(state, request, objects, (namespace_selector, object_selector), &mut None).await
+}
+
+/// [`selectors_select`], keeping the namespace's labels once read in `namespace_labels`.
+async fn select(
+    state: &AppState,
+    request: &Request<'_>,
+    (object, old): (Option<&Value>, Option<&Value>),
+    (namespace_selector, object_selector): (Option<&Value>, Option<&Value>),
+    namespace_labels: &mut Option<Map<String, Value>>,
+) -> ApiResult<bool> {
+    if let Some(selector) = namespace_selector.filter(|s| !is_empty(s)) {
+        let labels = match namespace_labels {
+            Some(labels) => labels,
+            None => namespace_labels.insert(labels_of_namespace(state, request, object).await?),
+        };
+        if !crate::selector::selects(selector, labels) {
+            return Ok(false);
+        }
+    }
+    if let Some(selector) = object_selector.filter(|s| !is_empty(s)) {
+        let selects = |o: Option<&Value>| o.is_some_and(|o| crate::selector::selects(selector, &labels(o)));
+        if !(selects(object) || selects(old)) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Whether a label selector selects everything (no labels, no expressions).

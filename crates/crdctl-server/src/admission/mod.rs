@@ -18,11 +18,13 @@
 //!   `admissionReviewVersions` the server speaks (v1, v1beta1); calls go through the HTTPS
 //!   [`crdctl_conversion::webhook::Endpoint`] the conversion webhooks use; answers are checked
 //!   as upstream checks them ([`review`]).
+//! - `ValidatingAdmissionPolicy`s run before the validating webhooks ([`policy`]).
 //! - Errors read as upstream's: `admission webhook "x" denied the request: …`, and under
 //!   `failurePolicy: Fail`, `Internal error occurred: failed calling webhook "x": …`. A webhook
 //!   with side effects refuses a dry run: `admission webhook "x" does not support dry run`.
 
 pub mod matching;
+pub mod policy;
 pub mod review;
 
 use std::collections::HashMap;
@@ -334,20 +336,21 @@ pub async fn validate(
 }
 
 /// [`validate`] for a delete: the object being deleted (`old`, at the request's version) is
-/// only read when a validating webhook exists.
+/// only read when a validating webhook or a policy binding exists.
 pub async fn validate_delete(
     state: &AppState,
     request: &Request<'_>,
     old: impl Future<Output = ApiResult<Option<Value>>>,
 ) -> ApiResult<Vec<String>> {
     let webhooks = webhooks(state, Phase::Validating).await?;
-    if webhooks.is_empty() {
+    if webhooks.is_empty() && !policy::any_bound(state).await? {
         return Ok(Vec::new());
     }
     let old = old.await?;
     validate_with(state, &webhooks, request, None, old.as_ref()).await
 }
 
+/// The policies, then the webhooks (kube-apiserver's plugin order).
 async fn validate_with(
     state: &AppState,
     webhooks: &[Webhook],
@@ -355,15 +358,15 @@ async fn validate_with(
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> ApiResult<Vec<String>> {
+    let mut warnings = policy::validate(state, request, object, old).await?;
     if webhooks.is_empty() || request.group == CONFIGURATION_GROUP {
-        return Ok(Vec::new());
+        return Ok(warnings);
     }
     let matched = matching::matching(state, webhooks, request, object, old).await?;
     let calls = matched.iter().map(|(_, webhook)| async move {
         let answer = review::call(state, webhook, request, object, old, Phase::Validating).await;
         (*webhook, answer)
     });
-    let mut warnings = Vec::new();
     let mut refusal = None;
     for (webhook, answer) in futures_util::future::join_all(calls).await {
         let refused = match answer {
