@@ -134,3 +134,74 @@ fn admission_serve_refuses_unsafe_crd_upgrades() {
         k.apply(&example("3-v1-storage.yaml"));
     }
 }
+
+const POLICY: &str = r#"apiVersion: v1
+kind: ConfigMap
+metadata: {name: port-policy, namespace: default}
+data: {blockedPort: "23"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: no-blocked-port}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - {operations: [CREATE, UPDATE], apiGroups: [example.com], apiVersions: ["*"], resources: [crontabs]}
+  validations:
+  - expression: "!has(object.port) || object.port != params.data.blockedPort"
+    messageExpression: "'port ' + object.port + ' is blocked'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: no-blocked-port-deny}
+spec:
+  policyName: no-blocked-port
+  validationActions: [Deny]
+  paramRef: {name: port-policy, namespace: default, parameterNotFoundAction: Deny}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: host-expected}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {operations: [CREATE, UPDATE], apiGroups: [example.com], apiVersions: ["*"], resources: [crontabs]}
+  validations:
+  - expression: "has(object.host)"
+    message: a host is expected
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: host-expected-warn}
+spec:
+  policyName: host-expected
+  validationActions: [Warn]
+"#;
+
+/// ValidatingAdmissionPolicy through kubectl: a policy with parameters from a ConfigMap whose
+/// binding denies, and one whose binding warns; kubectl prints upstream's texts.
+#[test]
+fn kubectl_meets_validating_admission_policies() {
+    for version in kubectl_versions() {
+        let served = Served::start_on(Backend::Redb, &[]);
+        let k = Kubectl::new(&version, &served);
+        let name = k.name();
+        k.apply(&example("3-v1-storage.yaml"));
+        k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+        k.apply(POLICY);
+        let blocked = k.run_with(&["apply", "-f", "-"], Some(&crontab("telnet", "t.example.com", "port: \"23\"\n")));
+        assert_eq!(blocked.code, 1, "{name}: {blocked:?}");
+        // kubectl prints a 422 by its causes, as it does for kube-apiserver's policies.
+        let denial = r#"The crontabs "telnet" is invalid: : ValidatingAdmissionPolicy 'no-blocked-port' with binding 'no-blocked-port-deny' denied request: port 23 is blocked"#;
+        assert!(blocked.stderr.contains(denial), "{name}: {blocked:?}");
+        assert_eq!(k.run(&["get", "crontab", "telnet"]).code, 1, "{name}: nothing stored");
+        let hostless = k.run_with(
+            &["apply", "-f", "-"],
+            Some("apiVersion: example.com/v1\nkind: CronTab\nmetadata: {name: hostless}\nport: \"80\"\n"),
+        );
+        assert_eq!(hostless.code, 0, "{name}: {hostless:?}");
+        let warning = "Warning: Validation failed for ValidatingAdmissionPolicy 'host-expected' with binding 'host-expected-warn': a host is expected";
+        assert!(hostless.stderr.contains(warning), "{name}: {hostless:?}");
+    }
+}
