@@ -14,7 +14,8 @@
 //!
 //! Reported: the ratio of the two create rates, and the overhead per webhook call (the
 //! difference of the two create times) against the round trip. Target: overhead ≤ one
-//! round trip + 10%.
+//! round trip + 10%. Then, in slices of their own, creates under ten bound
+//! `ValidatingAdmissionPolicy`s (each passing) against creates under none; target ≥ 0.8×.
 //!
 //! Run: `cargo bench -p crdctl-bench --bench admission`.
 
@@ -112,6 +113,25 @@ async fn main() {
         let (code, _) = load.send(reqwest::Method::DELETE, &format!("{CONFIGURATIONS}/bench"), None).await;
         assert_eq!(code, 200);
     }
+    // Ten ValidatingAdmissionPolicies, each bound, each passing every ConfigMap create.
+    let mut policies = Vec::new();
+    for slice in 0..SLICES {
+        let (code, _) = load.send(reqwest::Method::GET, "/api/v1/namespaces/default/configmaps?limit=1", None).await;
+        assert_eq!(code, 200);
+        let bare = load.creates(Post::config_maps(), 1, None, &format!("bare-{slice}")).await.0;
+        for n in 0..POLICIES {
+            let (code, _) = load.send(reqwest::Method::POST, POLICY_PATH, Some(policy(n))).await;
+            assert_eq!(code, 201);
+            let (code, _) = load.send(reqwest::Method::POST, BINDING_PATH, Some(binding(n))).await;
+            assert_eq!(code, 201);
+        }
+        let bound = load.creates(Post::config_maps(), 1, None, &format!("bound-{slice}")).await.0;
+        for n in 0..POLICIES {
+            load.send(reqwest::Method::DELETE, &format!("{BINDING_PATH}/p{n}"), None).await;
+            load.send(reqwest::Method::DELETE, &format!("{POLICY_PATH}/p{n}"), None).await;
+        }
+        policies.push(bound / bare);
+    }
     let median = |rates: &mut Vec<f64>| {
         rates.sort_by(f64::total_cmp);
         rates[rates.len() / 2]
@@ -126,5 +146,25 @@ async fn main() {
         "  overhead per webhook call {overhead_us:.0} µs, round trip {trip_us:.0} µs: {:.2}× (target ≤ 1.10)",
         overhead_us / trip_us
     );
+    let policies = median(&mut policies);
+    println!("  creates under {POLICIES} policy bindings ÷ with none  {policies:>9.2}× (target ≥ 0.8)");
     drop(server);
+}
+
+const POLICIES: usize = 10;
+const POLICY_PATH: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+const BINDING_PATH: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+
+fn policy(n: usize) -> String {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": format!("p{n}")},
+        "spec": {"matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]},
+            "validations": [{"expression": format!("!has(object.data) || size(object.data) < {}", 100 + n)}]}})
+    .to_string()
+}
+
+fn binding(n: usize) -> String {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": format!("p{n}")}, "spec": {"policyName": format!("p{n}"), "validationActions": ["Deny"]}})
+    .to_string()
 }

@@ -181,8 +181,8 @@ pub struct AppState {
     pub watch_lines: Arc<watch::RenderedLines>,
     /// Signs and checks ServiceAccount tokens.
     pub tokens: registry::builtin::token::TokenSigner,
-    /// The admission webhooks' HTTPS clients, kept between calls (connections are reused).
-    pub webhook_clients: admission::Clients,
+    /// What admission keeps between requests (webhook clients, parsed configurations).
+    pub admission: admission::Kept,
 }
 
 /// Resolves `--webhook-service` mappings; unknown services fall back to DNS.
@@ -237,7 +237,7 @@ impl AppState {
             metrics: metrics::Metrics::default(),
             watch_lines: Arc::default(),
             tokens,
-            webhook_clients: admission::Clients::default(),
+            admission: admission::Kept::default(),
         })
     }
 }

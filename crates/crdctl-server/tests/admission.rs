@@ -46,6 +46,13 @@ async fn answer(Path(behaviour): Path<String>, Json(review): Json<Value>) -> Jso
             let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
             json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
         }
+        "patch-type" => json!({"uid": uid, "allowed": true, "patchType": "MergePatch", "patch": "e30="}),
+        "patch-unusable" => {
+            let patch = json!([{"op": "remove", "path": "/spec/nothing"}]);
+            let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
+        }
+        "allowed-missing" => json!({"uid": uid}),
         "wrong-uid" => json!({"uid": "not-the-uid", "allowed": true}),
         "slow" => {
             tokio::time::sleep(Duration::from_secs(3)).await;
@@ -61,7 +68,10 @@ async fn answer(Path(behaviour): Path<String>, Json(review): Json<Value>) -> Jso
         }
         _ => json!({"uid": uid, "allowed": true}),
     };
-    Json(json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
+    match behaviour.as_str() {
+        "no-response" => Json(json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"})),
+        _ => Json(json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})),
+    }
 }
 
 struct Setup {
@@ -469,4 +479,53 @@ async fn validating_admission_policies() {
         refused["message"],
         r#"customresourcedefinitions.apiextensions.k8s.io "crontabs.example.com" is forbidden: ValidatingAdmissionPolicy 'safe-upgrades' with binding 'safe-upgrades' denied request: experimental CRDs may not replace standard ones"#
     );
+}
+
+/// Answers upstream refuses, each one webhook's answer to a create: the status and text
+/// upstream gives, and nothing stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_upstream_refuses() {
+    let cases: [(&str, &str, u16, &str); 6] = [
+        (
+            "mutating",
+            "wrong-uid",
+            500,
+            r#"Internal error occurred: failed calling webhook "case.example.com": expected response.uid="#,
+        ),
+        (
+            "mutating",
+            "patch-type",
+            500,
+            r#"Internal error occurred: failed calling webhook "case.example.com": unsupported patch type "MergePatch""#,
+        ),
+        ("mutating", "patch-unusable", 500, "Internal error occurred: "),
+        (
+            "mutating",
+            "too-many-replicas",
+            422,
+            r#"CronTab.example.com "x" is invalid: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5"#,
+        ),
+        (
+            "validating",
+            "allowed-missing",
+            403,
+            r#"crontabs.example.com "x" is forbidden: admission webhook "case.example.com" denied the request without explanation"#,
+        ),
+        (
+            "validating",
+            "no-response",
+            500,
+            r#"Internal error occurred: failed calling webhook "case.example.com": webhook response was absent"#,
+        ),
+    ];
+    let setup = Setup::new().await;
+    for (kind, behaviour, code, message) in cases {
+        setup.configure(kind, "case", vec![setup.webhook("case.example.com", behaviour, &["CREATE"], json!({}))]).await;
+        let (answered, status, _) = setup.send(reqwest::Method::POST, CRONTABS, Some(&crontab("x", json!({})))).await;
+        assert_eq!(answered, code, "{behaviour}: {status}");
+        assert!(status["message"].as_str().unwrap().starts_with(message), "{behaviour}: {status}");
+        assert!(setup.stored("x").await.is_none(), "{behaviour}: nothing stored");
+        let path = if kind == "mutating" { MUTATING } else { VALIDATING };
+        assert_eq!(setup.send(reqwest::Method::DELETE, &format!("{path}/case"), None).await.0, 200);
+    }
 }

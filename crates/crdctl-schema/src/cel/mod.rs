@@ -199,6 +199,7 @@ thread_local! {
         context
     };
     static REGEXES: std::cell::RefCell<HashMap<String, Arc<regex::Regex>>> = std::cell::RefCell::default();
+    static PROGRAMS: std::cell::RefCell<HashMap<String, Arc<Program>>> = std::cell::RefCell::default();
 }
 
 /// Evaluates `expression` — an admission `matchConditions` entry — with `variables` bound as
@@ -255,8 +256,7 @@ impl AdmissionScope<'_> {
     }
 
     fn evaluate(&self, expression: &str) -> Result<cel::Value, String> {
-        let program = Program::compile(expression).map_err(|err| format!("compilation failed: {err}"))?;
-        program.execute(&self.context).map_err(|err| err.to_string())
+        compiled(expression)?.execute(&self.context).map_err(|err| err.to_string())
     }
 }
 
@@ -279,6 +279,25 @@ fn untyped(value: &Value) -> cel::Value {
         }
     }
 }
+
+/// `expression` compiled, once per thread: admission expressions run on every write.
+fn compiled(expression: &str) -> Result<Arc<Program>, String> {
+    PROGRAMS.with(|cache| {
+        if let Some(program) = cache.borrow().get(expression) {
+            return Ok(Arc::clone(program));
+        }
+        let program = Arc::new(Program::compile(expression).map_err(|err| format!("compilation failed: {err}"))?);
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= PROGRAM_CACHE {
+            cache.clear();
+        }
+        cache.insert(expression.to_string(), Arc::clone(&program));
+        Ok(program)
+    })
+}
+
+/// At most this many compiled admission expressions are kept per thread.
+const PROGRAM_CACHE: usize = 1024;
 
 /// At most this many compiled patterns are kept per thread; then the cache starts over.
 const REGEX_CACHE: usize = 512;

@@ -24,6 +24,7 @@
 //!   with side effects refuses a dry run: `admission webhook "x" does not support dry run`.
 
 pub mod matching;
+pub mod objects;
 pub mod policy;
 pub mod review;
 
@@ -33,7 +34,6 @@ use std::time::Duration;
 
 use crdctl_conversion::webhook::{Endpoint, ServiceResolver};
 use crdctl_model::crd::WebhookClientConfig;
-use crdctl_storage::ListOptions;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -43,9 +43,6 @@ use crate::error::{ApiError, ApiResult, Subject};
 /// The group of the admission configurations, which no webhook sees (as upstream: a webhook
 /// could otherwise lock out its own removal).
 const CONFIGURATION_GROUP: &str = "admissionregistration.k8s.io";
-
-/// Configurations read per page.
-const CONFIGURATIONS_PAGE: usize = 16;
 
 /// The longest `timeoutSeconds` upstream allows.
 const MAX_TIMEOUT_SECONDS: u64 = 30;
@@ -179,6 +176,16 @@ impl Webhook {
     }
 }
 
+/// What admission keeps between requests: the webhooks' clients, and the parsed
+/// configurations, policies and bindings.
+#[derive(Debug, Clone, Default)]
+pub struct Kept {
+    /// The webhooks' HTTPS clients.
+    pub clients: Clients,
+    /// The stored admission objects, parsed.
+    pub parsed: objects::Parsed,
+}
+
 /// The HTTPS clients of the webhooks called so far, by `clientConfig`: a call reuses the
 /// client, and with it the connection, of the calls before (upstream's `ClientManager` cache).
 #[derive(Debug, Clone, Default)]
@@ -231,30 +238,8 @@ async fn webhooks(state: &AppState, phase: Phase) -> ApiResult<Vec<Webhook>> {
         #[serde(default)]
         webhooks: Vec<Webhook>,
     }
-    let mut webhooks = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        // Every write reads them: small pages, which a store answers in place, and a watch
-        // cache may answer (configurations change rarely).
-        let options = ListOptions {
-            prefix: phase.prefix(),
-            start_after: after.as_deref(),
-            limit: CONFIGURATIONS_PAGE,
-            min_revision: Some(0),
-            ..Default::default()
-        };
-        let page = state.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
-        after = page.entries.last().map(|entry| entry.key.clone());
-        for entry in page.entries {
-            match serde_json::from_slice::<Configuration>(&entry.value) {
-                Ok(configuration) => webhooks.extend(configuration.webhooks),
-                Err(err) => tracing::warn!(key = %entry.key, error = %err, "webhook configuration skipped"),
-            }
-        }
-        if !page.more {
-            return Ok(webhooks);
-        }
-    }
+    let configurations = objects::read::<Configuration>(state, phase.prefix()).await?;
+    Ok(configurations.iter().flat_map(|c| c.webhooks.iter().cloned()).collect())
 }
 
 /// Runs the mutating webhooks on `object` (the request's version), in order, patching it;
@@ -309,7 +294,9 @@ async fn call_mutating(
                 return Err(ApiError::webhook_denied(request.subject(), &webhook.name, answer.result.as_ref()));
             }
             if let Some(patch) = answer.patch {
-                review::apply_patch(object, &patch).map_err(|reason| failed(webhook, &reason))?;
+                // As upstream: a patch that does not apply is the server's error, whatever the
+                // failure policy.
+                review::apply_patch(object, &patch).map_err(ApiError::internal_error)?;
             }
             Ok(())
         }

@@ -162,15 +162,16 @@ pub async fn validate(
     if request.group == CONFIGURATION_GROUP {
         return Ok(Vec::new());
     }
-    let bindings: Vec<Binding> = read_all(state, BINDINGS).await?;
+    let bindings = super::objects::read::<Binding>(state, BINDINGS).await?;
     if bindings.is_empty() {
         return Ok(Vec::new());
     }
-    let policies: Vec<Policy> = read_all(state, POLICIES).await?;
+    let policies = super::objects::read::<Policy>(state, POLICIES).await?;
     let mut warnings = Vec::new();
     let mut namespace: Option<Option<Value>> = None;
     for policy in &policies {
-        let bound: Vec<&Binding> = bindings.iter().filter(|b| b.spec.policy_name == policy.metadata.name).collect();
+        let bound: Vec<&Binding> =
+            bindings.iter().map(|b| &**b).filter(|b| b.spec.policy_name == policy.metadata.name).collect();
         if bound.is_empty() || !matches(policy.spec.match_constraints.as_ref(), state, request, object, old).await? {
             continue;
         }
@@ -208,37 +209,7 @@ pub async fn validate(
 
 /// Whether any policy binding exists (what makes a delete read the object it deletes).
 pub async fn any_bound(state: &AppState) -> ApiResult<bool> {
-    let options =
-        crdctl_storage::ListOptions { prefix: BINDINGS, limit: 1, min_revision: Some(0), ..Default::default() };
-    let page = state.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
-    Ok(!page.entries.is_empty())
-}
-
-/// Every stored object under `prefix` that parses (a policy or binding that does not is
-/// skipped, as upstream's informer would never have stored it).
-async fn read_all<T: serde::de::DeserializeOwned>(state: &AppState, prefix: &str) -> ApiResult<Vec<T>> {
-    let mut all = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let options = crdctl_storage::ListOptions {
-            prefix,
-            start_after: after.as_deref(),
-            limit: super::CONFIGURATIONS_PAGE,
-            min_revision: Some(0),
-            ..Default::default()
-        };
-        let page = state.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
-        after = page.entries.last().map(|entry| entry.key.clone());
-        for entry in page.entries {
-            match serde_json::from_slice(&entry.value) {
-                Ok(parsed) => all.push(parsed),
-                Err(err) => tracing::warn!(key = %entry.key, error = %err, "admission policy object skipped"),
-            }
-        }
-        if !page.more {
-            return Ok(all);
-        }
-    }
+    super::objects::any(state, BINDINGS).await
 }
 
 /// Whether `resources` (a policy's constraints, a binding's resources) match the request.

@@ -53,7 +53,7 @@ pub async fn call(
             Failure::Call("webhook does not accept known AdmissionReview versions (v1, v1beta1)".into())
         })?;
     let endpoint =
-        state.webhook_clients.endpoint(&webhook.client_config, state.registry.resolver()).map_err(Failure::Call)?;
+        state.admission.clients.endpoint(&webhook.client_config, state.registry.resolver()).map_err(Failure::Call)?;
     let uid = uuid::Uuid::new_v4().to_string();
     let bytes = review_request(version, &uid, request, object, old);
     let answer = endpoint.post(bytes.into(), webhook.timeout()).await.map_err(|err| match err {

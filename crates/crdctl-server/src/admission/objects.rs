@@ -1,0 +1,72 @@
+//! The admission objects the server stores — webhook configurations, policies, bindings — read
+//! at every write: in small pages a store answers in place (a watch cache may too), each object
+//! parsed once per revision and kept.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crdctl_storage::{ListOptions, Revision};
+use serde::de::DeserializeOwned;
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+
+/// Objects read per page.
+const PAGE: usize = 16;
+
+/// Parsed objects by store key, with the revision they were parsed at.
+#[derive(Debug, Clone, Default)]
+pub struct Parsed(Arc<Mutex<HashMap<String, (Revision, Arc<dyn Any + Send + Sync>)>>>);
+
+/// Every object stored under `prefix` that parses as `T`, in key order (one that does not is
+/// skipped, as upstream's informer would never have stored it).
+pub async fn read<T: DeserializeOwned + Send + Sync + 'static>(
+    state: &AppState,
+    prefix: &str,
+) -> ApiResult<Vec<Arc<T>>> {
+    let mut all = Vec::new();
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let options = ListOptions {
+            prefix,
+            start_after: after.as_deref(),
+            limit: PAGE,
+            min_revision: Some(0),
+            ..Default::default()
+        };
+        let page = state.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
+        after = page.entries.last().map(|entry| entry.key.clone());
+        let parsed = &state.admission.parsed;
+        let mut known = parsed.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for entry in page.entries {
+            seen.push(entry.key.clone());
+            let kept = known.get(&entry.key).filter(|(revision, _)| *revision == entry.mod_revision);
+            if let Some(object) = kept.and_then(|(_, object)| Arc::clone(object).downcast::<T>().ok()) {
+                all.push(object);
+                continue;
+            }
+            match serde_json::from_slice::<T>(&entry.value) {
+                Ok(object) => {
+                    let object = Arc::new(object);
+                    known.insert(entry.key, (entry.mod_revision, Arc::clone(&object) as Arc<dyn Any + Send + Sync>));
+                    all.push(object);
+                }
+                Err(err) => tracing::warn!(key = %entry.key, error = %err, "admission object skipped"),
+            }
+        }
+        if !page.more {
+            // What is no longer stored is no longer kept.
+            known.retain(|key, _| !key.starts_with(prefix) || seen.binary_search(key).is_ok());
+            return Ok(all);
+        }
+    }
+}
+
+/// Whether anything is stored under `prefix`.
+pub async fn any(state: &AppState, prefix: &str) -> ApiResult<bool> {
+    let options = ListOptions { prefix, limit: 1, min_revision: Some(0), ..Default::default() };
+    let page = state.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
+    Ok(!page.entries.is_empty())
+}
