@@ -15,9 +15,12 @@ use crate::error::{ApiError, ApiResult};
 /// Objects read per page.
 const PAGE: usize = 16;
 
-/// Parsed objects by store key, with the revision they were parsed at.
+/// An object parsed at a revision, of whichever type its prefix holds.
+type Kept = (Revision, Arc<dyn Any + Send + Sync>);
+
+/// Parsed objects by store key.
 #[derive(Debug, Clone, Default)]
-pub struct Parsed(Arc<Mutex<HashMap<String, (Revision, Arc<dyn Any + Send + Sync>)>>>);
+pub struct Parsed(Arc<Mutex<HashMap<String, Kept>>>);
 
 /// Every object stored under `prefix` that parses as `T`, in key order (one that does not is
 /// skipped, as upstream's informer would never have stored it).
