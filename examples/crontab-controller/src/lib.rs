@@ -4,9 +4,14 @@
 //! Event; on deletion it records another and lets the object go. Several replicas may run: only
 //! the one holding the `coordination.k8s.io/v1` Lease reconciles ([`lead`]).
 //!
+//! Its admission webhooks ([`webhook`]) default and validate CronTabs.
+//!
 //! Its tests (`tests/controller.rs`) run it against `crdctl_server::testing::TestServer` — a
 //! real CRD-aware API server in the test process — including a CRD upgrade that moves the
-//! storage version from v1beta1 to v1 while the controller runs.
+//! storage version from v1beta1 to v1 while the controller runs, and its own webhooks called
+//! over TLS.
+
+pub mod webhook;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -238,3 +238,62 @@ async fn one_replica_leads_and_another_takes_over() {
     schedule(&client, "nightly", "0 4 * * *").await;
     b.stop().await;
 }
+
+/// The controller's own admission webhooks, served over TLS by the framework and called by
+/// `TestServer` as kube-apiserver calls them: the image defaulted, too many replicas refused
+/// with the webhook's message, nothing stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn its_admission_webhooks_default_and_refuse() {
+    use crdctl_conversion::{certs, framework};
+    let bundle = certs::generate(&["127.0.0.1".into()]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tls.crt"), &bundle.cert_pem).unwrap();
+    std::fs::write(dir.path().join("tls.key"), &bundle.key_pem).unwrap();
+    let options =
+        framework::Options::new("127.0.0.1:0".parse().unwrap(), dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let webhook = framework::start_app(options, crontab_controller::webhook::routes()).await.unwrap();
+    let server = TestServer::builder().crd_files([CRD_FILE]).start().await.unwrap();
+    let client = server.client();
+    let hook = |name: &str, path: &str| {
+        json!({"name": name, "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": format!("https://127.0.0.1:{}{path}", webhook.address.port()), "caBundle": bundle.ca_bundle()},
+            "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": ["stable.example.com"], "apiVersions": ["*"], "resources": ["crontabs"]}]})
+    };
+    let configure = |kind: &str, plural: &str, webhook: serde_json::Value| {
+        let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::from_gvk_with_plural(&gvk, plural));
+        let object = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+            "metadata": {"name": "crontabs"}, "webhooks": [webhook]});
+        async move { api.create(&PostParams::default(), &serde_json::from_value(object).unwrap()).await.unwrap() }
+    };
+    configure(
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        hook("default.crontabs.stable.example.com", "/mutate"),
+    )
+    .await;
+    configure(
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        hook("check.crontabs.stable.example.com", "/validate"),
+    )
+    .await;
+
+    let crontabs: Api<CronTab> = Api::default_namespaced(client.clone());
+    let crontab = |name: &str, replicas: i64| {
+        serde_json::from_value::<CronTab>(json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+            "metadata": {"name": name}, "spec": {"cronSpec": "*/5 * * * *", "replicas": replicas}}))
+        .unwrap()
+    };
+    let created = crontabs.create(&PostParams::default(), &crontab("nightly", 2)).await.unwrap();
+    assert_eq!(created.spec.image.as_deref(), Some("cron:latest"), "defaulted by the mutating webhook");
+    let refused = crontabs.create(&PostParams::default(), &crontab("huge", 20)).await.unwrap_err();
+    let kube::Error::Api(status) = refused else { panic!("{refused}") };
+    assert_eq!(status.code, 403);
+    assert_eq!(
+        status.message,
+        r#"crontabs.stable.example.com "huge" is forbidden: admission webhook "check.crontabs.stable.example.com" denied the request: spec.replicas: 20 is more than 10"#
+    );
+    assert!(crontabs.get_opt("huge").await.unwrap().is_none());
+    webhook.shutdown().await.unwrap();
+}
