@@ -62,6 +62,7 @@ async fn answer(Path(behaviour): Path<String>, Json(review): Json<Value>) -> Jso
             // Echo what the request carried, as a denial, for the test to read.
             json!({"uid": uid, "allowed": false, "status": {"message": serde_json::to_string(&json!({
                 "kind": request["kind"], "resource": request["resource"], "name": request["name"],
+                "requestKind": request["requestKind"], "seen": request["object"]["apiVersion"],
                 "namespace": request["namespace"], "operation": request["operation"], "dryRun": request["dryRun"],
                 "options": request["options"]["kind"], "user": request["userInfo"]["username"],
             })).unwrap()}})
@@ -106,14 +107,17 @@ impl Setup {
             _tls: dir,
             _webhook: webhook,
         };
+        let version = |name: &str| {
+            json!({"name": name, "served": true, "storage": name == "v1",
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "cronSpec": {"type": "string"}, "replicas": {"type": "integer", "maximum": 5}}}}}}})
+        };
         let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": "crontabs.example.com"},
             "spec": {"group": "example.com", "scope": "Namespaced",
                 "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
-                "versions": [{"name": "v1", "served": true, "storage": true,
-                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                        "spec": {"type": "object", "properties": {
-                            "cronSpec": {"type": "string"}, "replicas": {"type": "integer", "maximum": 5}}}}}}}]}});
+                "versions": [version("v1beta1"), version("v1")]}});
         assert_eq!(setup.send(reqwest::Method::POST, CRDS, Some(&crd)).await.0, 201);
         setup
     }
@@ -267,6 +271,7 @@ async fn the_request_carries_upstreams_attributes() {
     assert_eq!(
         echoed,
         json!({"kind": {"group": "example.com", "version": "v1", "kind": "CronTab"},
+            "requestKind": {"group": "example.com", "version": "v1", "kind": "CronTab"}, "seen": "example.com/v1",
             "resource": {"group": "example.com", "version": "v1", "resource": "crontabs"},
             "name": "e", "namespace": "default", "operation": "CREATE", "dryRun": true,
             "options": "CreateOptions", "user": "system:admin"})
@@ -528,4 +533,47 @@ async fn answers_upstream_refuses() {
         let path = if kind == "mutating" { MUTATING } else { VALIDATING };
         assert_eq!(setup.send(reqwest::Method::DELETE, &format!("{path}/case"), None).await.0, 200);
     }
+}
+
+/// `matchPolicy: Equivalent` (the default): a webhook whose rules name only v1beta1 sees a v1
+/// request's object converted to v1beta1, `requestKind` saying what was asked; its patch is
+/// applied there and the result converted back. Under `Exact` it is not called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn equivalent_versions_are_converted_for_the_webhook() {
+    let setup = Setup::new().await;
+    let at_v1beta1 = |name: &str, behaviour: &str, extra: Value| {
+        let mut webhook = setup.webhook(name, behaviour, &["CREATE"], extra);
+        webhook["rules"][0]["apiVersions"] = json!(["v1beta1"]);
+        webhook
+    };
+    setup
+        .configure("mutating", "defaults", vec![at_v1beta1("replicas.example.com", "default-replicas", json!({}))])
+        .await;
+    setup
+        .configure(
+            "validating",
+            "echo",
+            vec![
+                at_v1beta1("echo.example.com", "request", json!({"objectSelector": {"matchLabels": {"echo": "yes"}}})),
+                at_v1beta1(
+                    "exact.example.com",
+                    "request",
+                    json!({"matchPolicy": "Exact", "objectSelector": {"matchLabels": {"exact": "yes"}}}),
+                ),
+            ],
+        )
+        .await;
+    let (code, created, _) = setup.send(reqwest::Method::POST, CRONTABS, Some(&crontab("plain", json!({})))).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!((created["apiVersion"].as_str(), &created["spec"]["replicas"]), (Some("example.com/v1"), &json!(3)));
+
+    let (code, refused, _) =
+        setup.send(reqwest::Method::POST, CRONTABS, Some(&crontab("e", json!({"echo": "yes"})))).await;
+    assert_eq!(code, 403);
+    let message = refused["message"].as_str().unwrap();
+    let echoed: Value = serde_json::from_str(message.split_once("denied the request: ").unwrap().1).unwrap();
+    assert_eq!(echoed["kind"], json!({"group": "example.com", "version": "v1beta1", "kind": "CronTab"}));
+    assert_eq!(echoed["requestKind"], json!({"group": "example.com", "version": "v1", "kind": "CronTab"}));
+    assert_eq!(echoed["seen"], "example.com/v1beta1");
+    assert_eq!(setup.send(reqwest::Method::POST, CRONTABS, Some(&crontab("x", json!({"exact": "yes"})))).await.0, 201);
 }

@@ -67,34 +67,62 @@ pub struct MatchCondition {
     pub expression: String,
 }
 
-/// The webhooks `request` calls, with their places in `webhooks`. A match condition that
-/// cannot be evaluated refuses the request under `failurePolicy: Fail` and skips the webhook
-/// under `Ignore`.
+/// A webhook a request calls.
+#[derive(Debug, Clone)]
+pub struct Matched<'w> {
+    /// Its place in the webhooks' order.
+    pub at: usize,
+    /// The webhook.
+    pub webhook: &'w Webhook,
+    /// Under `matchPolicy: Equivalent`, the version of the resource its rules name when they
+    /// do not name the request's: the webhook sees the object converted to it.
+    pub version: Option<String>,
+}
+
+/// The webhooks `request` calls. A match condition that cannot be evaluated refuses the
+/// request under `failurePolicy: Fail` and skips the webhook under `Ignore`.
 pub async fn matching<'w>(
     state: &AppState,
     webhooks: &'w [Webhook],
     request: &Request<'_>,
     object: Option<&Value>,
     old: Option<&Value>,
-) -> ApiResult<Vec<(usize, &'w Webhook)>> {
+) -> ApiResult<Vec<Matched<'w>>> {
     let mut namespace_labels: Option<Map<String, Value>> = None;
     let mut matched = Vec::new();
     for (at, webhook) in webhooks.iter().enumerate() {
-        if !webhook.rules.iter().any(|rule| rule.matches(request)) {
-            continue;
-        }
+        let version = match webhook.rules.iter().any(|rule| rule.matches(request)) {
+            true => None,
+            false => match equivalent_version(state, webhook, request) {
+                Some(version) => Some(version),
+                None => continue,
+            },
+        };
         let selectors = (webhook.namespace_selector.as_ref(), webhook.object_selector.as_ref());
         if !select(state, request, (object, old), selectors, &mut namespace_labels).await? {
             continue;
         }
         match conditions_hold(webhook, request, object, old) {
-            Ok(true) => matched.push((at, webhook)),
+            Ok(true) => matched.push(Matched { at, webhook, version }),
             Ok(false) => {}
             Err(_) if webhook.ignores_failures() => {}
             Err(reason) => return Err(super::failed(webhook, &reason)),
         }
     }
     Ok(matched)
+}
+
+/// Under `matchPolicy: Equivalent` (the default), another served version of the request's
+/// custom resource that the webhook's rules name.
+fn equivalent_version(state: &AppState, webhook: &Webhook, request: &Request<'_>) -> Option<String> {
+    if webhook.match_policy.as_deref() == Some("Exact") {
+        return None;
+    }
+    let served = state.registry.by_resource(request.group, request.resource)?;
+    let versions = served.crd.definition.spec.versions.iter().filter(|v| v.served && v.name != request.version);
+    versions
+        .map(|v| v.name.clone())
+        .find(|version| webhook.rules.iter().any(|rule| rule.matches(&Request { version, ..request.clone() })))
 }
 
 /// Whether a `namespaceSelector` selects the request's namespace and an `objectSelector` the

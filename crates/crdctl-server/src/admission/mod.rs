@@ -159,6 +159,9 @@ pub struct Webhook {
     /// `Never` (the default) or `IfNeeded` (mutating webhooks).
     #[serde(default)]
     pub reinvocation_policy: Option<String>,
+    /// `Equivalent` (the default) or `Exact`.
+    #[serde(default)]
+    pub match_policy: Option<String>,
 }
 
 impl Webhook {
@@ -258,36 +261,50 @@ pub async fn mutate(
     let matched = matching::matching(state, &webhooks, request, Some(&*object), old).await?;
     let mut warnings = Vec::new();
     let mut changed_by: Vec<usize> = Vec::new();
-    for (at, webhook) in &matched {
+    for matched in &matched {
         let before = object.clone();
-        call_mutating(state, webhook, request, object, old, &mut warnings).await?;
+        call_mutating(state, matched, request, object, old, &mut warnings).await?;
         if *object != before {
-            changed_by.push(*at);
+            changed_by.push(matched.at);
         }
     }
     // Reinvocation: an `IfNeeded` webhook sees the object again when one after it changed it.
-    let reinvoke: Vec<&Webhook> = matched
-        .iter()
-        .filter(|(at, webhook)| {
-            webhook.reinvocation_policy.as_deref() == Some("IfNeeded") && changed_by.iter().any(|by| by > at)
-        })
-        .map(|(_, webhook)| *webhook)
-        .collect();
-    for webhook in reinvoke {
-        call_mutating(state, webhook, request, object, old, &mut warnings).await?;
+    let reinvoke = matched.iter().filter(|m| {
+        m.webhook.reinvocation_policy.as_deref() == Some("IfNeeded") && changed_by.iter().any(|by| *by > m.at)
+    });
+    for matched in reinvoke {
+        call_mutating(state, matched, request, object, old, &mut warnings).await?;
     }
     Ok(warnings)
 }
 
+/// `object` at `version` of the request's custom resource (`matchPolicy: Equivalent`), or as
+/// it is.
+async fn at_version(
+    state: &AppState,
+    request: &Request<'_>,
+    version: Option<&str>,
+    object: Option<&Value>,
+) -> ApiResult<Option<Value>> {
+    let (Some(version), Some(object)) = (version, object) else { return Ok(object.cloned()) };
+    let Some(served) = state.registry.by_resource(request.group, request.resource) else {
+        return Ok(Some(object.clone()));
+    };
+    Ok(served.convert(vec![object.clone()], version, crdctl_conversion::Shape::Object).await?.pop())
+}
+
 async fn call_mutating(
     state: &AppState,
-    webhook: &Webhook,
+    matched: &matching::Matched<'_>,
     request: &Request<'_>,
     object: &mut Value,
     old: Option<&Value>,
     warnings: &mut Vec<String>,
 ) -> ApiResult<()> {
-    match review::call(state, webhook, request, Some(&*object), old, Phase::Mutating).await {
+    let (webhook, version) = (matched.webhook, matched.version.as_deref());
+    let mut seen = at_version(state, request, version, Some(&*object)).await?.unwrap_or(Value::Null);
+    let seen_old = at_version(state, request, version, old).await?;
+    match review::call(state, webhook, (request, version), Some(&seen), seen_old.as_ref(), Phase::Mutating).await {
         Ok(answer) => {
             warnings.extend(answer.warnings);
             if !answer.allowed {
@@ -296,7 +313,10 @@ async fn call_mutating(
             if let Some(patch) = answer.patch {
                 // As upstream: a patch that does not apply is the server's error, whatever the
                 // failure policy.
-                review::apply_patch(object, &patch).map_err(ApiError::internal_error)?;
+                review::apply_patch(&mut seen, &patch).map_err(ApiError::internal_error)?;
+                // Back to the request's version when the webhook saw another.
+                *object =
+                    at_version(state, request, version.map(|_| request.version), Some(&seen)).await?.unwrap_or(seen);
             }
             Ok(())
         }
@@ -350,9 +370,25 @@ async fn validate_with(
         return Ok(warnings);
     }
     let matched = matching::matching(state, webhooks, request, object, old).await?;
-    let calls = matched.iter().map(|(_, webhook)| async move {
-        let answer = review::call(state, webhook, request, object, old, Phase::Validating).await;
-        (*webhook, answer)
+    let calls = matched.iter().map(|matched| async move {
+        let version = matched.version.as_deref();
+        let seen = at_version(state, request, version, object).await;
+        let seen_old = at_version(state, request, version, old).await;
+        let answer = match (seen, seen_old) {
+            (Ok(seen), Ok(seen_old)) => {
+                review::call(
+                    state,
+                    matched.webhook,
+                    (request, version),
+                    seen.as_ref(),
+                    seen_old.as_ref(),
+                    Phase::Validating,
+                )
+                .await
+            }
+            (Err(err), _) | (_, Err(err)) => Err(review::Failure::Refused(err)),
+        };
+        (matched.webhook, answer)
     });
     let mut refusal = None;
     for (webhook, answer) in futures_util::future::join_all(calls).await {

@@ -35,11 +35,12 @@ pub enum Failure {
 /// webhook lists both.
 const REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 
-/// Calls `webhook` for `request` and checks its answer.
+/// Calls `webhook` for `request` and checks its answer; `version`: the equivalent version the
+/// webhook sees the objects at, when not the request's.
 pub async fn call(
     state: &AppState,
     webhook: &Webhook,
-    request: &Request<'_>,
+    (request, version): (&Request<'_>, Option<&str>),
     object: Option<&Value>,
     old: Option<&Value>,
     phase: Phase,
@@ -48,27 +49,27 @@ pub async fn call(
         let message = format!("admission webhook {:?} does not support dry run", webhook.name);
         return Err(Failure::Refused(ApiError::bad_request(message)));
     }
-    let version =
+    let review_version =
         webhook.admission_review_versions.iter().find(|v| REVIEW_VERSIONS.contains(&v.as_str())).ok_or_else(|| {
             Failure::Call("webhook does not accept known AdmissionReview versions (v1, v1beta1)".into())
         })?;
     let endpoint =
         state.admission.clients.endpoint(&webhook.client_config, state.registry.resolver()).map_err(Failure::Call)?;
     let uid = uuid::Uuid::new_v4().to_string();
-    let bytes = review_request(version, &uid, request, object, old);
+    let bytes = review_request((review_version, version), &uid, request, object, old);
     let answer = endpoint.post(bytes.into(), webhook.timeout()).await.map_err(|err| match err {
         CallError::Unanswered(text) => Failure::Call(format!("failed to call webhook: {text}")),
         other => Failure::Call(format!("failed to call webhook: {other}")),
     })?;
     let review: Value = serde_json::from_slice(&answer)
         .map_err(|err| Failure::Call(format!("failed to call webhook: decoding the response: {err}")))?;
-    verify(version, &uid, review, phase).map_err(Failure::Call)
+    verify(review_version, &uid, review, phase).map_err(Failure::Call)
 }
 
 /// The request, serialized: the webhook sees the object at the request's version. Written
 /// from borrowed parts: the objects are not copied first.
 fn review_request(
-    version: &str,
+    (review_version, version): (&str, Option<&str>),
     uid: &str,
     request: &Request<'_>,
     object: Option<&Value>,
@@ -103,18 +104,21 @@ fn review_request(
         dry_run: bool,
         options: Value,
     }
-    let kind = json!({"group": request.group, "version": request.version, "kind": request.kind});
-    let resource = json!({"group": request.group, "version": request.version, "resource": request.resource});
+    let kind_at = |version: &str| json!({"group": request.group, "version": version, "kind": request.kind});
+    let resource_at = |version: &str| json!({"group": request.group, "version": version, "resource": request.resource});
+    let seen = version.unwrap_or(request.version);
+    let (kind, resource) = (kind_at(seen), resource_at(seen));
+    let (request_kind, request_resource) = (kind_at(request.version), resource_at(request.version));
     let review = Review {
-        api_version: format!("admission.k8s.io/{version}"),
+        api_version: format!("admission.k8s.io/{review_version}"),
         kind: "AdmissionReview",
         request: Body {
             uid,
             kind: &kind,
             resource: &resource,
             sub_resource: request.subresource,
-            request_kind: &kind,
-            request_resource: &resource,
+            request_kind: &request_kind,
+            request_resource: &request_resource,
             request_sub_resource: request.subresource,
             name: request.name,
             namespace: request.namespace,
