@@ -239,6 +239,16 @@ impl AdmissionScope<'_> {
         Ok(())
     }
 
+    /// Runs `body` in a scope inside this one with `variables` bound too (a policy's
+    /// parameters), and no `variables.<name>` of its own yet.
+    pub fn inner<R>(&self, variables: &[(&str, &Value)], body: impl FnOnce(&mut AdmissionScope<'_>) -> R) -> R {
+        let mut context = self.context.new_inner_scope();
+        for (name, value) in variables {
+            context.add_variable_from_value(*name, untyped(value));
+        }
+        body(&mut AdmissionScope { context, locals: HashMap::new() })
+    }
+
     /// The boolean `expression` yields.
     pub fn check(&self, expression: &str) -> Result<bool, String> {
         match self.evaluate(expression)? {

@@ -167,9 +167,9 @@ pub async fn validate(
         return Ok(Vec::new());
     }
     let policies = super::objects::read::<Policy>(state, POLICIES).await?;
-    let mut warnings = Vec::new();
-    let mut namespace: Option<Option<Value>> = None;
-    for policy in &policies {
+    // What applies, with its parameters: the reads first, then every expression in one scope.
+    let mut applying: Vec<(&Policy, &Binding, Parameters)> = Vec::new();
+    for policy in policies.iter().map(|p| &**p) {
         let bound: Vec<&Binding> =
             bindings.iter().map(|b| &**b).filter(|b| b.spec.policy_name == policy.metadata.name).collect();
         if bound.is_empty() || !matches(policy.spec.match_constraints.as_ref(), state, request, object, old).await? {
@@ -181,11 +181,33 @@ pub async fn validate(
             {
                 continue;
             }
-            let namespace_object = match &namespace {
-                Some(found) => found.clone(),
-                None => namespace.insert(namespace_of(state, request).await?).clone(),
+            applying.push((policy, binding, parameters(state, policy, binding, request).await));
+        }
+    }
+    if applying.is_empty() {
+        return Ok(Vec::new());
+    }
+    let namespace_object = namespace_of(state, request).await?;
+    let null = Value::Null;
+    let request_value = super::matching::request_variable(request);
+    let shared = [
+        ("object", object.unwrap_or(&null)),
+        ("oldObject", old.unwrap_or(&null)),
+        ("request", &request_value),
+        ("namespaceObject", namespace_object.as_ref().unwrap_or(&null)),
+    ];
+    let mut warnings = Vec::new();
+    crdctl_schema::cel::with_admission_scope(&shared, |scope| {
+        for (policy, binding, parameters) in applying {
+            let failures = match parameters {
+                Parameters::Objects(params) => params
+                    .iter()
+                    .flat_map(|param| {
+                        scope.inner(&[("params", param.as_ref().unwrap_or(&null))], |scope| evaluate(scope, policy))
+                    })
+                    .collect(),
+                Parameters::Fail(failures) => failures,
             };
-            let failures = evaluate(state, policy, binding, request, (object, old), namespace_object.as_ref()).await?;
             for failure in failures {
                 let actions = &binding.spec.validation_actions;
                 if actions.iter().any(|a| a == "Warn") {
@@ -203,8 +225,40 @@ pub async fn validate(
                 }
             }
         }
+        Ok(warnings)
+    })
+}
+
+/// A binding's parameter objects (`None`: a policy without `paramKind`), or the failures that
+/// stand for them (none found under `Deny`, a configuration error under `Fail`).
+enum Parameters {
+    Objects(Vec<Option<Value>>),
+    Fail(Vec<Failure>),
+}
+
+async fn parameters(state: &AppState, policy: &Policy, binding: &Binding, request: &Request<'_>) -> Parameters {
+    let fail_closed = policy.spec.failure_policy.as_deref() != Some("Ignore");
+    let configuration_error = |message: String| {
+        Parameters::Fail(match fail_closed {
+            true => vec![Failure { message: format!("failed to configure binding: {message}"), reason: None }],
+            false => Vec::new(),
+        })
+    };
+    match (&policy.spec.param_kind, &binding.spec.param_ref) {
+        (None, _) => Parameters::Objects(vec![None]),
+        (Some(_), None) => configuration_error("paramRef is required when paramKind is set".into()),
+        (Some(kind), Some(reference)) => match params(state, kind, reference, request).await {
+            Ok(found) if found.is_empty() => Parameters::Fail(match reference.parameter_not_found_action.as_deref() {
+                Some("Deny") => vec![Failure {
+                    message: "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
+                    reason: None,
+                }],
+                _ => Vec::new(),
+            }),
+            Ok(found) => Parameters::Objects(found.into_iter().map(Some).collect()),
+            Err(message) => configuration_error(message),
+        },
     }
-    Ok(warnings)
 }
 
 /// Whether any policy binding exists (what makes a delete read the object it deletes).
@@ -251,86 +305,45 @@ async fn namespace_of(state: &AppState, request: &Request<'_>) -> ApiResult<Opti
     Ok(entry.and_then(|entry| serde_json::from_slice(&entry.value).ok()))
 }
 
-/// The failures of `policy` under `binding`: one evaluation per parameter object.
-async fn evaluate(
-    state: &AppState,
-    policy: &Policy,
-    binding: &Binding,
-    request: &Request<'_>,
-    (object, old): (Option<&Value>, Option<&Value>),
-    namespace_object: Option<&Value>,
-) -> ApiResult<Vec<Failure>> {
+/// The failures of `policy` in `scope` (its variables bound, and one parameter object).
+fn evaluate(scope: &mut crdctl_schema::cel::AdmissionScope<'_>, policy: &Policy) -> Vec<Failure> {
     let fail_closed = policy.spec.failure_policy.as_deref() != Some("Ignore");
-    let configuration_error = |message: String| match fail_closed {
-        true => vec![Failure { message: format!("failed to configure binding: {message}"), reason: None }],
-        false => Vec::new(),
-    };
-    let params: Vec<Option<Value>> = match (&policy.spec.param_kind, &binding.spec.param_ref) {
-        (None, _) => vec![None],
-        (Some(_), None) => return Ok(configuration_error("paramRef is required when paramKind is set".into())),
-        (Some(kind), Some(reference)) => match params(state, kind, reference, request).await {
-            Ok(found) if found.is_empty() => {
-                return Ok(match reference.parameter_not_found_action.as_deref() {
-                    Some("Deny") => vec![Failure {
-                        message: "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
-                        reason: None,
-                    }],
-                    _ => Vec::new(),
-                });
-            }
-            Ok(found) => found.into_iter().map(Some).collect(),
-            Err(message) => return Ok(configuration_error(message)),
-        },
-    };
-    let null = Value::Null;
-    let request_value = super::matching::request_variable(request);
     let mut failures = Vec::new();
-    for param in &params {
-        let variables = [
-            ("object", object.unwrap_or(&null)),
-            ("oldObject", old.unwrap_or(&null)),
-            ("request", &request_value),
-            ("params", param.as_ref().unwrap_or(&null)),
-            ("namespaceObject", namespace_object.unwrap_or(&null)),
-        ];
-        crdctl_schema::cel::with_admission_scope(&variables, |scope| {
-            for condition in &policy.spec.match_conditions {
-                match scope.check(&condition.expression) {
-                    Ok(true) => {}
-                    Ok(false) => return,
-                    Err(err) if fail_closed => {
-                        let message = format!("failed to evaluate match condition {:?}: {err}", condition.name);
-                        failures.push(Failure { message, reason: None });
-                        return;
-                    }
-                    Err(_) => return,
-                }
+    for condition in &policy.spec.match_conditions {
+        match scope.check(&condition.expression) {
+            Ok(true) => {}
+            Ok(false) => return failures,
+            Err(err) if fail_closed => {
+                let message = format!("failed to evaluate match condition {:?}: {err}", condition.name);
+                failures.push(Failure { message, reason: None });
+                return failures;
             }
-            for variable in &policy.spec.variables {
-                // A variable that fails is unbound; the expressions reading it fail in turn.
-                let _ = scope.define(&variable.name, &variable.expression);
-            }
-            for validation in &policy.spec.validations {
-                match scope.check(&validation.expression) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        let written = validation.message_expression.as_deref().and_then(|e| scope.string(e).ok());
-                        let message = written
-                            .filter(|m| !m.trim().is_empty())
-                            .or_else(|| validation.message.clone())
-                            .unwrap_or_else(|| format!("failed expression: {}", validation.expression));
-                        failures.push(Failure { message, reason: validation.reason.clone() });
-                    }
-                    Err(err) if fail_closed => failures.push(Failure {
-                        message: format!("expression '{}' resulted in error: {err}", validation.expression),
-                        reason: None,
-                    }),
-                    Err(_) => {}
-                }
-            }
-        });
+            Err(_) => return failures,
+        }
     }
-    Ok(failures)
+    for variable in &policy.spec.variables {
+        // A variable that fails is unbound; the expressions reading it fail in turn.
+        let _ = scope.define(&variable.name, &variable.expression);
+    }
+    for validation in &policy.spec.validations {
+        match scope.check(&validation.expression) {
+            Ok(true) => {}
+            Ok(false) => {
+                let written = validation.message_expression.as_deref().and_then(|e| scope.string(e).ok());
+                let message = written
+                    .filter(|m| !m.trim().is_empty())
+                    .or_else(|| validation.message.clone())
+                    .unwrap_or_else(|| format!("failed expression: {}", validation.expression));
+                failures.push(Failure { message, reason: validation.reason.clone() });
+            }
+            Err(err) if fail_closed => failures.push(Failure {
+                message: format!("expression '{}' resulted in error: {err}", validation.expression),
+                reason: None,
+            }),
+            Err(_) => {}
+        }
+    }
+    failures
 }
 
 /// The parameter objects a binding names: its `paramRef`'s object by name, or every object its
