@@ -80,10 +80,7 @@ async fn round_trips(url: &str, ca_pem: &str) -> f64 {
 async fn main() {
     let bundle = certs::generate(&["127.0.0.1".into()]).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("tls.crt"), &bundle.cert_pem).unwrap();
-    std::fs::write(dir.path().join("tls.key"), &bundle.key_pem).unwrap();
-    let options =
-        framework::Options::new("127.0.0.1:0".parse().unwrap(), dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let options = framework::Options::for_bundle("127.0.0.1:0".parse().unwrap(), &bundle, dir.path()).unwrap();
     let webhook_peer = Peer::new(1);
     let webhook = webhook_peer
         .run(async move {

@@ -78,6 +78,18 @@ impl Options {
     }
 }
 
+#[cfg(feature = "certs")]
+impl Options {
+    /// Options serving `bundle`'s certificate, written into `dir` as `tls.crt` and `tls.key`
+    /// (tests, benchmarks, a webhook that makes its own certificate).
+    pub fn for_bundle(listen: SocketAddr, bundle: &crate::certs::Bundle, dir: &Path) -> std::io::Result<Options> {
+        let (cert, key) = (dir.join("tls.crt"), dir.join("tls.key"));
+        std::fs::write(&cert, &bundle.cert_pem)?;
+        std::fs::write(&key, &bundle.key_pem)?;
+        Ok(Options::new(listen, cert, key))
+    }
+}
+
 /// The HTTP routes, without TLS: `POST <path>` and `GET /healthz`.
 pub fn router(path: &str, max_request_bytes: usize, convert: impl Convert) -> Router {
     let convert: Arc<dyn Convert> = Arc::new(convert);

@@ -40,9 +40,7 @@ struct Webhook {
 async fn start_example() -> Webhook {
     let bundle = bundle();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("tls.crt"), &bundle.cert_pem).unwrap();
-    std::fs::write(dir.path().join("tls.key"), &bundle.key_pem).unwrap();
-    let options = Options::new("127.0.0.1:0".parse().unwrap(), dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let options = Options::for_bundle("127.0.0.1:0".parse().unwrap(), &bundle, dir.path()).unwrap();
     let server = framework::start(options, convert::convert_crontab).await.unwrap();
     Webhook { address: server.address, bundle, _dir: dir, server }
 }
@@ -449,9 +447,7 @@ async fn oversized_and_malformed_reviews_are_rejected_by_the_framework() {
 async fn shutdown_lets_requests_in_flight_finish() {
     let bundle = bundle();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("tls.crt"), &bundle.cert_pem).unwrap();
-    std::fs::write(dir.path().join("tls.key"), &bundle.key_pem).unwrap();
-    let options = Options::new("127.0.0.1:0".parse().unwrap(), dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let options = Options::for_bundle("127.0.0.1:0".parse().unwrap(), &bundle, dir.path()).unwrap();
     let slow = |object: Value, desired: &str| {
         std::thread::sleep(Duration::from_millis(500));
         convert::convert_crontab(object, desired)

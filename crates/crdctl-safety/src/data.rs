@@ -217,6 +217,22 @@ impl<'a> Judge<'a> {
         }
         (findings, judged)
     }
+
+    /// [`Judge::judge`] with a conversion that never waits (`None`, or a webhook out of
+    /// reach): no runtime needed.
+    pub fn judge_locally(&self, objects: &[StoredObject], conversion: &mut Conversion) -> (Vec<DataFinding>, usize) {
+        // Nothing in a local conversion waits, so the future is done on its first poll.
+        poll_once(self.judge(objects, conversion)).unwrap_or_default()
+    }
+}
+
+/// A future's output if it is ready on the first poll.
+fn poll_once<T>(future: impl Future<Output = T>) -> Option<T> {
+    let mut future = std::pin::pin!(future);
+    match future.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+        std::task::Poll::Ready(value) => Some(value),
+        std::task::Poll::Pending => None,
+    }
 }
 
 /// What the API server does to an object at a version once it is read or written: prune,
@@ -404,13 +420,7 @@ mod tests {
 
     /// The converters here never wait, so a future finishes on its first poll.
     fn block_on<T>(future: impl Future<Output = T>) -> T {
-        let mut future = std::pin::pin!(future);
-        let polled = future.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
-        match polled {
-            std::task::Poll::Ready(value) => Some(value),
-            std::task::Poll::Pending => None,
-        }
-        .expect("the converters here never wait")
+        poll_once(future).expect("the converters here never wait")
     }
 
     const CRD: &str = "apiVersion: apiextensions.k8s.io/v1

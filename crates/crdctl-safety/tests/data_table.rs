@@ -51,20 +51,9 @@ fn load(path: &Path) -> Crd {
     crdctl_model::load::load_file(path).unwrap_or_else(|e| panic!("{e}")).remove(0)
 }
 
-/// The objects are never awaited on: `Conversion::None` finishes on the first poll.
-fn block_on<T>(future: impl Future<Output = T>) -> T {
-    let mut future = std::pin::pin!(future);
-    let polled = future.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
-    match polled {
-        std::task::Poll::Ready(value) => Some(value),
-        std::task::Poll::Pending => None,
-    }
-    .expect("Conversion::None never waits")
-}
-
 fn judge(old: &Crd, new: &Crd, report: &Report, objects: Vec<Value>) -> (Vec<DataFinding>, Joined) {
     let objects: Vec<StoredObject> = objects.into_iter().map(|value| StoredObject { value, location: None }).collect();
-    let (found, judged) = block_on(data::Judge::new(new, Some(old)).judge(&objects, &mut Conversion::None));
+    let (found, judged) = data::Judge::new(new, Some(old)).judge_locally(&objects, &mut Conversion::None);
     let joined = data::join(report, &found, [(new.name().to_string(), judged)].into());
     (found, joined)
 }

@@ -88,13 +88,7 @@ impl Setup {
     async fn new() -> Setup {
         let bundle = certs::generate(&["localhost".into(), "127.0.0.1".into()]).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("tls.crt"), &bundle.cert_pem).unwrap();
-        std::fs::write(dir.path().join("tls.key"), &bundle.key_pem).unwrap();
-        let options = framework::Options::new(
-            "127.0.0.1:0".parse().unwrap(),
-            dir.path().join("tls.crt"),
-            dir.path().join("tls.key"),
-        );
+        let options = framework::Options::for_bundle("127.0.0.1:0".parse().unwrap(), &bundle, dir.path()).unwrap();
         let app = axum::Router::new().route("/{behaviour}", post(answer));
         let webhook = framework::start_app(options, app).await.unwrap();
         let server =

@@ -247,10 +247,7 @@ async fn its_admission_webhooks_default_and_refuse() {
     use crdctl_conversion::{certs, framework};
     let bundle = certs::generate(&["127.0.0.1".into()]).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("tls.crt"), &bundle.cert_pem).unwrap();
-    std::fs::write(dir.path().join("tls.key"), &bundle.key_pem).unwrap();
-    let options =
-        framework::Options::new("127.0.0.1:0".parse().unwrap(), dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let options = framework::Options::for_bundle("127.0.0.1:0".parse().unwrap(), &bundle, dir.path()).unwrap();
     let webhook = framework::start_app(options, crontab_controller::webhook::routes()).await.unwrap();
     let server = TestServer::builder().crd_files([CRD_FILE]).start().await.unwrap();
     let client = server.client();
