@@ -571,3 +571,30 @@ async fn equivalent_versions_are_converted_for_the_webhook() {
     assert_eq!(echoed["seen"], "example.com/v1beta1");
     assert_eq!(setup.send(reqwest::Method::POST, CRONTABS, Some(&crontab("x", json!({"exact": "yes"})))).await.0, 201);
 }
+
+/// `namespaceSelector`: a webhook for namespaces labelled `admission: strict` sees the CronTabs
+/// written there and no others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespace_selectors_read_the_namespaces_labels() {
+    let setup = Setup::new().await;
+    for (name, labels) in [("strict", json!({"admission": "strict"})), ("relaxed", json!({}))] {
+        let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}});
+        assert_eq!(setup.send(reqwest::Method::POST, "/api/v1/namespaces", Some(&namespace)).await.0, 201);
+    }
+    let selector = json!({"namespaceSelector": {"matchExpressions": [{"key": "admission", "operator": "In", "values": ["strict"]}]}});
+    setup
+        .configure(
+            "validating",
+            "strict",
+            vec![setup.webhook("strict.example.com", "allowed-missing", &["CREATE"], selector)],
+        )
+        .await;
+    let create = |namespace: &str| {
+        let path = format!("/apis/example.com/v1/namespaces/{namespace}/crontabs");
+        let setup = &setup;
+        async move { setup.send(reqwest::Method::POST, &path, Some(&crontab("c", json!({})))).await.0 }
+    };
+    assert_eq!(create("strict").await, 403);
+    assert_eq!(create("relaxed").await, 201);
+    assert_eq!(create("default").await, 201);
+}
