@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use crdctl_conversion::admission::{self, AdmissionRequest, Verdict};
-use crdctl_conversion::framework::{Options, start_app};
+use crdctl_conversion::framework::{Options, shutdown_signal, start_app};
 
 /// Serve the CronTab admission webhooks over HTTPS.
 #[derive(Debug, Parser)]
@@ -77,7 +77,7 @@ async fn main() {
             std::process::exit(1);
         }
     };
-    let _ = tokio::signal::ctrl_c().await;
+    shutdown_signal().await;
     if let Err(err) = server.shutdown().await {
         eprintln!("crontab-admission-webhook: {err}");
         std::process::exit(1);

@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
-use crdctl_conversion::framework::{Options, serve};
+use crdctl_conversion::framework::{Options, serve, shutdown_signal};
 
 /// Serve the CronTab conversion webhook over HTTPS.
 #[derive(Debug, Parser)]
@@ -43,19 +43,6 @@ async fn main() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let options = Options::new(args.listen, args.tls_cert, args.tls_key);
-    let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(terminate) => terminate,
-        Err(err) => {
-            eprintln!("crontab-conversion-webhook: cannot handle SIGTERM: {err}");
-            std::process::exit(1);
-        }
-    };
-    let shutdown = async move {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate.recv() => {}
-        }
-    };
     let lose_port = args.lose_port;
     let convert = move |object, desired: &str| {
         let mut converted = convert::convert_crontab(object, desired)?;
@@ -65,7 +52,7 @@ async fn main() {
         }
         Ok(converted)
     };
-    if let Err(err) = serve(options, convert, shutdown).await {
+    if let Err(err) = serve(options, convert, shutdown_signal()).await {
         eprintln!("crontab-conversion-webhook: {err}");
         std::process::exit(1);
     }

@@ -152,6 +152,24 @@ pub async fn serve(options: Options, convert: impl Convert, shutdown: impl Futur
     server.shutdown().await
 }
 
+/// Completes on Ctrl-C or SIGTERM (what a Pod is stopped with): the `shutdown` of a webhook
+/// process.
+pub async fn shutdown_signal() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let terminated = async {
+        match terminate.as_mut() {
+            Some(terminate) => {
+                terminate.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminated => {}
+    }
+}
+
 /// Answers one ConversionReview.
 async fn review(State(convert): State<Arc<dyn Convert>>, body: Bytes) -> Response {
     let review: ConversionReview = match serde_json::from_slice(&body) {

@@ -64,7 +64,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<Outcome> {
         // Nobody may read standard output: the banner is best effort.
         let banner = format!("crdctl admission: listening on https://{}{}\n", server.address, args.path);
         let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), banner.as_bytes());
-        super::serve::shutdown_signal().await;
+        crdctl_conversion::framework::shutdown_signal().await;
         server.shutdown().await?;
         Ok(Outcome::Clean)
     })

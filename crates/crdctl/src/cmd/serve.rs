@@ -160,18 +160,8 @@ async fn serve(args: Args) -> anyhow::Result<Outcome> {
         tracing::warn!(error = %err, "cannot print the address on standard output");
     }
     drop(out);
-    shutdown_signal().await;
+    crdctl_conversion::framework::shutdown_signal().await;
     tracing::info!("shutting down");
     server.shutdown().await;
     Ok(Outcome::Clean)
-}
-
-/// Completes on SIGTERM or Ctrl-C.
-pub(crate) async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = async { match term.as_mut() { Some(term) => { term.recv().await; } None => std::future::pending().await } } => {}
-    }
 }
