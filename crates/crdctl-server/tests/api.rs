@@ -912,6 +912,12 @@ async fn built_in_resources(backend: Backend) {
         1
     );
 
+    // A typed field the object lacks selects as its zero value, as upstream's typed objects read.
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-z"}});
+    assert_eq!(api.post("/api/v1/nodes", &node).await.code, 201);
+    assert_eq!(item_names(&api.get("/api/v1/nodes?fieldSelector=spec.unschedulable=false").await), ["node-z"]);
+    assert!(item_names(&api.get("/api/v1/nodes?fieldSelector=spec.unschedulable=true").await).is_empty());
+
     // Cluster-scoped RBAC objects have no namespaced path; their names may hold colons.
     let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "system:crontab-reader"},
         "rules": [{"apiGroups": ["example.com"], "resources": ["crontabs"], "verbs": ["get", "list"]}]});

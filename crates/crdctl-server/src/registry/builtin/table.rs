@@ -136,7 +136,20 @@ const FLOW_CONTROL: &str = "flowcontrol.apiserver.k8s.io";
 const STORAGE_MIGRATION: &str = "storagemigration.k8s.io";
 
 const fn selectable(labels: &'static [&'static str]) -> SelectableFields {
-    SelectableFields { labels, value: crate::selector::field_value }
+    SelectableFields { labels, value: field_value_or_zero }
+}
+
+/// The selectable fields upstream reads from typed fields that are not strings: missing, they
+/// read as their type's zero value, as `strconv.FormatBool` and `strconv.Itoa` write it.
+const ZERO_VALUES: [(&str, &str); 3] =
+    [("spec.unschedulable", "false"), ("status.replicas", "0"), ("status.successful", "0")];
+
+fn field_value_or_zero(object: &Value, label: &str) -> String {
+    let value = crate::selector::field_value(object, label);
+    match ZERO_VALUES.iter().find(|(typed, _)| *typed == label) {
+        Some((_, zero)) if value.is_empty() => zero.to_string(),
+        _ => value,
+    }
 }
 
 /// How many rows the table has.
