@@ -8,7 +8,9 @@
 //! - A webhook is called when one of its `rules` matches the request (operation, group,
 //!   version, resource and subresource with `*`, scope), its `namespaceSelector` selects the
 //!   namespace's labels, its `objectSelector` the object's or the old object's, and every
-//!   `matchConditions` expression holds ([`matching`]).
+//!   `matchConditions` expression holds ([`matching`]). Under `matchPolicy: Equivalent` (the
+//!   default), rules that name another served version of a custom resource match too, and the
+//!   webhook sees the objects converted to that version.
 //! - Mutating webhooks run first, one after another, each seeing the object as the ones before
 //!   patched it (`JSONPatch`); with `reinvocationPolicy: IfNeeded`, a webhook runs once more
 //!   when a later one changed the object. The kind's own preparation and validation (pruning,
