@@ -8,6 +8,9 @@
 //! - `crdctl_request_last_timestamp_seconds{group,version,resource}` is when a version was last
 //!   requested (Unix time): upstream has no such gauge, and without it nobody can tell whether
 //!   a version is still in use *now*, which is what retiring a version needs to know.
+//! - `apiserver_validating_admission_policy_check_total{policy,policy_binding,error_type,enforcement_action}`
+//!   counts what each policy binding did to a request (`deny`, `warn`, `audit`; `allow` when an
+//!   error was ignored), as upstream.
 //! - `leader_election_master_status{name}` (client-go's) is 1 on the replica that runs the
 //!   controllers; `crdctl_storage_version_migrations_total{resource,result}` and
 //!   `crdctl_storage_version_migrated_objects_total{resource,result}` count what its storage
@@ -57,6 +60,14 @@ struct MigrationLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PolicyCheckLabels {
+    policy: String,
+    policy_binding: String,
+    error_type: &'static str,
+    enforcement_action: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LeaseLabels {
     name: &'static str,
 }
@@ -77,6 +88,7 @@ pub struct Metrics {
     migrations: Family<MigrationLabels, Counter>,
     migrated_objects: Family<MigrationLabels, Counter>,
     leading: Family<LeaseLabels, Gauge>,
+    policy_checks: Family<PolicyCheckLabels, Counter>,
 }
 
 /// One request's labels, taken before it is answered.
@@ -143,6 +155,24 @@ impl Metrics {
         self.migrated_objects.get_or_create(&labels).inc_by(rewritten);
     }
 
+    /// Counts what a policy binding did to a request: `enforcement_action` is `deny`, `warn`,
+    /// `audit` or `allow`; `error_type` is `no_error` for a failed validation, else why the
+    /// expression could not be evaluated (`invalid_error`, `compile_error`).
+    pub fn record_policy_check(
+        &self,
+        (policy, policy_binding): (&str, &str),
+        error_type: &'static str,
+        enforcement_action: &'static str,
+    ) {
+        let labels = PolicyCheckLabels {
+            policy: policy.to_string(),
+            policy_binding: policy_binding.to_string(),
+            error_type,
+            enforcement_action,
+        };
+        self.policy_checks.get_or_create(&labels).inc();
+    }
+
     /// Whether this replica leads the controllers of the Lease `name`.
     pub fn set_leading(&self, name: &'static str, leading: bool) {
         self.leading.get_or_create(&LeaseLabels { name }).set(i64::from(leading));
@@ -171,6 +201,11 @@ impl Metrics {
             "crdctl_storage_version_migrated_objects",
             "Objects storage version migrations rewrote in the storage version",
             self.migrated_objects.clone(),
+        );
+        registry.register(
+            "apiserver_validating_admission_policy_check",
+            "Validation admission policy check total, labeled by policy and further identified by binding and enforcement action taken.",
+            self.policy_checks.clone(),
         );
         registry.register(
             "leader_election_master_status",

@@ -603,3 +603,124 @@ async fn namespace_selectors_read_the_namespaces_labels() {
     assert_eq!(create("relaxed").await, 201);
     assert_eq!(create("default").await, 201);
 }
+
+/// A policy's `status.typeChecking`: each expression checked against the schema of every kind
+/// its rules name (a CRD's version and a built-in kind), `params` typed by its `paramKind`, the
+/// variables by their expressions — upstream's warnings, recorded as the policy is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_status_carries_the_type_checkers_warnings() {
+    let setup = Setup::new().await;
+    let rules = json!([
+        {"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["crontabs"]},
+        {"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments", "*"]},
+        {"operations": ["CREATE"], "apiGroups": ["*"], "apiVersions": ["v1"], "resources": ["pods"]}]);
+    let checked = policy(
+        "checked",
+        rules,
+        json!({
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "variables": [{"name": "replicas", "expression": "object.spec.replicas"}],
+        "validations": [
+            {"expression": "object.spec.cronSpec == 'x'"},
+            {"expression": "object.metadata.labels['a'] == params.datta"},
+            {"expression": "variables.replicas > 1", "messageExpression": "variables.nope"},
+            {"expression": "authorizer.group('').resource('endpoints').check('create').allowed()"},
+            {"expression": "variables.replicas == 'three'"}]}),
+    );
+    let (code, created, _) = setup.send(reqwest::Method::POST, POLICIES, Some(&checked)).await;
+    assert_eq!(code, 201, "{created}");
+    let (_, read, _) = setup.send(reqwest::Method::GET, &format!("{POLICIES}/checked"), None).await;
+    assert_eq!(read["status"]["observedGeneration"], 1);
+    let warnings = &read["status"]["typeChecking"]["expressionWarnings"];
+    let deployment = "apps/v1, Kind=Deployment";
+    let crontab = "example.com/v1, Kind=CronTab";
+    let undefined = |column: usize, field: &str, source: &str| {
+        format!("ERROR: <input>:1:{column}: undefined field '{field}'\n | {source}\n | {}^", ".".repeat(column - 1))
+    };
+    assert_eq!(
+        warnings,
+        &json!([
+            {"fieldRef": "spec.validations[0].expression",
+             "warning": format!("{deployment}: {}\n", undefined(12, "cronSpec", "object.spec.cronSpec == 'x'"))},
+            {"fieldRef": "spec.validations[1].expression",
+             "warning": format!("{deployment}: {e}\n\n{crontab}: {e}\n",
+                e = undefined(38, "datta", "object.metadata.labels['a'] == params.datta"))},
+            {"fieldRef": "spec.validations[2].messageExpression",
+             "warning": format!("{deployment}: {e}\n\n{crontab}: {e}\n", e = undefined(10, "nope", "variables.nope"))},
+            {"fieldRef": "spec.validations[4].expression",
+             "warning": format!("{deployment}: {e}\n\n{crontab}: {e}\n",
+                e = "ERROR: <input>:1:20: found no matching overload for '_==_' applied to '(int, string)'\n | variables.replicas == 'three'\n | ...................^")},
+        ]),
+        "{warnings:#}"
+    );
+
+    // A change is checked again; the warnings go when the expressions are fixed.
+    let mut fixed = read.clone();
+    fixed["spec"]["validations"] = json!([{"expression": "object.spec.replicas > 0"}]);
+    let (code, updated, _) = setup.send(reqwest::Method::PUT, &format!("{POLICIES}/checked"), Some(&fixed)).await;
+    assert_eq!(code, 200, "{updated}");
+    assert_eq!(updated["status"], json!({"observedGeneration": 2, "typeChecking": {}}));
+}
+
+/// `Audit` bindings and `auditAnnotations` admit the write (their record is the server's log),
+/// an annotation that cannot be made refuses it under `failurePolicy: Fail`, the `authorizer`
+/// allows every check, and `/metrics` counts each action as upstream's
+/// `apiserver_validating_admission_policy_check_total`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_actions_annotations_and_the_authorizer() {
+    let setup = Setup::new().await;
+    let rules: Value = serde_json::from_str(CRONTAB_RULES).unwrap();
+    let create = |path: &'static str, body: Value| {
+        let setup = &setup;
+        async move {
+            let (code, answer, _) = setup.send(reqwest::Method::POST, path, Some(&body)).await;
+            assert_eq!(code, 201, "{answer}");
+        }
+    };
+    let may_read_secrets =
+        "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('get').allowed()";
+    create(
+        POLICIES,
+        policy(
+            "audited",
+            rules.clone(),
+            json!({
+        "validations": [{"expression": may_read_secrets}, {"expression": "object.metadata.name.startsWith('ct-')"}],
+        "auditAnnotations": [{"key": "schedule", "valueExpression": "object.spec.cronSpec"}]}),
+        ),
+    )
+    .await;
+    create(BINDINGS, binding("audited", "audited", &["Audit"], json!({}))).await;
+    let (code, created, warnings) =
+        setup.send(reqwest::Method::POST, CRONTABS, Some(&crontab("plain", json!({})))).await;
+    assert_eq!((code, warnings.len()), (201, 0), "{created}");
+
+    // An annotation whose value is neither a string nor null refuses the write.
+    create(
+        POLICIES,
+        policy(
+            "annotated",
+            rules,
+            json!({"auditAnnotations": [{"key": "replicas", "valueExpression": "object.spec.replicas"}]}),
+        ),
+    )
+    .await;
+    create(BINDINGS, binding("annotated", "annotated", &["Deny"], json!({}))).await;
+    let mut counted = crontab("ct-counted", json!({}));
+    counted["spec"]["replicas"] = json!(2);
+    let (code, refused, _) = setup.send(reqwest::Method::POST, CRONTABS, Some(&counted)).await;
+    assert_eq!((code, refused["reason"].as_str()), (422, Some("InternalError")), "{refused}");
+    assert_eq!(
+        refused["details"]["causes"][0]["message"],
+        "ValidatingAdmissionPolicy 'annotated' with binding 'annotated' denied request: valueExpression 'object.spec.replicas' resulted in unsupported return type: int. Return type must be either string or null."
+    );
+    assert!(setup.stored("ct-counted").await.is_none());
+
+    let metrics = setup.http.get(format!("{}/metrics", setup.server.url())).send().await.unwrap().text().await.unwrap();
+    for line in [
+        r#"apiserver_validating_admission_policy_check_total{policy="audited",policy_binding="audited",error_type="no_error",enforcement_action="audit"} 1"#,
+        r#"apiserver_validating_admission_policy_check_total{policy="annotated",policy_binding="annotated",error_type="invalid_error",enforcement_action="deny"} 1"#,
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} not in\n{metrics}");
+    }
+}

@@ -108,11 +108,46 @@ pub struct Checked {
     pub is_string: Option<bool>,
     /// Errors, as cel-go displays them, in source order; empty when the expression checks.
     pub errors: Vec<String>,
+    /// The type it evaluates to, as a schema would declare it (`dyn` when not known).
+    pub output: Decl,
+}
+
+/// A variable an expression may read, and its type.
+#[derive(Debug, Clone, Copy)]
+pub struct Variable<'d> {
+    /// Its name (`self`, `object`, …).
+    pub name: &'d str,
+    /// Its type; `None` for `dyn`, which fits everything.
+    pub decl: Option<&'d Decl>,
+    /// Whether it is an optional of that type (`oldSelf` with `optionalOldSelf`).
+    pub optional: bool,
+}
+
+impl<'d> Variable<'d> {
+    /// A variable of type `decl`.
+    pub fn typed(name: &'d str, decl: &'d Decl) -> Variable<'d> {
+        Variable { name, decl: Some(decl), optional: false }
+    }
+
+    /// A variable of type `dyn`.
+    pub fn dynamic(name: &'d str) -> Variable<'d> {
+        Variable { name, decl: None, optional: false }
+    }
+}
+
+/// A schema rule's variables: `self` of type `root`, and `oldSelf`.
+fn rule_variables(root: &Decl, old_self_optional: bool) -> [Variable<'_>; 2] {
+    [Variable::typed("self", root), Variable { optional: old_self_optional, ..Variable::typed("oldSelf", root) }]
 }
 
 /// Checks `expression` (parsed from `source`) with `self` (and `oldSelf`) of type `root`.
 pub fn check(expression: &IdedExpr, source: &str, root: &Decl, old_self_optional: bool) -> Checked {
-    let mut checker = Checker::new(root, old_self_optional, None);
+    check_with(expression, source, &rule_variables(root, old_self_optional))
+}
+
+/// Checks `expression` (parsed from `source`) with `variables` declared.
+pub fn check_with(expression: &IdedExpr, source: &str, variables: &[Variable<'_>]) -> Checked {
+    let mut checker = Checker::new(variables, None);
     let node = checker.cost(expression);
     let reported = checker.problems.len();
     let positions = source::Positions::of(source);
@@ -144,6 +179,7 @@ pub fn check(expression: &IdedExpr, source: &str, root: &Decl, old_self_optional
         is_bool: known(Kind::Bool),
         is_string: known(Kind::String),
         errors: located.into_iter().map(|(_, text)| text).collect(),
+        output: node.ty.decl(),
     }
 }
 
@@ -158,7 +194,7 @@ pub fn cost_for(
     value: &Value,
     old: Option<&Value>,
 ) -> u64 {
-    Checker::new(root, old_self_optional, Some((value, old))).cost(expression).cost.max
+    Checker::new(&rule_variables(root, old_self_optional), Some((value, old))).cost(expression).cost.max
 }
 
 /// The values sizes are taken from: `self`, and `oldSelf` on updates.
@@ -292,10 +328,9 @@ enum Overload {
 }
 
 struct Checker<'d> {
-    root: &'d Decl,
+    variables: &'d [Variable<'d>],
     /// The values sizes are taken from, instead of the schema's bounds.
     actual: Option<Actual<'d>>,
-    old_self_optional: bool,
     locals: Vec<Local<'d>>,
     /// How many selections and identifiers of each name have been visited, in source order.
     seen: HashMap<Place, usize>,
@@ -303,8 +338,12 @@ struct Checker<'d> {
 }
 
 impl<'d> Checker<'d> {
-    fn new(root: &'d Decl, old_self_optional: bool, actual: Option<Actual<'d>>) -> Checker<'d> {
-        Checker { root, actual, old_self_optional, locals: Vec::new(), seen: HashMap::new(), problems: Vec::new() }
+    fn new(variables: &'d [Variable<'d>], actual: Option<Actual<'d>>) -> Checker<'d> {
+        Checker { variables, actual, locals: Vec::new(), seen: HashMap::new(), problems: Vec::new() }
+    }
+
+    fn variable(&self, name: &str) -> Option<&Variable<'d>> {
+        self.variables.iter().find(|v| v.name == name)
     }
 
     /// Counts a visit of `place`; a `message` makes it an error.
@@ -337,12 +376,12 @@ impl<'d> Checker<'d> {
     /// The declared bound of the value at `path` (the `sizeEstimator` over the rule's root
     /// type), or the size in the actual value: the variable is the root, whatever its name.
     fn declared_size(&self, path: &[String]) -> Option<Estimate> {
-        let (_, steps) = path.split_first()?;
+        let (variable, steps) = path.split_first()?;
         if let Some((value, old)) = self.actual {
             let most = largest(value, steps).max(old.and_then(|old| largest(old, steps)));
             return most.map(|most| Estimate::between(0, most));
         }
-        let mut node = self.root;
+        let mut node = self.variable(variable)?.decl?;
         for step in steps {
             node = match (step.as_str(), &node.kind) {
                 ("@items" | "@values", _) => node.element()?,
@@ -511,7 +550,7 @@ impl<'d> Checker<'d> {
 
     fn ident(&mut self, name: &str) -> Node<'d> {
         let one = Estimate::fixed(1);
-        let declared = self.local(name).is_some() || matches!(name, "self" | "oldSelf") || TYPE_NAMES.contains(&name);
+        let declared = self.local(name).is_some() || self.variable(name).is_some() || TYPE_NAMES.contains(&name);
         let undeclared = (!declared).then(|| format!("undeclared reference to '{name}'"));
         self.visit(Place::Ident(name.to_string()), undeclared);
         if let Some(local) = self.local(name) {
@@ -525,10 +564,9 @@ impl<'d> Checker<'d> {
                 literal: None,
             };
         }
-        let ty = match name {
-            "self" => Type::of(self.root),
-            "oldSelf" if self.old_self_optional => Type::Optional(Box::new(Type::of(self.root))),
-            "oldSelf" => Type::of(self.root),
+        let ty = match self.variable(name) {
+            Some(Variable { decl: Some(decl), optional: true, .. }) => Type::Optional(Box::new(Type::of(decl))),
+            Some(Variable { decl: Some(decl), .. }) => Type::of(decl),
             _ => Type::Dyn,
         };
         self.leaf(one, ty, vec![name.to_string()])

@@ -15,6 +15,7 @@
 //! cel-go's runtime cost tracking. Rules that pass the estimate run to completion; there is no
 //! per-call or per-request runtime budget.
 
+mod authorizer;
 pub mod checker;
 pub mod decl;
 pub mod source;
@@ -192,14 +193,22 @@ thread_local! {
     /// The function libraries, registered once per thread (a `Context` is not `Sync`), with
     /// the regex functions compiling each pattern once (cel-go compiles constant patterns when
     /// it compiles the rule; the `cel` crate would compile them on every call).
-    static LIBRARIES: Context<'static> = {
-        let mut context = Context::default().with_all();
-        context.add_function("matches", matches);
-        context.add_function("find", find);
+    static LIBRARIES: Context<'static> = libraries();
+    /// The same, and the `authorizer`'s functions, for admission expressions.
+    static ADMISSION_LIBRARIES: Context<'static> = {
+        let mut context = libraries();
+        authorizer::register(&mut context);
         context
     };
     static REGEXES: std::cell::RefCell<HashMap<String, Arc<regex::Regex>>> = std::cell::RefCell::default();
     static PROGRAMS: std::cell::RefCell<HashMap<String, Arc<Program>>> = std::cell::RefCell::default();
+}
+
+fn libraries() -> Context<'static> {
+    let mut context = Context::default().with_all();
+    context.add_function("matches", matches);
+    context.add_function("find", find);
+    context
 }
 
 /// Evaluates `expression` — an admission `matchConditions` entry — with `variables` bound as
@@ -209,11 +218,12 @@ pub fn evaluate_condition(expression: &str, variables: &[(&str, &Value)]) -> Res
 }
 
 /// Runs `body` with a scope for admission expressions (webhook `matchConditions`, policies):
-/// `variables` bound as untyped JSON (`object`, `oldObject`, `request`, `params`, …), and the
-/// same function libraries as the schema rules.
+/// `variables` bound as untyped JSON (`object`, `oldObject`, `request`, `params`, …), the
+/// `authorizer`, and the same function libraries as the schema rules.
 pub fn with_admission_scope<R>(variables: &[(&str, &Value)], body: impl FnOnce(&mut AdmissionScope<'_>) -> R) -> R {
-    LIBRARIES.with(|libraries| {
+    ADMISSION_LIBRARIES.with(|libraries| {
         let mut context = libraries.new_inner_scope();
+        context.add_variable_from_value("authorizer", authorizer::variable());
         for (name, value) in variables {
             context.add_variable_from_value(*name, untyped(value));
         }
@@ -265,8 +275,34 @@ impl AdmissionScope<'_> {
         }
     }
 
+    /// What `expression` yields when it should be a string or `null` (an audit annotation's
+    /// value): the string, `None` for `null`, or the name of the type it has instead.
+    pub fn string_or_null(&self, expression: &str) -> Result<Result<Option<String>, String>, String> {
+        Ok(match self.evaluate(expression)? {
+            cel::Value::String(text) => Ok(Some(text.to_string())),
+            cel::Value::Null => Ok(None),
+            other => Err(other.type_of().to_string()),
+        })
+    }
+
     fn evaluate(&self, expression: &str) -> Result<cel::Value, String> {
         compiled(expression)?.execute(&self.context).map_err(|err| err.to_string())
+    }
+}
+
+/// Checks an admission expression (a policy's validation, message expression or variable)
+/// with `variables` declared, as upstream's policy type checker does: cel-go's issues, a
+/// parse error's included, in its words.
+pub fn check_admission(expression: &str, variables: &[checker::Variable<'_>]) -> checker::Checked {
+    match Program::compile(expression) {
+        Ok(program) => checker::check_with(program.expression(), expression, variables),
+        Err(errors) => checker::Checked {
+            cost: checker::Estimate::UNKNOWN,
+            is_bool: None,
+            is_string: None,
+            errors: vec![parse_errors(expression, &errors)],
+            output: decl::Decl { kind: decl::DeclKind::Dyn, max_elements: 0, min_serialized_size: 0 },
+        },
     }
 }
 

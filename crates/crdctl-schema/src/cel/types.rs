@@ -61,6 +61,25 @@ impl<'d> Type<'d> {
         }
     }
 
+    /// The schema type a value of this type could have been declared with (`dyn` where none
+    /// fits): what a policy variable's expression declares `variables.<name>` to be.
+    pub(super) fn decl(&self) -> Decl {
+        let kind = match self {
+            Type::Bool => DeclKind::Bool,
+            Type::Int => DeclKind::Int,
+            Type::Double => DeclKind::Double,
+            Type::String => DeclKind::String,
+            Type::Bytes => DeclKind::Bytes,
+            Type::Duration => DeclKind::Duration,
+            Type::Timestamp => DeclKind::Timestamp,
+            Type::List(items) => DeclKind::List(Box::new(items.decl())),
+            Type::Map(key, values) if **key == Type::String => DeclKind::Map(Box::new(values.decl())),
+            Type::Object(fields) => DeclKind::Object((*fields).clone()),
+            _ => DeclKind::Dyn,
+        };
+        Decl { kind, max_elements: super::decl::MAX_REQUEST_SIZE_BYTES, min_serialized_size: 0 }
+    }
+
     /// Values of a fixed size (`isScalar`): `size` is 1.
     pub(super) fn is_scalar(&self) -> bool {
         match self {

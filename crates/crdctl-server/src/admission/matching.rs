@@ -206,14 +206,8 @@ fn conditions_hold(
     }
     let null = Value::Null;
     let request_value = request_variable(request);
-    // Every request is allowed: the server authorizes everything.
-    let authorizer = json!({});
-    let variables = [
-        ("object", object.unwrap_or(&null)),
-        ("oldObject", old.unwrap_or(&null)),
-        ("request", &request_value),
-        ("authorizer", &authorizer),
-    ];
+    let variables =
+        [("object", object.unwrap_or(&null)), ("oldObject", old.unwrap_or(&null)), ("request", &request_value)];
     for condition in &webhook.match_conditions {
         let holds = crdctl_schema::cel::evaluate_condition(&condition.expression, &variables)
             .map_err(|err| format!("failed to evaluate match condition {:?}: {err}", condition.name))?;

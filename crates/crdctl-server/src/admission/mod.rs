@@ -25,10 +25,12 @@
 //!   `failurePolicy: Fail`, `Internal error occurred: failed calling webhook "x": …`. A webhook
 //!   with side effects refuses a dry run: `admission webhook "x" does not support dry run`.
 
+pub mod audit;
 pub mod matching;
 pub mod objects;
 pub mod policy;
 pub mod review;
+pub mod type_checking;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -309,6 +311,7 @@ async fn call_mutating(
     match review::call(state, webhook, (request, version), Some(&seen), seen_old.as_ref(), Phase::Mutating).await {
         Ok(answer) => {
             warnings.extend(answer.warnings);
+            audit::annotate_for(request, &webhook.name, &answer.audit_annotations);
             if !answer.allowed {
                 return Err(ApiError::webhook_denied(request.subject(), &webhook.name, answer.result.as_ref()));
             }
@@ -397,6 +400,7 @@ async fn validate_with(
         let refused = match answer {
             Ok(answer) => {
                 warnings.extend(answer.warnings);
+                audit::annotate_for(request, &webhook.name, &answer.audit_annotations);
                 (!answer.allowed)
                     .then(|| ApiError::webhook_denied(request.subject(), &webhook.name, answer.result.as_ref()))
             }

@@ -8,15 +8,17 @@
 //! (`paramKind`, the binding's `paramRef`: a name or a selector, `parameterNotFoundAction`) are
 //! read from the store; the policy is evaluated once per parameter object. `variables` are
 //! evaluated in order and read as `variables.<name>`; each `validations` expression sees
-//! `object`, `oldObject`, `request`, `params`, `namespaceObject` and the variables. A failed
+//! `object`, `oldObject`, `request`, `params`, `namespaceObject`, the `authorizer` (every check
+//! allowed) and the variables. A failed
 //! validation is acted on as the binding's `validationActions` say: `Deny` refuses the write
 //! (`ValidatingAdmissionPolicy 'p' with binding 'b' denied request: …`, 422 `Invalid` unless the
-//! validation names another reason), `Warn` adds a `Warning`, `Audit` is recorded nowhere (the
-//! server keeps no audit log). An expression that cannot be evaluated denies under
-//! `failurePolicy: Fail` (the default) and is passed over under `Ignore`.
+//! validation names another reason), `Warn` adds a `Warning`, `Audit` adds the failure to the
+//! request's audit annotations ([`super::audit`]), as do `auditAnnotations`. An expression that
+//! cannot be evaluated denies under `failurePolicy: Fail` (the default) and is passed over under
+//! `Ignore`. Each action is counted in `apiserver_validating_admission_policy_check_total`.
 
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::matching::{MatchCondition, Rule};
 use super::{CONFIGURATION_GROUP, Request};
@@ -27,63 +29,72 @@ const POLICIES: &str = "/registry/validatingadmissionpolicies/";
 const BINDINGS: &str = "/registry/validatingadmissionpolicybindings/";
 
 #[derive(Debug, Clone, Default, Deserialize)]
-struct Metadata {
+pub(super) struct Metadata {
     #[serde(default)]
-    name: String,
+    pub(super) name: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-struct Policy {
+pub(super) struct Policy {
     #[serde(default)]
-    metadata: Metadata,
+    pub(super) metadata: Metadata,
     #[serde(default)]
-    spec: PolicySpec,
+    pub(super) spec: PolicySpec,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct PolicySpec {
+pub(super) struct PolicySpec {
     #[serde(default)]
-    param_kind: Option<ParamKind>,
+    pub(super) param_kind: Option<ParamKind>,
     #[serde(default)]
-    match_constraints: Option<MatchResources>,
+    pub(super) match_constraints: Option<MatchResources>,
     #[serde(default)]
-    validations: Vec<Validation>,
+    pub(super) validations: Vec<Validation>,
     #[serde(default)]
-    failure_policy: Option<String>,
+    pub(super) failure_policy: Option<String>,
     #[serde(default)]
-    match_conditions: Vec<MatchCondition>,
+    pub(super) match_conditions: Vec<MatchCondition>,
     #[serde(default)]
-    variables: Vec<Variable>,
+    pub(super) variables: Vec<Variable>,
+    #[serde(default)]
+    pub(super) audit_annotations: Vec<AuditAnnotation>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ParamKind {
-    api_version: String,
-    kind: String,
+pub(super) struct AuditAnnotation {
+    pub(super) key: String,
+    pub(super) value_expression: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ParamKind {
+    pub(super) api_version: String,
+    pub(super) kind: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct MatchResources {
+pub(super) struct MatchResources {
     #[serde(default)]
-    namespace_selector: Option<Value>,
+    pub(super) namespace_selector: Option<Value>,
     #[serde(default)]
-    object_selector: Option<Value>,
+    pub(super) object_selector: Option<Value>,
     #[serde(default)]
-    resource_rules: Vec<NamedRule>,
+    pub(super) resource_rules: Vec<NamedRule>,
     #[serde(default)]
-    exclude_resource_rules: Vec<NamedRule>,
+    pub(super) exclude_resource_rules: Vec<NamedRule>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct NamedRule {
+pub(super) struct NamedRule {
     #[serde(flatten)]
-    rule: Rule,
+    pub(super) rule: Rule,
     #[serde(default)]
-    resource_names: Vec<String>,
+    pub(super) resource_names: Vec<String>,
 }
 
 impl NamedRule {
@@ -95,20 +106,20 @@ impl NamedRule {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Validation {
-    expression: String,
+pub(super) struct Validation {
+    pub(super) expression: String,
     #[serde(default)]
-    message: Option<String>,
+    pub(super) message: Option<String>,
     #[serde(default)]
-    message_expression: Option<String>,
+    pub(super) message_expression: Option<String>,
     #[serde(default)]
-    reason: Option<String>,
+    pub(super) reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-struct Variable {
-    name: String,
-    expression: String,
+pub(super) struct Variable {
+    pub(super) name: String,
+    pub(super) expression: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -149,6 +160,38 @@ struct ParamRef {
 struct Failure {
     message: String,
     reason: Option<String>,
+    /// The validation's index, when one failed (not a configuration or annotation error).
+    validation: Option<usize>,
+    /// `no_error` for a validation that failed, else why it could not be evaluated.
+    error_type: &'static str,
+}
+
+impl Failure {
+    fn error(message: String) -> Failure {
+        Failure { message, reason: None, validation: None, error_type: "invalid_error" }
+    }
+}
+
+/// What evaluating a policy for one binding and parameter found.
+#[derive(Default)]
+struct Evaluated {
+    failures: Vec<Failure>,
+    /// Failures that must deny whatever the binding's actions (an audit annotation that could
+    /// not be evaluated under `failurePolicy: Fail`).
+    internal: Vec<Failure>,
+    /// Expressions whose errors `failurePolicy: Ignore` passed over.
+    ignored: usize,
+    /// Audit annotations: key and value.
+    annotations: Vec<(String, String)>,
+}
+
+impl Evaluated {
+    fn extend(&mut self, other: Evaluated) {
+        self.failures.extend(other.failures);
+        self.internal.extend(other.internal);
+        self.ignored += other.ignored;
+        self.annotations.extend(other.annotations);
+    }
 }
 
 /// Runs every binding whose policy matches `request`; the warnings of `Warn` bindings, or the
@@ -196,37 +239,86 @@ pub async fn validate(
         ("request", &request_value),
         ("namespaceObject", namespace_object.as_ref().unwrap_or(&null)),
     ];
+    let evaluated: Vec<(&Policy, &Binding, Evaluated)> = crdctl_schema::cel::with_admission_scope(&shared, |scope| {
+        applying
+            .into_iter()
+            .map(|(policy, binding, parameters)| {
+                let evaluated = match parameters {
+                    Parameters::Objects(params) => {
+                        let mut all = Evaluated::default();
+                        for param in &params {
+                            let param = ("params", param.as_ref().unwrap_or(&null));
+                            all.extend(scope.inner(&[param], |scope| evaluate(scope, policy)));
+                        }
+                        all
+                    }
+                    Parameters::Fail(failures) => Evaluated { failures, ..Evaluated::default() },
+                };
+                (policy, binding, evaluated)
+            })
+            .collect()
+    });
+    enforce(state, request, evaluated)
+}
+
+/// Acts on what each binding's evaluation found, as its `validationActions` say: the warnings,
+/// or the first denial.
+fn enforce(
+    state: &AppState,
+    request: &Request<'_>,
+    evaluated: Vec<(&Policy, &Binding, Evaluated)>,
+) -> ApiResult<Vec<String>> {
     let mut warnings = Vec::new();
-    crdctl_schema::cel::with_admission_scope(&shared, |scope| {
-        for (policy, binding, parameters) in applying {
-            let failures = match parameters {
-                Parameters::Objects(params) => params
-                    .iter()
-                    .flat_map(|param| {
-                        scope.inner(&[("params", param.as_ref().unwrap_or(&null))], |scope| evaluate(scope, policy))
-                    })
-                    .collect(),
-                Parameters::Fail(failures) => failures,
-            };
-            for failure in failures {
-                let actions = &binding.spec.validation_actions;
-                if actions.iter().any(|a| a == "Warn") {
-                    warnings.push(format!(
-                        "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
-                        policy.metadata.name, binding.metadata.name, failure.message
-                    ));
-                }
-                if actions.iter().any(|a| a == "Deny") {
-                    let message = format!(
-                        "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {}",
-                        policy.metadata.name, binding.metadata.name, failure.message
-                    );
-                    return Err(ApiError::policy_denied(request.subject(), &message, failure.reason.as_deref()));
+    let mut denial: Option<ApiError> = None;
+    let mut audited = Vec::new();
+    for (policy, binding, evaluated) in evaluated {
+        let names = (policy.metadata.name.as_str(), binding.metadata.name.as_str());
+        let denied = |failure: &Failure| {
+            let message = format!(
+                "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {}",
+                names.0, names.1, failure.message
+            );
+            ApiError::policy_denied(request.subject(), &message, failure.reason.as_deref())
+        };
+        super::audit::annotate_for(request, names.0, &evaluated.annotations);
+        for _ in 0..evaluated.ignored {
+            state.metrics.record_policy_check(names, "invalid_error", "allow");
+        }
+        for failure in &evaluated.internal {
+            state.metrics.record_policy_check(names, failure.error_type, "deny");
+            denial.get_or_insert_with(|| denied(failure));
+        }
+        for failure in &evaluated.failures {
+            for action in &binding.spec.validation_actions {
+                match action.as_str() {
+                    "Deny" => {
+                        state.metrics.record_policy_check(names, failure.error_type, "deny");
+                        denial.get_or_insert_with(|| denied(failure));
+                    }
+                    "Warn" => {
+                        state.metrics.record_policy_check(names, failure.error_type, "warn");
+                        warnings.push(format!(
+                            "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
+                            names.0, names.1, failure.message
+                        ));
+                    }
+                    "Audit" => {
+                        state.metrics.record_policy_check(names, failure.error_type, "audit");
+                        audited.push(json!({"message": failure.message, "policy": names.0, "binding": names.1,
+                            "expressionIndex": failure.validation, "validationActions": binding.spec.validation_actions}));
+                    }
+                    _ => {}
                 }
             }
         }
-        Ok(warnings)
-    })
+    }
+    if !audited.is_empty() {
+        super::audit::annotate(request, super::audit::VALIDATION_FAILURE, &Value::Array(audited).to_string());
+    }
+    match denial {
+        Some(denial) => Err(denial),
+        None => Ok(warnings),
+    }
 }
 
 /// A binding's parameter objects (`None`: a policy without `paramKind`), or the failures that
@@ -240,7 +332,7 @@ async fn parameters(state: &AppState, policy: &Policy, binding: &Binding, reques
     let fail_closed = policy.spec.failure_policy.as_deref() != Some("Ignore");
     let configuration_error = |message: String| {
         Parameters::Fail(match fail_closed {
-            true => vec![Failure { message: format!("failed to configure binding: {message}"), reason: None }],
+            true => vec![Failure::error(format!("failed to configure binding: {message}"))],
             false => Vec::new(),
         })
     };
@@ -250,8 +342,8 @@ async fn parameters(state: &AppState, policy: &Policy, binding: &Binding, reques
         (Some(kind), Some(reference)) => match params(state, kind, reference, request).await {
             Ok(found) if found.is_empty() => Parameters::Fail(match reference.parameter_not_found_action.as_deref() {
                 Some("Deny") => vec![Failure {
-                    message: "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
-                    reason: None,
+                    error_type: "no_error",
+                    ..Failure::error("no params found for policy binding with `Deny` parameterNotFoundAction".into())
                 }],
                 _ => Vec::new(),
             }),
@@ -305,45 +397,64 @@ async fn namespace_of(state: &AppState, request: &Request<'_>) -> ApiResult<Opti
     Ok(entry.and_then(|entry| serde_json::from_slice(&entry.value).ok()))
 }
 
-/// The failures of `policy` in `scope` (its variables bound, and one parameter object).
-fn evaluate(scope: &mut crdctl_schema::cel::AdmissionScope<'_>, policy: &Policy) -> Vec<Failure> {
+/// What `policy` finds in `scope` (its variables bound, and one parameter object): failed
+/// validations, errors, audit annotations.
+fn evaluate(scope: &mut crdctl_schema::cel::AdmissionScope<'_>, policy: &Policy) -> Evaluated {
     let fail_closed = policy.spec.failure_policy.as_deref() != Some("Ignore");
-    let mut failures = Vec::new();
+    let mut found = Evaluated::default();
+    let error = |found: &mut Evaluated, message: String| match fail_closed {
+        true => found.failures.push(Failure::error(message)),
+        false => found.ignored += 1,
+    };
     for condition in &policy.spec.match_conditions {
         match scope.check(&condition.expression) {
             Ok(true) => {}
-            Ok(false) => return failures,
-            Err(err) if fail_closed => {
-                let message = format!("failed to evaluate match condition {:?}: {err}", condition.name);
-                failures.push(Failure { message, reason: None });
-                return failures;
+            Ok(false) => return found,
+            Err(err) => {
+                error(&mut found, format!("failed to evaluate match condition {:?}: {err}", condition.name));
+                return found;
             }
-            Err(_) => return failures,
         }
     }
     for variable in &policy.spec.variables {
         // A variable that fails is unbound; the expressions reading it fail in turn.
         let _ = scope.define(&variable.name, &variable.expression);
     }
-    for validation in &policy.spec.validations {
+    for (index, validation) in policy.spec.validations.iter().enumerate() {
         match scope.check(&validation.expression) {
             Ok(true) => {}
             Ok(false) => {
                 let written = validation.message_expression.as_deref().and_then(|e| scope.string(e).ok());
                 let message = written
-                    .filter(|m| !m.trim().is_empty())
-                    .or_else(|| validation.message.clone())
-                    .unwrap_or_else(|| format!("failed expression: {}", validation.expression));
-                failures.push(Failure { message, reason: validation.reason.clone() });
+                    .map(|m| m.trim().to_string())
+                    .filter(|m| !m.is_empty() && !m.contains('\n'))
+                    .or_else(|| validation.message.as_ref().map(|m| m.trim().to_string()))
+                    .unwrap_or_else(|| format!("failed expression: {}", validation.expression.trim()));
+                let reason = validation.reason.clone();
+                found.failures.push(Failure { message, reason, validation: Some(index), error_type: "no_error" });
             }
-            Err(err) if fail_closed => failures.push(Failure {
-                message: format!("expression '{}' resulted in error: {err}", validation.expression),
-                reason: None,
-            }),
-            Err(_) => {}
+            Err(err) => error(&mut found, format!("expression '{}' resulted in error: {err}", validation.expression)),
         }
     }
-    failures
+    for annotation in &policy.spec.audit_annotations {
+        let problem = match scope.string_or_null(&annotation.value_expression) {
+            Ok(Ok(Some(value))) if !value.trim().is_empty() => {
+                found.annotations.push((annotation.key.clone(), value.trim().to_string()));
+                continue;
+            }
+            Ok(Ok(_)) => continue,
+            Ok(Err(returned)) => format!(
+                "valueExpression '{}' resulted in unsupported return type: {returned}. Return type must be either string or null.",
+                annotation.value_expression
+            ),
+            Err(err) => format!("valueExpression '{}' resulted in error: {err}", annotation.value_expression),
+        };
+        match fail_closed {
+            true => found.internal.push(Failure { reason: Some("InternalError".into()), ..Failure::error(problem) }),
+            false => found.ignored += 1,
+        }
+    }
+    found
 }
 
 /// The parameter objects a binding names: its `paramRef`'s object by name, or every object its

@@ -19,6 +19,8 @@ pub struct Answer {
     pub result: Option<Value>,
     /// `response.warnings`.
     pub warnings: Vec<String>,
+    /// `response.auditAnnotations`: key and value.
+    pub audit_annotations: Vec<(String, String)>,
 }
 
 /// Why a call did not answer.
@@ -183,7 +185,9 @@ fn verify(version: &str, uid: &str, review: Value, phase: Phase) -> Result<Answe
         _ => None,
     };
     let warnings = response.get("warnings").and_then(Value::as_array).into_iter().flatten();
+    let annotations = response.get("auditAnnotations").and_then(Value::as_object).into_iter().flatten();
     Ok(Answer {
+        audit_annotations: annotations.filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect(),
         allowed: response.get("allowed").and_then(Value::as_bool).unwrap_or(false),
         patch,
         result: response.get("status").cloned(),

@@ -279,6 +279,9 @@ async fn admit_update(
         (Kind::BuiltIn(resource), _) => {
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
             warnings = resource.prepare_update(&mut new, old, status, (field_validation, decoded))?;
+            if !status {
+                resource.observe(state, &mut new);
+            }
         }
         (Kind::Custom(served), _) => {
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;

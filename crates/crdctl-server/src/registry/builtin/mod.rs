@@ -153,6 +153,8 @@ pub enum Strategy {
     Review(fn(&Value, &crate::AppState) -> Value),
     /// A StorageVersionMigration: its resource is required and immutable, its status moves one way.
     StorageVersionMigration,
+    /// A ValidatingAdmissionPolicy: its `status.typeChecking` follows its expressions.
+    AdmissionPolicy,
 }
 
 /// The resource `resource` of `group`/`version`, if built in.
@@ -232,6 +234,14 @@ impl BuiltIn {
         Ok(Some(answered))
     }
 
+    /// What the server records in `status` of an object written outside `/status`, where
+    /// upstream's controllers record it soon after: a policy's type checking.
+    pub fn observe(&self, state: &crate::AppState, object: &mut Value) {
+        if let Strategy::AdmissionPolicy = self.strategy {
+            crate::admission::type_checking::record(state, object);
+        }
+    }
+
     /// Decodes, defaults and validates a created object (upstream's decoder, then
     /// `BeforeCreate`); returns the warnings to send.
     pub fn prepare_create(&'static self, object: &mut Value, validation: FieldValidation) -> ApiResult<Vec<String>> {
@@ -298,7 +308,7 @@ impl BuiltIn {
     /// or an update (of `status` alone, or of the rest).
     fn write(&'static self, object: &mut Value, old: Option<&Value>, status: bool) -> ApiResult<field::ErrorList> {
         let mut errors = match self.strategy {
-            Strategy::Plain | Strategy::Review(_) => field::ErrorList::new(),
+            Strategy::Plain | Strategy::Review(_) | Strategy::AdmissionPolicy => field::ErrorList::new(),
             Strategy::ConfigMap => data::config_map(object, old),
             Strategy::Secret => data::secret(object, old).map_err(|err| self.undecodable(&err))?,
             Strategy::Workload(pod_spec) => workload::default(self.kind, pod_spec, object),

@@ -293,6 +293,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         categories: API_EXTENSIONS,
         subresources: STATUS,
         generation: true,
+        strategy: Strategy::AdmissionPolicy,
         ..resource(
             ADMISSION,
             "validatingadmissionpolicies",
