@@ -45,8 +45,11 @@ pub struct ApiError {
     pub reason: &'static str,
     /// `Status.message`.
     pub message: String,
-    /// `Status.details`, if any.
-    pub details: Option<Value>,
+    /// `Status.details`, if any (boxed: errors are returned often and rarely carry details).
+    pub details: Option<Box<Value>>,
+    /// Warnings the request earned before it was refused (a `Warn` policy, a webhook's), sent
+    /// as `Warning` headers with the refusal, as upstream does.
+    pub warnings: Vec<String>,
 }
 
 /// What an error is about: the resource (`crontabs.example.com`) and the object's name.
@@ -77,11 +80,17 @@ impl Subject<'_> {
 
 impl ApiError {
     fn new(code: StatusCode, reason: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { code, reason, message: message.into(), details: None }
+        ApiError { code, reason, message: message.into(), details: None, warnings: Vec::new() }
+    }
+
+    /// The same refusal, sent after `earlier` warnings.
+    pub fn after_warnings(mut self, earlier: &[String]) -> ApiError {
+        self.warnings.splice(0..0, earlier.iter().cloned());
+        self
     }
 
     fn with_details(mut self, details: Value) -> ApiError {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -371,7 +380,7 @@ impl ApiError {
             status.as_object_mut().map(|s| s.remove("reason"));
         }
         if let (Some(details), Some(status)) = (&self.details, status.as_object_mut()) {
-            status.insert("details".into(), details.clone());
+            status.insert("details".into(), (**details).clone());
         }
         status
     }
@@ -387,6 +396,7 @@ impl IntoResponse for ApiError {
         let body = serde_json::to_vec(&self.status()).unwrap_or_default();
         let mut response = (self.code, body).into_response();
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        crate::warnings::add(&mut response, &self.warnings);
         response
     }
 }

@@ -428,6 +428,16 @@ async fn validating_admission_policies() {
     assert_eq!(refused["message"], format!(r#"crontabs.example.com "ct-big" is forbidden: {cause}"#));
     assert_eq!(refused["details"]["causes"], json!([{"message": cause}]));
     assert!(setup.stored("ct-big").await.is_none());
+    // A refusal carries the warnings the request earned before it, as upstream's.
+    big["metadata"]["name"] = json!("big");
+    let (code, _, warnings) = setup.send(reqwest::Method::POST, CRONTABS, Some(&big)).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        warnings,
+        [
+            r#"299 - "Validation failed for ValidatingAdmissionPolicy 'names' with binding 'names-warn': failed expression: object.metadata.name.startsWith('ct-')""#
+        ]
+    );
 
     let (code, created, warnings) =
         setup.send(reqwest::Method::POST, CRONTABS, Some(&crontab("small", json!({})))).await;

@@ -267,7 +267,8 @@ pub async fn mutate(
     let mut changed_by: Vec<usize> = Vec::new();
     for matched in &matched {
         let before = object.clone();
-        call_mutating(state, matched, request, object, old, &mut warnings).await?;
+        let called = call_mutating(state, matched, request, object, old, &mut warnings).await;
+        called.map_err(|err| err.after_warnings(&warnings))?;
         if *object != before {
             changed_by.push(matched.at);
         }
@@ -277,7 +278,8 @@ pub async fn mutate(
         m.webhook.reinvocation_policy.as_deref() == Some("IfNeeded") && changed_by.iter().any(|by| *by > m.at)
     });
     for matched in reinvoke {
-        call_mutating(state, matched, request, object, old, &mut warnings).await?;
+        let called = call_mutating(state, matched, request, object, old, &mut warnings).await;
+        called.map_err(|err| err.after_warnings(&warnings))?;
     }
     Ok(warnings)
 }
@@ -414,7 +416,7 @@ async fn validate_with(
         refusal = refusal.or(refused);
     }
     match refusal {
-        Some(err) => Err(err),
+        Some(err) => Err(err.after_warnings(&warnings)),
         None => Ok(warnings),
     }
 }

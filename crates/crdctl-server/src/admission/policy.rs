@@ -316,7 +316,7 @@ fn enforce(
         super::audit::annotate(request, super::audit::VALIDATION_FAILURE, &Value::Array(audited).to_string());
     }
     match denial {
-        Some(denial) => Err(denial),
+        Some(denial) => Err(denial.after_warnings(&warnings)),
         None => Ok(warnings),
     }
 }

@@ -88,7 +88,8 @@ pub async fn create(
             resource.observe(state, &mut object);
         }
     }
-    warnings.extend(admission::validate(state, &admission, Some(&object), None).await?);
+    let validated = admission::validate(state, &admission, Some(&object), None).await;
+    warnings.extend(validated.map_err(|err| err.after_warnings(&warnings))?);
     if managed == Managed::Record
         && let Some(scope) = endpoint.field_scope(Subresource::Main)
     {

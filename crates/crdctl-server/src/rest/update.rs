@@ -294,7 +294,8 @@ async fn admit_update(
             }
         }
     }
-    warnings.extend(admission::validate(state, admission, Some(&new), Some(old)).await?);
+    let validated = admission::validate(state, admission, Some(&new), Some(old)).await;
+    warnings.extend(validated.map_err(|err| err.after_warnings(&warnings))?);
     let new = match &endpoint.kind {
         Kind::BuiltIn(resource) => resource.to_storage(new),
         Kind::Custom(served) => served.to_storage(new).await?,
