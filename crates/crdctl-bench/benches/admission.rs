@@ -8,8 +8,8 @@
 //!
 //! - creates/s with no webhook configured;
 //! - HTTPS round trips/s to the webhook itself: one client on the server's runtime POSTing the
-//!   same kind of `AdmissionReview` the server sends, over one kept-alive connection (the floor
-//!   of any call);
+//!   same kind of `AdmissionReview` the server sends and reading the answer, over one kept-alive
+//!   connection (the floor of any call);
 //! - creates/s with one `ValidatingWebhookConfiguration` matching every ConfigMap create.
 //!
 //! Reported: the ratio of the two create rates, and the overhead per webhook call (the
@@ -36,7 +36,7 @@ use crdctl_server::testing::TestServer;
 use load::{Load, Peer, Post};
 use serde_json::{Value, json};
 
-const SLICES: usize = 3;
+const SLICES: usize = 5;
 const CONFIGURATIONS: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
 
 async fn allow(Json(review): Json<Value>) -> Json<Value> {
@@ -70,7 +70,10 @@ async fn round_trips(url: &str, ca_pem: &str) -> f64 {
         let (http, url, review) = (Arc::clone(&http), Arc::clone(&url), review.clone());
         async move {
             let answer = http.post(url.as_str()).header("Content-Type", "application/json").body(review).send().await;
-            assert!(answer.unwrap().status().is_success());
+            // As any call does, the answer is read whole.
+            let answer = answer.unwrap();
+            assert!(answer.status().is_success());
+            assert!(!answer.bytes().await.unwrap().is_empty());
         }
     })
     .await

@@ -695,7 +695,8 @@ async fn audit_actions_annotations_and_the_authorizer() {
             "audited",
             rules.clone(),
             json!({
-        "validations": [{"expression": may_read_secrets}, {"expression": "object.metadata.name.startsWith('ct-')"}],
+        "validations": [{"expression": may_read_secrets}, {"expression": "object.metadata.name.startsWith('ct-')"},
+            {"expression": "namespaceObject.metadata.name == object.metadata.namespace && request.operation == 'CREATE'"}],
         "auditAnnotations": [{"key": "schedule", "valueExpression": "object.spec.cronSpec"}]}),
         ),
     )
@@ -727,6 +728,8 @@ async fn audit_actions_annotations_and_the_authorizer() {
     assert!(setup.stored("ct-counted").await.is_none());
 
     let metrics = setup.http.get(format!("{}/metrics", setup.server.url())).send().await.unwrap().text().await.unwrap();
+    let audited = metrics.lines().filter(|l| l.contains(r#"policy="audited""#)).count();
+    assert_eq!(audited, 1, "only the name check fails:\n{metrics}");
     for line in [
         r#"apiserver_validating_admission_policy_check_total{policy="audited",policy_binding="audited",error_type="no_error",enforcement_action="audit"} 1"#,
         r#"apiserver_validating_admission_policy_check_total{policy="annotated",policy_binding="annotated",error_type="invalid_error",enforcement_action="deny"} 1"#,

@@ -198,10 +198,11 @@ thread_local! {
     static ADMISSION_LIBRARIES: Context<'static> = {
         let mut context = libraries();
         authorizer::register(&mut context);
+        context.add_variable_from_value("authorizer", authorizer::variable());
         context
     };
     static REGEXES: std::cell::RefCell<HashMap<String, Arc<regex::Regex>>> = std::cell::RefCell::default();
-    static PROGRAMS: std::cell::RefCell<HashMap<String, Arc<Program>>> = std::cell::RefCell::default();
+    static PROGRAMS: std::cell::RefCell<HashMap<String, Arc<Admission>>> = std::cell::RefCell::default();
 }
 
 fn libraries() -> Context<'static> {
@@ -223,7 +224,6 @@ pub fn evaluate_condition(expression: &str, variables: &[(&str, &Value)]) -> Res
 pub fn with_admission_scope<R>(variables: &[(&str, &Value)], body: impl FnOnce(&mut AdmissionScope<'_>) -> R) -> R {
     ADMISSION_LIBRARIES.with(|libraries| {
         let mut context = libraries.new_inner_scope();
-        context.add_variable_from_value("authorizer", authorizer::variable());
         for (name, value) in variables {
             context.add_variable_from_value(*name, untyped(value));
         }
@@ -286,7 +286,7 @@ impl AdmissionScope<'_> {
     }
 
     fn evaluate(&self, expression: &str) -> Result<cel::Value, String> {
-        compiled(expression)?.execute(&self.context).map_err(|err| err.to_string())
+        compiled(expression)?.program.execute(&self.context).map_err(|err| err.to_string())
     }
 }
 
@@ -326,20 +326,34 @@ fn untyped(value: &Value) -> cel::Value {
     }
 }
 
+/// An admission expression, compiled, and the variables it reads.
+struct Admission {
+    program: Program,
+    variables: Vec<String>,
+}
+
 /// `expression` compiled, once per thread: admission expressions run on every write.
-fn compiled(expression: &str) -> Result<Arc<Program>, String> {
+fn compiled(expression: &str) -> Result<Arc<Admission>, String> {
     PROGRAMS.with(|cache| {
-        if let Some(program) = cache.borrow().get(expression) {
-            return Ok(Arc::clone(program));
+        if let Some(compiled) = cache.borrow().get(expression) {
+            return Ok(Arc::clone(compiled));
         }
-        let program = Arc::new(Program::compile(expression).map_err(|err| format!("compilation failed: {err}"))?);
+        let program = Program::compile(expression).map_err(|err| format!("compilation failed: {err}"))?;
+        let variables = program.references().variables().into_iter().map(str::to_string).collect();
+        let compiled = Arc::new(Admission { program, variables });
         let mut cache = cache.borrow_mut();
         if cache.len() >= PROGRAM_CACHE {
             cache.clear();
         }
-        cache.insert(expression.to_string(), Arc::clone(&program));
-        Ok(program)
+        cache.insert(expression.to_string(), Arc::clone(&compiled));
+        Ok(compiled)
     })
+}
+
+/// Whether any of `expressions` reads `variable`: what an admission scope needs bound (the
+/// values are converted for CEL on every request, and some cost a read to produce).
+pub fn reads<'e>(mut expressions: impl Iterator<Item = &'e str>, variable: &str) -> bool {
+    expressions.any(|expression| compiled(expression).is_ok_and(|c| c.variables.iter().any(|v| v == variable)))
 }
 
 /// At most this many compiled admission expressions are kept per thread.

@@ -42,6 +42,21 @@ pub(super) struct Policy {
     pub(super) spec: PolicySpec,
 }
 
+impl Policy {
+    /// Every CEL expression of the policy.
+    fn expressions(&self) -> impl Iterator<Item = &str> {
+        let spec = &self.spec;
+        let validations = spec.validations.iter().flat_map(|v| [Some(&v.expression), v.message_expression.as_ref()]);
+        spec.match_conditions
+            .iter()
+            .map(|c| &c.expression)
+            .chain(spec.variables.iter().map(|v| &v.expression))
+            .chain(validations.flatten())
+            .chain(spec.audit_annotations.iter().map(|a| &a.value_expression))
+            .map(String::as_str)
+    }
+}
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct PolicySpec {
@@ -230,20 +245,33 @@ pub async fn validate(
     if applying.is_empty() {
         return Ok(Vec::new());
     }
-    let namespace_object = namespace_of(state, request).await?;
+    // Only what the expressions read is bound: each value costs a conversion, the namespace a read.
+    let reads = |variable: &str| {
+        let expressions = applying.iter().flat_map(|(policy, ..)| policy.expressions());
+        crdctl_schema::cel::reads(expressions, variable)
+    };
+    let namespace_object = match reads("namespaceObject") {
+        true => Some(namespace_of(state, request).await?.unwrap_or(Value::Null)),
+        false => None,
+    };
+    let request_value = reads("request").then(|| super::matching::request_variable(request));
     let null = Value::Null;
-    let request_value = super::matching::request_variable(request);
-    let shared = [
-        ("object", object.unwrap_or(&null)),
-        ("oldObject", old.unwrap_or(&null)),
-        ("request", &request_value),
-        ("namespaceObject", namespace_object.as_ref().unwrap_or(&null)),
+    let bound = [
+        ("object", Some(object.unwrap_or(&null))),
+        ("oldObject", reads("oldObject").then_some(old.unwrap_or(&null))),
+        ("request", request_value.as_ref()),
+        ("namespaceObject", namespace_object.as_ref()),
     ];
+    let shared: Vec<(&str, &Value)> = bound.into_iter().filter_map(|(name, value)| Some((name, value?))).collect();
     let evaluated: Vec<(&Policy, &Binding, Evaluated)> = crdctl_schema::cel::with_admission_scope(&shared, |scope| {
         applying
             .into_iter()
             .map(|(policy, binding, parameters)| {
                 let evaluated = match parameters {
+                    // Nothing to bind of its own: evaluated in the shared scope.
+                    Parameters::Objects(params) if params == [None] && policy.spec.variables.is_empty() => {
+                        evaluate(scope, policy)
+                    }
                     Parameters::Objects(params) => {
                         let mut all = Evaluated::default();
                         for param in &params {
