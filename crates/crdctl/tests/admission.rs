@@ -177,10 +177,21 @@ metadata: {name: host-expected-warn}
 spec:
   policyName: host-expected
   validationActions: [Warn]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: misspelt}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {operations: [CREATE], apiGroups: [example.com], apiVersions: [v1], resources: [crontabs]}
+  validations:
+  - expression: "object.hots != 'localhost'"
 "#;
 
 /// ValidatingAdmissionPolicy through kubectl: a policy with parameters from a ConfigMap whose
-/// binding denies, and one whose binding warns; kubectl prints upstream's texts.
+/// binding denies, and one whose binding warns; kubectl prints upstream's texts, and shows the
+/// type checker's warning on a misspelt field in the policy's status.
 #[test]
 fn kubectl_meets_validating_admission_policies() {
     for version in kubectl_versions() {
@@ -190,6 +201,12 @@ fn kubectl_meets_validating_admission_policies() {
         k.apply(&example("3-v1-storage.yaml"));
         k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
         k.apply(POLICY);
+        let checked = k.ok(&["get", "validatingadmissionpolicy", "misspelt", "-o",
+            "jsonpath={.status.observedGeneration} {.status.typeChecking.expressionWarnings[0].fieldRef} {.status.typeChecking.expressionWarnings[0].warning}"]);
+        assert!(
+            checked.stdout.starts_with("1 spec.validations[0].expression example.com/v1, Kind=CronTab: ERROR: <input>:1:7: undefined field 'hots'"),
+            "{name}: {checked:?}"
+        );
         let blocked = k.run_with(&["apply", "-f", "-"], Some(&crontab("telnet", "t.example.com", "port: \"23\"\n")));
         assert_eq!(blocked.code, 1, "{name}: {blocked:?}");
         // kubectl prints a 422 by its causes, as it does for kube-apiserver's policies.
