@@ -1123,6 +1123,14 @@ async fn workloads(backend: Backend) {
         ),
         ["p"]
     );
+    // `Pending` is where a Pod starts; its status writes say what they say (as a kubelet's).
+    let status = "/api/v1/namespaces/default/pods/p/status";
+    let running = api.patch(status, "application/merge-patch+json", &json!({"status": {"phase": "Running"}})).await;
+    assert_eq!(running.body["status"]["phase"], "Running", "{running:?}");
+    let mut cleared = running.body.clone();
+    cleared["status"] = json!({"message": "evicted"});
+    let cleared = api.put(status, &cleared).await;
+    assert_eq!((cleared.code, cleared.body["status"].clone()), (200, json!({"message": "evicted"})), "{cleared:?}");
 }
 
 /// ClusterIPs and node ports handed out from their ranges, once each, and given back.

@@ -311,7 +311,7 @@ impl BuiltIn {
             Strategy::Plain | Strategy::Review(_) | Strategy::AdmissionPolicy => field::ErrorList::new(),
             Strategy::ConfigMap => data::config_map(object, old),
             Strategy::Secret => data::secret(object, old).map_err(|err| self.undecodable(&err))?,
-            Strategy::Workload(pod_spec) => workload::default(self.kind, pod_spec, object),
+            Strategy::Workload(pod_spec) => workload::default(self.kind, pod_spec, object, old.is_none()),
             Strategy::Service => workload::default_service(object),
             Strategy::StorageVersionMigration => migration::validate(object, old, status),
         };

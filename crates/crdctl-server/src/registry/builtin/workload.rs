@@ -24,9 +24,9 @@ fn each<'a>(fields: &'a mut Map<String, Value>, key: &str) -> impl Iterator<Item
     fields.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten().filter_map(Value::as_object_mut)
 }
 
-/// The defaults of a workload of `kind` whose pod spec is at `pod_spec`, then the checks of its
-/// selector.
-pub fn default(kind: &str, pod_spec: &[&str], object: &mut Value) -> field::ErrorList {
+/// The defaults of a workload of `kind` whose pod spec is at `pod_spec` (and, when `creating`,
+/// a Pod's first status), then the checks of its selector.
+pub fn default(kind: &str, pod_spec: &[&str], object: &mut Value, creating: bool) -> field::ErrorList {
     if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
         default_spec(kind, spec);
     }
@@ -43,8 +43,12 @@ pub fn default(kind: &str, pod_spec: &[&str], object: &mut Value) -> field::Erro
             or_insert(spec, "priority", json!(0));
             or_insert(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
         }
-        let status = object_at(object, &["status"]);
-        status.into_iter().for_each(|status| or_insert(status, "phase", json!("Pending")));
+        // A new Pod is `Pending` (the strategy's `PrepareForCreate`); later writes of its status
+        // say what they say.
+        if creating {
+            let status = object_at(object, &["status"]);
+            status.into_iter().for_each(|status| or_insert(status, "phase", json!("Pending")));
+        }
     }
     selector_errors(kind, object)
 }
