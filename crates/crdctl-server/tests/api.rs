@@ -1352,7 +1352,53 @@ async fn built_in_openapi(backend: Backend) {
     );
 }
 
+/// HorizontalPodAutoscalers in both served versions, one stored object: `autoscaling/v1`'s CPU
+/// target is v2's CPU metric (80% when v1 names none), and v2's other metrics reach a v1 reader
+/// in upstream's annotation and come back whole.
+async fn horizontal_pod_autoscalers(backend: Backend) {
+    let api = Api::on(backend).await;
+    let (v1, v2) = (
+        "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers",
+        "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers",
+    );
+    let target = json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"});
+    let by_v1 = json!({"metadata": {"name": "cpu"}, "spec": {"scaleTargetRef": target, "maxReplicas": 5, "targetCPUUtilizationPercentage": 70}});
+    let created = api.post(v1, &by_v1).await;
+    assert_eq!((created.code, created.body["apiVersion"].as_str()), (201, Some("autoscaling/v1")), "{created:?}");
+    assert_eq!(created.body["spec"]["minReplicas"], 1);
+    let read = api.get(&format!("{v2}/cpu")).await;
+    assert_eq!(
+        read.body["spec"]["metrics"],
+        json!([{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]),
+        "{read:?}"
+    );
+    let defaulted = api
+        .post(v1, &json!({"metadata": {"name": "bare"}, "spec": {"scaleTargetRef": target, "maxReplicas": 2}}))
+        .await;
+    assert_eq!(defaulted.body["spec"]["targetCPUUtilizationPercentage"], 80, "{defaulted:?}");
+
+    let memory = json!({"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}}});
+    let by_v2 = json!({"metadata": {"name": "memory"}, "spec": {"scaleTargetRef": target, "maxReplicas": 5, "metrics": [memory]}});
+    assert_eq!(api.post(v2, &by_v2).await.code, 201);
+    let as_v1 = api.get(&format!("{v1}/memory")).await;
+    assert_eq!(
+        as_v1.body["metadata"]["annotations"]["autoscaling.alpha.kubernetes.io/metrics"],
+        r#"[{"type":"Resource","resource":{"name":"memory","targetAverageValue":"100Mi"}}]"#,
+        "{as_v1:?}"
+    );
+    assert!(as_v1.body["spec"].get("targetCPUUtilizationPercentage").is_none());
+    // A v1 client writing back what it read keeps the metric it cannot see.
+    let mut relabelled = as_v1.body.clone();
+    relabelled["metadata"]["labels"] = json!({"team": "a"});
+    assert_eq!(api.put(&format!("{v1}/memory"), &relabelled).await.code, 200);
+    let again = api.get(&format!("{v2}/memory")).await;
+    assert_eq!(again.body["spec"]["metrics"], json!([memory]), "{again:?}");
+    assert!(again.body["metadata"].get("annotations").is_none(), "{again:?}");
+    assert_eq!(item_names(&api.get(v1).await), ["bare", "cpu", "memory"]);
+}
+
 on_each_backend!(
+    horizontal_pod_autoscalers,
     workloads,
     strategic_merge_patches,
     services,

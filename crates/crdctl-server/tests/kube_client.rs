@@ -144,6 +144,7 @@ async fn typed_clients_round_trip_every_built_in_kind(backend: Backend) {
         apps::v1::ReplicaSet: namespaced "web" {"spec": workload},
         apps::v1::StatefulSet: namespaced "db" {"spec": {"selector": {"matchLabels": {"app": "a"}}, "template": template, "serviceName": "db"}},
         autoscaling::v2::HorizontalPodAutoscaler: namespaced "web" {"spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 3}},
+        autoscaling::v1::HorizontalPodAutoscaler: namespaced "web-v1" {"spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 3, "targetCPUUtilizationPercentage": 60}},
         batch::v1::CronJob: namespaced "nightly" {"spec": {"schedule": "0 0 * * *", "jobTemplate": {"spec": {"template": job_template}}}},
         batch::v1::Job: namespaced "once" {"spec": {"template": job_template}},
         certificates::v1::CertificateSigningRequest: cluster "csr" {"spec": {"request": request, "signerName": "example.com/signer", "usages": ["digital signature"]}},

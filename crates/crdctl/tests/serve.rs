@@ -547,6 +547,18 @@ spec:
         let cluster_ip = service["spec"]["clusterIP"].as_str().unwrap().to_string();
         assert!(cluster_ip.starts_with("10."), "{}: {service}", k.name());
         assert_eq!(service["spec"]["selector"], json!({"app": "web"}));
+        // kubectl autoscale writes an autoscaling/v1 object; v2 readers see its CPU metric.
+        k.ok(&["autoscale", "deployment", "web", "--max=5", "--cpu-percent=70"]);
+        let hpa = k.json(&["get", "horizontalpodautoscalers.v2.autoscaling", "web"]);
+        assert_eq!(
+            (
+                hpa["spec"]["maxReplicas"].clone(),
+                hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"].clone()
+            ),
+            (json!(5), json!(70)),
+            "{}: {hpa}",
+            k.name()
+        );
 
         let all = k.ok(&["get", "all"]).stdout;
         let rows: Vec<Vec<&str>> = all.lines().map(|line| line.split_whitespace().collect()).collect();

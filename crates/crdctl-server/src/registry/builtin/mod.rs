@@ -12,6 +12,7 @@
 //! strategy's checks). Nothing acts on the objects afterwards: no controller runs, as in envtest,
 //! but the storage version migrator ([`crate::migrator`]) on `StorageVersionMigration`s.
 
+mod autoscaling;
 mod data;
 pub mod documents;
 pub mod migration;
@@ -155,6 +156,8 @@ pub enum Strategy {
     StorageVersionMigration,
     /// A ValidatingAdmissionPolicy: its `status.typeChecking` follows its expressions.
     AdmissionPolicy,
+    /// A HorizontalPodAutoscaler: `minReplicas`, and in v2 the default CPU metric and behavior.
+    HorizontalPodAutoscaler,
 }
 
 /// The resource `resource` of `group`/`version`, if built in.
@@ -314,6 +317,10 @@ impl BuiltIn {
             Strategy::Workload(pod_spec) => workload::default(self.kind, pod_spec, object, old.is_none()),
             Strategy::Service => workload::default_service(object),
             Strategy::StorageVersionMigration => migration::validate(object, old, status),
+            Strategy::HorizontalPodAutoscaler => {
+                autoscaling::default(self.version, object);
+                field::ErrorList::new()
+            }
         };
         if let Some(schema) = self.schema() {
             errors.extend(crdctl_schema::check(object, old, schema).errors);

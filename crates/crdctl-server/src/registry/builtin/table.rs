@@ -106,6 +106,26 @@ const fn rbac(
     }
 }
 
+/// HorizontalPodAutoscalers at `version`.
+const fn horizontal_pod_autoscalers(version: &'static str, stored_as: Option<StoredAs>) -> BuiltIn {
+    BuiltIn {
+        version,
+        short_names: &["hpa"],
+        categories: ALL,
+        subresources: STATUS,
+        strategy: Strategy::HorizontalPodAutoscaler,
+        stored_as,
+        ..resource(
+            "autoscaling",
+            "horizontalpodautoscalers",
+            "horizontalpodautoscaler",
+            "HorizontalPodAutoscaler",
+            "/registry/horizontalpodautoscalers/",
+            true,
+        )
+    }
+}
+
 /// StorageVersionMigrations at `version`: cluster-scoped, with `status`, carried out by the
 /// server's migrator.
 const fn storage_version_migrations(version: &'static str, stored_as: Option<StoredAs>) -> BuiltIn {
@@ -153,7 +173,7 @@ fn field_value_or_zero(object: &Value, label: &str) -> String {
 }
 
 /// How many rows the table has.
-pub const COUNT: usize = 56;
+pub const COUNT: usize = 57;
 
 /// Every built-in resource, besides namespaces, events and CRDs.
 pub static RESOURCES: [BuiltIn; COUNT] = [
@@ -388,21 +408,16 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         every_rule,
     ),
     review(AUTHORIZATION, "subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview", false, allowed),
-    // autoscaling/v2
-    BuiltIn {
-        version: "v2",
-        short_names: &["hpa"],
-        categories: ALL,
-        subresources: STATUS,
-        ..resource(
-            "autoscaling",
-            "horizontalpodautoscalers",
-            "horizontalpodautoscaler",
-            "HorizontalPodAutoscaler",
-            "/registry/horizontalpodautoscalers/",
-            true,
-        )
-    },
+    // autoscaling/v2, and v1 stored as v2
+    horizontal_pod_autoscalers("v2", None),
+    horizontal_pod_autoscalers(
+        "v1",
+        Some(StoredAs {
+            version: "v2",
+            to_storage: super::autoscaling::from_v1,
+            from_storage: super::autoscaling::to_v1,
+        }),
+    ),
     // batch/v1
     BuiltIn {
         subresources: STATUS,

@@ -246,7 +246,7 @@ mod tests {
     fn defaults_are_upstreams() {
         let mut deployment = json!({"spec": {"selector": {"matchLabels": {"app": "a"}},
             "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}]}]}}}});
-        assert!(default("Deployment", &["spec", "template", "spec"], &mut deployment).is_empty());
+        assert!(default("Deployment", &["spec", "template", "spec"], &mut deployment, true).is_empty());
         let spec = &deployment["spec"];
         assert_eq!(
             (spec["replicas"].clone(), spec["revisionHistoryLimit"].clone(), spec["progressDeadlineSeconds"].clone()),
@@ -272,7 +272,7 @@ mod tests {
         );
         assert_eq!(container["ports"][0]["protocol"], "TCP");
         let mut recreate = json!({"spec": {"strategy": {"type": "Recreate"}}});
-        default("Deployment", &["spec", "template", "spec"], &mut recreate);
+        default("Deployment", &["spec", "template", "spec"], &mut recreate, true);
         assert_eq!(recreate["spec"]["strategy"], json!({"type": "Recreate"}));
 
         let mut service = json!({"spec": {"ports": [{"port": 80}]}});
@@ -301,7 +301,7 @@ mod tests {
     #[test]
     fn a_selector_must_select_the_template() {
         let mut deployment = json!({"spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"metadata": {"labels": {"app": "b", "tier": "x"}}}}});
-        let errors = default("Deployment", &["spec", "template", "spec"], &mut deployment);
+        let errors = default("Deployment", &["spec", "template", "spec"], &mut deployment, true);
         assert_eq!(
             errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
             [
@@ -309,7 +309,7 @@ mod tests {
             ]
         );
         let mut empty = json!({"spec": {"selector": {}, "template": {"metadata": {"labels": {"app": "b"}}}}});
-        let errors = default("ReplicaSet", &["spec", "template", "spec"], &mut empty);
+        let errors = default("ReplicaSet", &["spec", "template", "spec"], &mut empty, true);
         assert!(errors[0].to_string().ends_with("empty selector is invalid for replicaset"), "{}", errors[0]);
     }
 }
