@@ -122,7 +122,7 @@ pub fn to_v1(mut object: Value) -> Value {
     let current = list(status.remove("currentMetrics"));
     let conditions = list(status.remove("conditions"));
     if let Some(cpu) =
-        current.iter().filter(|m| is_cpu(m)).filter_map(|m| m.pointer("/resource/current/averageUtilization")).last()
+        current.iter().rev().filter(|m| is_cpu(m)).find_map(|m| m.pointer("/resource/current/averageUtilization"))
     {
         status.insert("currentCPUUtilizationPercentage".into(), cpu.clone());
     }
