@@ -197,6 +197,9 @@ pub struct Schema {
     /// `x-kubernetes-patch-merge-key`: which field identifies an item of this list in a
     /// strategic merge patch.
     pub patch_merge_key: Option<String>,
+    /// `x-crdctl-go-type`: the Go struct a built-in kind's object node decodes into
+    /// (`v1.DeploymentSpec`), which Go's decoder names in its errors. Built-in kinds only.
+    pub go_type: Option<String>,
     /// `x-kubernetes-validations`, compiled.
     pub rules: Vec<Rule>,
     /// The CEL type of `self` in this node's rules (none without rules, or for nodes CEL
@@ -265,6 +268,8 @@ struct Keywords {
     patch_strategy: Option<String>,
     #[serde(rename = "x-kubernetes-patch-merge-key")]
     patch_merge_key: Option<String>,
+    #[serde(rename = "x-crdctl-go-type")]
+    go_type: Option<String>,
     #[serde(rename = "x-kubernetes-validations")]
     validations: Vec<Value>,
 }
@@ -334,6 +339,7 @@ impl Schema {
                 .map(|s| s.split(',').map(str::to_string).collect())
                 .unwrap_or_default(),
             patch_merge_key: keywords.patch_merge_key,
+            go_type: keywords.go_type,
             rules: keywords.validations.iter().map(Rule::new).collect(),
             rule_type: None,
             has_rules: false,

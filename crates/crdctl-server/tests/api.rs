@@ -1067,7 +1067,18 @@ async fn workloads(backend: Backend) {
     );
     let mut wrong_type = deployment("typed", json!({"app": "typed"}));
     wrong_type["spec"]["replicas"] = json!("two");
-    assert_eq!(api.post(DEPLOYMENTS, &wrong_type).await.code, 422);
+    // Go's decoder refuses it before anything else, as upstream's typed decoding does.
+    let refused = api.post(DEPLOYMENTS, &wrong_type).await;
+    assert_eq!(
+        (refused.code, refused.body["reason"].as_str(), refused.body["message"].as_str()),
+        (
+            400,
+            Some("BadRequest"),
+            Some(
+                r#"Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"#
+            )
+        )
+    );
 
     // Writes to the resource leave status alone and count generations; /status only status.
     let web = format!("{DEPLOYMENTS}/web");

@@ -85,7 +85,7 @@ pub async fn create(
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
             warnings.extend(resource.prepare_create(&mut object, field_validation)?);
             crate::object::prepare_create(&mut object, endpoint.namespace.as_deref());
-            resource.observe(state, &mut object);
+            super::observe(state, resource, &mut object);
         }
     }
     let validated = admission::validate(state, &admission, Some(&object), None).await;

@@ -504,6 +504,14 @@ pub(crate) fn encode(object: &Value) -> ApiResult<Vec<u8>> {
     encoded.map_err(|err| ApiError::internal(err.to_string()))
 }
 
+/// What the server records in `status` of a built-in object written outside `/status`, where
+/// upstream's controllers record it soon after: a policy's type checking.
+fn observe(state: &AppState, resource: &BuiltIn, object: &mut Value) {
+    if let Strategy::AdmissionPolicy = resource.strategy {
+        admission::type_checking::record(state, object);
+    }
+}
+
 fn store_error(endpoint: &Endpoint, name: &str) -> impl Fn(StoreError) -> ApiError {
     move |err| ApiError::from_store(err, endpoint.subject(name))
 }

@@ -280,7 +280,7 @@ async fn admit_update(
             let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
             warnings = resource.prepare_update(&mut new, old, status, (field_validation, decoded))?;
             if !status {
-                resource.observe(state, &mut new);
+                super::observe(state, resource, &mut new);
             }
         }
         (Kind::Custom(served), _) => {

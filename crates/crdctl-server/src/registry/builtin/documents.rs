@@ -180,8 +180,17 @@ fn structural(schemas: &Components, name: &str, inlining: &mut Vec<String>) -> V
         return json!({"x-kubernetes-preserve-unknown-fields": true});
     };
     inlining.push(name.to_string());
-    let node = inline(schemas, &component, inlining);
+    let mut node = inline(schemas, &component, inlining);
     inlining.pop();
+    // A component with properties is a Go struct, `<package>.<Name>` (`v1.DeploymentSpec`).
+    if let Value::Object(fields) = &mut node
+        && fields.contains_key("properties")
+    {
+        let mut segments = name.rsplit('.');
+        if let (Some(type_name), Some(package)) = (segments.next(), segments.next()) {
+            fields.insert("x-crdctl-go-type".into(), json!(format!("{package}.{type_name}")));
+        }
+    }
     node
 }
 

@@ -6,7 +6,8 @@
 //! it has upstream behaviour of its own.
 //!
 //! Every write is decoded as upstream's typed decoder would: the type defaulted from the URL,
-//! `null` fields dropped, unknown fields dropped (or refused under `fieldValidation=Strict`)
+//! a body value of the wrong JSON type refused with Go's error ([`go_decode`]), `null` fields
+//! dropped, unknown fields dropped (or refused under `fieldValidation=Strict`)
 //! against the kind's schema from upstream's OpenAPI documents ([`documents`]); then the
 //! strategy's defaults, then validation (names, the schema's types and required fields, the
 //! strategy's checks). Nothing acts on the objects afterwards: no controller runs, as in envtest,
@@ -15,6 +16,7 @@
 mod autoscaling;
 mod data;
 pub mod documents;
+mod go_decode;
 pub mod migration;
 pub mod review;
 pub mod service;
@@ -237,14 +239,6 @@ impl BuiltIn {
         Ok(Some(answered))
     }
 
-    /// What the server records in `status` of an object written outside `/status`, where
-    /// upstream's controllers record it soon after: a policy's type checking.
-    pub fn observe(&self, state: &crate::AppState, object: &mut Value) {
-        if let Strategy::AdmissionPolicy = self.strategy {
-            crate::admission::type_checking::record(state, object);
-        }
-    }
-
     /// Decodes, defaults and validates a created object (upstream's decoder, then
     /// `BeforeCreate`); returns the warnings to send.
     pub fn prepare_create(&'static self, object: &mut Value, validation: FieldValidation) -> ApiResult<Vec<String>> {
@@ -295,8 +289,17 @@ impl BuiltIn {
         decoded: Decoded,
     ) -> ApiResult<Vec<String>> {
         crate::object::check_type(object, &self.api_version(), self.kind)?;
+        let Some(schema) = self.schema() else {
+            crate::object::drop_nulls(object);
+            return Ok(Vec::new());
+        };
+        // A body Go cannot decode into the kind's type is refused before anything else.
+        if let Decoded::Body = decoded
+            && let Some(err) = go_decode::type_error(object, schema, self.kind)
+        {
+            return Err(self.undecodable(&err));
+        }
         crate::object::drop_nulls(object);
-        let Some(schema) = self.schema() else { return Ok(Vec::new()) };
         validation.prune(object, schema, (self.kind, self.version), decoded)
     }
 
