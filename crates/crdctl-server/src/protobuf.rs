@@ -31,7 +31,7 @@ use prost::encoding::{WireType, decode_key, decode_varint};
 use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::{Map, Value, json};
 
-use write::{write_bytes, write_string};
+use write::{write_bytes, write_nested, write_string};
 
 mod write;
 
@@ -175,23 +175,22 @@ pub fn encode_text(text: &[u8], api_version: &str, kind: &str) -> Option<Vec<u8>
     })
 }
 
-/// The envelope around the message `write` writes for `kind`.
+/// The envelope around the message `write` writes for `kind`, written in place.
 fn envelope_of(
     api_version: &str,
     kind: &str,
     write: impl FnOnce(&MessageDescriptor, &mut Vec<u8>) -> bool,
 ) -> Option<Vec<u8>> {
     let descriptor = message(api_version, kind)?;
-    let mut raw = Vec::new();
-    if !write(&descriptor, &mut raw) {
-        return None;
-    }
-    let mut type_meta = Vec::new();
-    write_string(1, api_version, &mut type_meta);
-    write_string(2, kind, &mut type_meta);
-    let mut out = MAGIC.to_vec();
-    write_bytes(1, &type_meta, &mut out);
-    write_bytes(2, &raw, &mut out);
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(MAGIC);
+    write_nested(1, &mut out, |type_meta| {
+        write_string(1, api_version, type_meta);
+        write_string(2, kind, type_meta);
+        Ok::<_, ()>(true)
+    })
+    .ok()?;
+    write_nested(2, &mut out, |raw| if write(&descriptor, raw) { Ok(true) } else { Err(()) }).ok()?;
     write_string(3, "", &mut out);
     write_string(4, "", &mut out);
     Some(out)

@@ -61,6 +61,31 @@ pub fn write_bytes(number: u32, bytes: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(bytes);
 }
 
+/// Writes field `number` as the length-delimited bytes `write` appends to `out`, in place: the
+/// length is filled in afterwards (one byte reserved, the usual size; longer values move up).
+/// `write` answering `false` (a `null`) takes the field back out.
+pub fn write_nested<E>(
+    number: u32,
+    out: &mut Vec<u8>,
+    write: impl FnOnce(&mut Vec<u8>) -> Result<bool, E>,
+) -> Result<(), E> {
+    let start = out.len();
+    encode_key(number, WireType::LengthDelimited, out);
+    let at = out.len();
+    out.push(0);
+    if !write(out)? {
+        out.truncate(start);
+        return Ok(());
+    }
+    let length = out.len() - at - 1;
+    let mut prefix = [0u8; 10];
+    let mut slot = &mut prefix[..];
+    encode_varint(length as u64, &mut slot);
+    let written = 10 - slot.len();
+    out.splice(at..=at, prefix.into_iter().take(written));
+    Ok(())
+}
+
 fn write_varint(number: u32, value: u64, out: &mut Vec<u8>) {
     encode_key(number, WireType::Varint, out);
     encode_varint(value, out);
@@ -142,12 +167,11 @@ impl<'de> Visitor<'de> for Field<'_> {
             return IgnoredAny.visit_map(map).map(drop);
         }
         let value_field = entry.map_entry_value_field();
-        let mut bytes = Vec::new();
         while let Some(Key(key)) = map.next_key()? {
-            bytes.clear();
-            write_string(1, &key, &mut bytes);
-            map.next_value_seed(Field { field: &value_field, out: &mut bytes, element: true })?;
-            write_bytes(self.field.number(), &bytes, self.out);
+            write_nested(self.field.number(), self.out, |out| {
+                write_string(1, &key, out);
+                map.next_value_seed(Field { field: &value_field, out, element: true }).map(|()| true)
+            })?;
         }
         Ok(())
     }
@@ -179,27 +203,22 @@ fn value<'de, D: Deserializer<'de>>(
             }
         };
     };
-    let mut bytes = Vec::new();
-    match message.full_name() {
+    write_nested(number, out, |out| match message.full_name() {
         // Embedded JSON: its text, as it is.
         RAW_EXTENSION | FIELDS_V1 | JSON => {
-            let Some(raw) = Option::<Box<RawValue>>::deserialize(deserializer)? else { return Ok(()) };
-            write_bytes(1, raw.get().as_bytes(), &mut bytes);
+            let Some(raw) = Option::<Box<RawValue>>::deserialize(deserializer)? else { return Ok(false) };
+            write_bytes(1, raw.get().as_bytes(), out);
+            Ok(true)
         }
-        TIME | MICRO_TIME | DURATION | QUANTITY | INT_OR_STRING => {
-            match deserializer.deserialize_any(ScalarVisitor)? {
-                Scalar::Null => return Ok(()),
-                scalar => special(&message, &scalar, &mut bytes),
+        TIME | MICRO_TIME | DURATION | QUANTITY | INT_OR_STRING => match deserializer.deserialize_any(ScalarVisitor)? {
+            Scalar::Null => Ok(false),
+            scalar => {
+                special(&message, &scalar, out);
+                Ok(true)
             }
-        }
-        _ => {
-            if deserializer.deserialize_any(NullOr(Fields { descriptor: &message, out: &mut bytes }))?.is_none() {
-                return Ok(());
-            }
-        }
-    }
-    write_bytes(number, &bytes, out);
-    Ok(())
+        },
+        _ => Ok(deserializer.deserialize_any(NullOr(Fields { descriptor: &message, out }))?.is_some()),
+    })
 }
 
 /// The types whose JSON is a string (or a number) rather than their message's fields.

@@ -6,7 +6,7 @@
 //! it has upstream behaviour of its own.
 //!
 //! Every write is decoded as upstream's typed decoder would: the type defaulted from the URL,
-//! a body value of the wrong JSON type refused with Go's error ([`go_decode`]), `null` fields
+//! a body value of the wrong JSON type refused with Go's error (`go_decode.rs`), `null` fields
 //! dropped, unknown fields dropped (or refused under `fieldValidation=Strict`)
 //! against the kind's schema from upstream's OpenAPI documents ([`documents`]); then the
 //! strategy's defaults, then validation (names, the schema's types and required fields, the
