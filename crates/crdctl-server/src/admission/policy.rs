@@ -9,8 +9,8 @@
 //! read from the store; the policy is evaluated once per parameter object. `variables` are
 //! evaluated in order and read as `variables.<name>`; each `validations` expression sees
 //! `object`, `oldObject`, `request`, `params`, `namespaceObject`, the `authorizer` (every check
-//! allowed) and the variables. A failed
-//! validation is acted on as the binding's `validationActions` say: `Deny` refuses the write
+//! allowed) and the variables; only those the expressions read are bound. A failed validation is
+//! acted on as the binding's `validationActions` say: `Deny` refuses the write
 //! (`ValidatingAdmissionPolicy 'p' with binding 'b' denied request: …`, 422 `Invalid` unless the
 //! validation names another reason), `Warn` adds a `Warning`, `Audit` adds the failure to the
 //! request's audit annotations ([`super::audit`]), as do `auditAnnotations`. An expression that

@@ -41,15 +41,19 @@ pub fn record(state: &AppState, object: &mut Value) {
 
 /// The warnings of each validation's expressions, by field (`spec.validations[0].expression`).
 fn warnings(state: &AppState, policy: &Policy) -> Vec<(String, String)> {
-    let kinds: Vec<(Kind, Decl)> =
-        kinds(state, policy).into_iter().filter_map(|kind| Some((kind.clone(), object_decl(state, &kind)?))).collect();
-    if kinds.is_empty() {
-        return Vec::new();
-    }
     let params = policy.spec.param_kind.as_ref().map(|param| {
         let (group, version) = param.api_version.split_once('/').unwrap_or(("", param.api_version.as_str()));
         object_decl(state, &Kind { group: group.into(), version: version.into(), kind: param.kind.clone() })
     });
+    // Per kind: the object's type, and the variables' types with it.
+    let scopes: Vec<(Kind, Decl, Decl)> = kinds(state, policy)
+        .into_iter()
+        .filter_map(|kind| {
+            let object = object_decl(state, &kind)?;
+            let variables = variables(policy, &declared(&object, params.as_ref()));
+            Some((kind, object, variables))
+        })
+        .collect();
     let mut found = Vec::new();
     for (index, validation) in policy.spec.validations.iter().enumerate() {
         let expressions = [
@@ -58,10 +62,12 @@ fn warnings(state: &AppState, policy: &Policy) -> Vec<(String, String)> {
         ];
         for (field, expression) in expressions {
             let Some(expression) = expression.filter(|e| !e.trim().is_empty()) else { continue };
-            let results: Vec<String> = kinds
+            let results: Vec<String> = scopes
                 .iter()
-                .filter_map(|(kind, object)| {
-                    let errors = check(policy, expression, object, params.as_ref());
+                .filter_map(|(kind, object, variables)| {
+                    let mut scope = declared(object, params.as_ref());
+                    scope.push(Variable::typed("variables", variables));
+                    let errors = crdctl_schema::cel::check_admission(expression, &scope).errors;
                     (!errors.is_empty()).then(|| format!("{kind}: {}\n", errors.join("\n")))
                 })
                 .collect();
@@ -73,28 +79,33 @@ fn warnings(state: &AppState, policy: &Policy) -> Vec<(String, String)> {
     found
 }
 
-/// The errors checking `expression` finds with `object` of one kind's type.
-fn check(policy: &Policy, expression: &str, object: &Decl, params: Option<&Option<Decl>>) -> Vec<String> {
-    let dynamic = ["request", "namespaceObject", "authorizer"].map(Variable::dynamic);
-    let mut declared: Vec<Variable<'_>> = vec![Variable::typed("object", object), Variable::typed("oldObject", object)];
-    declared.extend(dynamic);
+/// What every expression may read besides `variables`: `object` and `oldObject` of the kind's
+/// type, `params` (with a `paramKind`: its type, or `dyn` when it is not served), and the rest
+/// untyped.
+fn declared<'d>(object: &'d Decl, params: Option<&'d Option<Decl>>) -> Vec<Variable<'d>> {
+    let mut declared = vec![Variable::typed("object", object), Variable::typed("oldObject", object)];
+    declared.extend(["request", "namespaceObject", "authorizer"].map(Variable::dynamic));
     match params {
         Some(Some(params)) => declared.push(Variable::typed("params", params)),
         Some(None) => declared.push(Variable::dynamic("params")),
         None => {}
     }
-    // Each variable is typed by its expression, checked with the ones before it.
-    let mut variables = HashMap::new();
+    declared
+}
+
+/// The type of `variables`: each variable typed by its expression, checked with the ones
+/// before it.
+fn variables(policy: &Policy, declared: &[Variable<'_>]) -> Decl {
+    let object = |fields| Decl { kind: DeclKind::Object(fields), max_elements: 0, min_serialized_size: 0 };
+    let mut fields = HashMap::new();
     for variable in &policy.spec.variables {
-        let composed = Decl { kind: DeclKind::Object(variables.clone()), max_elements: 0, min_serialized_size: 0 };
-        let mut scope = declared.clone();
+        let composed = object(fields.clone());
+        let mut scope = declared.to_vec();
         scope.push(Variable::typed("variables", &composed));
         let checked = crdctl_schema::cel::check_admission(&variable.expression, &scope);
-        variables.insert(variable.name.clone(), checked.output);
+        fields.insert(variable.name.clone(), checked.output);
     }
-    let composed = Decl { kind: DeclKind::Object(variables), max_elements: 0, min_serialized_size: 0 };
-    declared.push(Variable::typed("variables", &composed));
-    crdctl_schema::cel::check_admission(expression, &declared).errors
+    object(fields)
 }
 
 /// A group, version and kind, shown as upstream's `GroupVersionKind` prints.
