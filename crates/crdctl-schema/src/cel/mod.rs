@@ -350,10 +350,16 @@ fn compiled(expression: &str) -> Result<Arc<Admission>, String> {
     })
 }
 
-/// Whether any of `expressions` reads `variable`: what an admission scope needs bound (the
+/// Which of `variables` any of `expressions` reads: what an admission scope needs bound (the
 /// values are converted for CEL on every request, and some cost a read to produce).
-pub fn reads<'e>(mut expressions: impl Iterator<Item = &'e str>, variable: &str) -> bool {
-    expressions.any(|expression| compiled(expression).is_ok_and(|c| c.variables.iter().any(|v| v == variable)))
+pub fn reads<'e, const N: usize>(expressions: impl Iterator<Item = &'e str>, variables: [&str; N]) -> [bool; N] {
+    let mut read = [false; N];
+    for compiled in expressions.filter_map(|expression| compiled(expression).ok()) {
+        for (read, variable) in read.iter_mut().zip(variables) {
+            *read |= compiled.variables.iter().any(|v| v == variable);
+        }
+    }
+    read
 }
 
 /// At most this many compiled admission expressions are kept per thread.

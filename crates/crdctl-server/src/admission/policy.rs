@@ -246,19 +246,18 @@ pub async fn validate(
         return Ok(Vec::new());
     }
     // Only what the expressions read is bound: each value costs a conversion, the namespace a read.
-    let reads = |variable: &str| {
-        let expressions = applying.iter().flat_map(|(policy, ..)| policy.expressions());
-        crdctl_schema::cel::reads(expressions, variable)
-    };
-    let namespace_object = match reads("namespaceObject") {
+    let expressions = applying.iter().flat_map(|(policy, ..)| policy.expressions());
+    let [reads_old, reads_request, reads_namespace] =
+        crdctl_schema::cel::reads(expressions, ["oldObject", "request", "namespaceObject"]);
+    let namespace_object = match reads_namespace {
         true => Some(namespace_of(state, request).await?.unwrap_or(Value::Null)),
         false => None,
     };
-    let request_value = reads("request").then(|| super::matching::request_variable(request));
+    let request_value = reads_request.then(|| super::matching::request_variable(request));
     let null = Value::Null;
     let bound = [
         ("object", Some(object.unwrap_or(&null))),
-        ("oldObject", reads("oldObject").then_some(old.unwrap_or(&null))),
+        ("oldObject", reads_old.then_some(old.unwrap_or(&null))),
         ("request", request_value.as_ref()),
         ("namespaceObject", namespace_object.as_ref()),
     ];
