@@ -559,6 +559,10 @@ spec:
             "{}: {hpa}",
             k.name()
         );
+        let listed = k.ok(&["get", "hpa", "web", "--no-headers"]).stdout;
+        let row: Vec<&str> = listed.split_whitespace().collect();
+        let expected = ["web", "Deployment/web", "cpu:", "<unknown>/70%", "1", "5", "0"];
+        assert_eq!(row.get(..7), Some(&expected[..]), "{}: {listed}", k.name());
 
         let all = k.ok(&["get", "all"]).stdout;
         let rows: Vec<Vec<&str>> = all.lines().map(|line| line.split_whitespace().collect()).collect();

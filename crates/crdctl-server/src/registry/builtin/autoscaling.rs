@@ -48,6 +48,78 @@ pub fn default(version: &str, object: &mut Value) {
     }
 }
 
+/// The `Targets` column of upstream's printer (`formatHPAMetrics`): each metric's current value
+/// and target (`cpu: 55%/70%`, `memory: <unknown>/100Mi`, `<unknown>/10`), the first two, then
+/// `+ N more...`; a v1 object is read as the v2 object it is stored as.
+pub fn targets(object: &Value) -> Value {
+    let stored;
+    let object = match object.get("apiVersion").and_then(Value::as_str) {
+        Some("autoscaling/v1") => {
+            stored = from_v1(object.clone());
+            &stored
+        }
+        _ => object,
+    };
+    let specs = object.pointer("/spec/metrics").and_then(Value::as_array).cloned().unwrap_or_default();
+    if specs.is_empty() {
+        return json!("<none>");
+    }
+    let statuses = object.pointer("/status/currentMetrics").and_then(Value::as_array).cloned().unwrap_or_default();
+    let text = |value: Option<&Value>| match value {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => "<unknown>".into(),
+    };
+    let shown: Vec<String> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            let kind = spec.get("type").and_then(Value::as_str).unwrap_or_default();
+            let field = SOURCES.iter().find(|(name, _)| *name == kind).map(|(_, field)| *field).unwrap_or_default();
+            let source = spec.get(field).cloned().unwrap_or_default();
+            let current = statuses.get(i).and_then(|status| status.get(field)).and_then(|s| s.get("current"));
+            let target = source.get("target").cloned().unwrap_or_default();
+            let averaged = target.get("averageValue").is_some();
+            match kind {
+                "Resource" | "ContainerResource" => {
+                    let name = text(source.get("name"));
+                    if averaged {
+                        let now = text(current.and_then(|c| c.get("averageValue")));
+                        format!("{name}: {now}/{}", text(target.get("averageValue")))
+                    } else {
+                        let percent = |v: Option<&Value>| v.and_then(Value::as_i64).map(|p| format!("{p}%"));
+                        let now = percent(current.and_then(|c| c.get("averageUtilization")));
+                        let goal = percent(target.get("averageUtilization")).unwrap_or_else(|| "<auto>".into());
+                        format!("{name}: {}/{goal}", now.unwrap_or_else(|| "<unknown>".into()))
+                    }
+                }
+                "Pods" => {
+                    format!(
+                        "{}/{}",
+                        text(current.and_then(|c| c.get("averageValue"))),
+                        text(target.get("averageValue"))
+                    )
+                }
+                "Object" | "External" if averaged => format!(
+                    "{}/{} (avg)",
+                    text(current.and_then(|c| c.get("averageValue"))),
+                    text(target.get("averageValue"))
+                ),
+                "Object" | "External" => {
+                    format!("{}/{}", text(current.and_then(|c| c.get("value"))), text(target.get("value")))
+                }
+                _ => "<unknown type>".into(),
+            }
+        })
+        .collect();
+    const SHOWN: usize = 2;
+    let first: Vec<&str> = shown.iter().take(SHOWN).map(String::as_str).collect();
+    match shown.len().checked_sub(SHOWN) {
+        Some(more) if more > 0 => json!(format!("{} + {more} more...", first.join(", "))),
+        _ => json!(first.join(", ")),
+    }
+}
+
 /// The v2 metric of a CPU utilization target.
 fn cpu_target(utilization: i64) -> Value {
     json!({"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": utilization}}})
@@ -394,6 +466,17 @@ mod tests {
         assert_eq!(back["spec"]["behavior"], v2["spec"]["behavior"]);
         assert_eq!(back["status"]["conditions"], v2["status"]["conditions"]);
         assert_eq!(back["metadata"]["annotations"], json!({"team": "a"}));
+    }
+
+    #[test]
+    fn the_targets_column_reads_as_upstreams_printer() {
+        let hpa = json!({"apiVersion": "autoscaling/v2", "spec": {"metrics": [cpu_target(70),
+                {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}}},
+                {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "10"}}}]},
+            "status": {"currentMetrics": [{"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 55}}}]}});
+        assert_eq!(targets(&hpa), "cpu: 55%/70%, memory: <unknown>/100Mi + 1 more...");
+        let v1 = json!({"apiVersion": "autoscaling/v1", "spec": {"targetCPUUtilizationPercentage": 70}});
+        assert_eq!(targets(&v1), "cpu: <unknown>/70%");
     }
 
     #[test]

@@ -115,6 +115,7 @@ const fn horizontal_pod_autoscalers(version: &'static str, stored_as: Option<Sto
         subresources: STATUS,
         strategy: Strategy::HorizontalPodAutoscaler,
         stored_as,
+        columns: horizontal_pod_autoscaler_columns,
         ..resource(
             "autoscaling",
             "horizontalpodautoscalers",
@@ -617,6 +618,44 @@ fn workload_columns() -> Vec<Column> {
             0,
             available,
             Source::Computed(|d| json!(count(d, "/status/availableReplicas"))),
+        ),
+    ])
+}
+
+/// A HorizontalPodAutoscaler's: `Reference`, `Targets`, `MinPods`, `MaxPods`, `Replicas`.
+fn horizontal_pod_autoscaler_columns() -> Vec<Column> {
+    let reference = |h: &Value| {
+        let kind = h.pointer("/spec/scaleTargetRef/kind").and_then(Value::as_str).unwrap_or_default();
+        let name = h.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str).unwrap_or_default();
+        json!(format!("{kind}/{name}"))
+    };
+    let min_pods = |h: &Value| match h.pointer("/spec/minReplicas").and_then(Value::as_i64) {
+        Some(min) => json!(min.to_string()),
+        None => json!("<unset>"),
+    };
+    columns(vec![
+        Column::new("Reference", "string", 0, "The scaled resource.", Source::Computed(reference)),
+        Column::new(
+            "Targets",
+            "string",
+            0,
+            "The metrics, current and target.",
+            Source::Computed(super::autoscaling::targets),
+        ),
+        Column::new("MinPods", "string", 0, "The lower limit of replicas.", Source::Computed(min_pods)),
+        Column::new(
+            "MaxPods",
+            "string",
+            0,
+            "The upper limit of replicas.",
+            Source::Computed(|h| json!(count(h, "/spec/maxReplicas"))),
+        ),
+        Column::new(
+            "Replicas",
+            "string",
+            0,
+            "The current number of replicas.",
+            Source::Computed(|h| json!(count(h, "/status/currentReplicas"))),
         ),
     ])
 }
