@@ -222,3 +222,169 @@ fn kubectl_meets_validating_admission_policies() {
         assert!(hostless.stderr.contains(warning), "{name}: {hostless:?}");
     }
 }
+
+/// A webhook served in the test (crdctl's framework, HTTPS with certificates made here): `/echo`
+/// denies every review it sees, saying what it saw; `/slow` answers after three seconds.
+struct TestWebhook {
+    url: String,
+    ca_bundle: String,
+    _server: crdctl_conversion::framework::Server,
+    _tls: tempfile::TempDir,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl TestWebhook {
+    fn start() -> TestWebhook {
+        use crdctl_conversion::admission::{AdmissionRequest, Verdict, router};
+        use crdctl_conversion::{certs, framework};
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let bundle = certs::generate(&["127.0.0.1".into()]).unwrap();
+        let tls = tempfile::tempdir().unwrap();
+        let options = framework::Options::for_bundle("127.0.0.1:0".parse().unwrap(), &bundle, tls.path()).unwrap();
+        let echo = |request: &AdmissionRequest| {
+            let seen = request.object.as_ref().and_then(|o| o["apiVersion"].as_str()).unwrap_or_default().to_string();
+            Verdict::deny(format!("saw {seen} dryRun={}", request.dry_run))
+        };
+        let slow = |_: &AdmissionRequest| {
+            std::thread::sleep(std::time::Duration::from_secs(3));
+            Verdict::allow()
+        };
+        let routes = router().validating("/echo", echo).validating("/slow", slow).build();
+        let server = runtime.block_on(framework::start_app(options, routes)).unwrap();
+        TestWebhook {
+            url: format!("https://127.0.0.1:{}", server.address.port()),
+            ca_bundle: bundle.ca_bundle(),
+            _server: server,
+            _tls: tls,
+            _runtime: runtime,
+        }
+    }
+
+    /// One webhook of a `ValidatingWebhookConfiguration` on CronTab creates at `versions`,
+    /// calling `path`, selecting objects labelled `case: <case>`, with `extra` fields.
+    /// `sideEffects` is `None` unless `extra` says otherwise.
+    fn webhook(&self, name: &str, path: &str, versions: &str, case: &str, extra: &str) -> String {
+        let side_effects = if extra.contains("sideEffects:") { "" } else { "  sideEffects: None\n" };
+        format!(
+            "- name: {name}\n  clientConfig: {{url: \"{}{path}\", caBundle: \"{}\"}}\n  rules: [{{operations: [CREATE], apiGroups: [example.com], apiVersions: [{versions}], resources: [crontabs]}}]\n  objectSelector: {{matchLabels: {{case: {case}}}}}\n  admissionReviewVersions: [v1]\n{side_effects}{extra}",
+            self.url, self.ca_bundle
+        )
+    }
+}
+
+/// Webhook matching through kubectl: `matchPolicy: Equivalent` calls a webhook registered for
+/// v1beta1 with the v1 object converted (`Exact` does not call it), `objectSelector`,
+/// `namespaceSelector`, CEL `matchConditions`, a timeout, a dry run (the webhook sees it), and a
+/// ValidatingAdmissionPolicy on CRDs refusing a CRD update.
+#[test]
+fn kubectl_meets_webhook_matching_and_a_policy_on_crds() {
+    let webhook = TestWebhook::start();
+    let hooks = [
+        webhook.webhook("equivalent.example.com", "/echo", "v1beta1", "equivalent", ""),
+        webhook.webhook("exact.example.com", "/echo", "v1beta1", "exact", "  matchPolicy: Exact\n"),
+        webhook.webhook(
+            "namespaced.example.com",
+            "/echo",
+            "v1",
+            "namespaced",
+            "  namespaceSelector: {matchLabels: {guarded: \"true\"}}\n",
+        ),
+        webhook.webhook(
+            "conditions.example.com",
+            "/echo",
+            "v1",
+            "conditions",
+            "  matchConditions: [{name: red-only, expression: \"object.metadata.name.startsWith('red')\"}]\n",
+        ),
+        webhook.webhook("slow.example.com", "/slow", "v1", "slow", "  timeoutSeconds: 1\n"),
+        webhook.webhook("dryrun.example.com", "/echo", "v1", "dryrun", "  sideEffects: NoneOnDryRun\n"),
+    ];
+    let configuration = format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: matching}}\nwebhooks:\n{}",
+        hooks.concat()
+    );
+    let labelled = |name: &str, case: &str, namespace: &str| {
+        crontab(name, "h.example.com", &format!("  namespace: {namespace}\n  labels: {{case: {case}}}\n"))
+    };
+    for version in kubectl_versions() {
+        let served = Served::start_on(Backend::Redb, &[]);
+        let k = Kubectl::new(&version, &served);
+        let name = k.name();
+        k.apply(&example("3-v1-storage.yaml"));
+        k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+        k.ok(&["create", "namespace", "guarded"]);
+        k.ok(&["label", "namespace", "guarded", "guarded=true"]);
+        k.apply(&configuration);
+        let refused = |manifest: &str, args: &[&str]| {
+            let mut command = vec!["create", "-f", "-"];
+            command.extend(args);
+            let run = k.run_with(&command, Some(manifest));
+            assert_eq!(run.code, 1, "{name}: {manifest} {run:?}");
+            run.stderr
+        };
+        let created = |manifest: &str| {
+            assert_eq!(k.run_with(&["create", "-f", "-"], Some(manifest)).code, 0, "{name}: {manifest}")
+        };
+
+        let equivalent = refused(&labelled("eq", "equivalent", "default"), &[]);
+        assert!(
+            equivalent.contains(
+                r#"admission webhook "equivalent.example.com" denied the request: saw example.com/v1beta1 dryRun=false"#
+            ),
+            "{name}: {equivalent}"
+        );
+        created(&labelled("exact", "exact", "default"));
+
+        created(&labelled("outside", "namespaced", "default"));
+        let guarded = refused(&labelled("inside", "namespaced", "guarded"), &[]);
+        assert!(
+            guarded.contains(r#"admission webhook "namespaced.example.com" denied the request"#),
+            "{name}: {guarded}"
+        );
+
+        created(&labelled("blue", "conditions", "default"));
+        let red = refused(&labelled("red", "conditions", "default"), &[]);
+        assert!(red.contains(r#"admission webhook "conditions.example.com" denied the request"#), "{name}: {red}");
+
+        let slow = refused(&labelled("slow", "slow", "default"), &[]);
+        let timeout = format!(
+            r#"Internal error occurred: failed calling webhook "slow.example.com": failed to call webhook: Post "{}/slow?timeout=1s""#,
+            webhook.url
+        );
+        assert!(slow.contains(&timeout), "{name}: {slow}");
+        assert_eq!(k.run(&["get", "crontab", "slow"]).code, 1, "{name}: nothing stored");
+
+        let dry = refused(&labelled("dry", "dryrun", "default"), &["--dry-run=server"]);
+        assert!(dry.contains("saw example.com/v1 dryRun=true"), "{name}: {dry}");
+
+        // A policy on CRDs: a standard-channel CRD may not become an experimental one.
+        k.apply(CRD_POLICY);
+        k.ok(&["label", "crd", "crontabs.example.com", "channel=standard"]);
+        let relabel = k.run(&["label", "crd", "crontabs.example.com", "channel=experimental", "--overwrite"]);
+        assert_eq!(relabel.code, 1, "{name}: {relabel:?}");
+        assert!(
+            relabel.stderr.contains("ValidatingAdmissionPolicy 'safe-upgrades' with binding 'safe-upgrades' denied request: experimental CRDs may not replace standard ones"),
+            "{name}: {relabel:?}"
+        );
+    }
+}
+
+const CRD_POLICY: &str = r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: safe-upgrades}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {operations: [UPDATE], apiGroups: [apiextensions.k8s.io], apiVersions: [v1], resources: [customresourcedefinitions]}
+  validations:
+  - expression: "!(has(oldObject.metadata.labels) && 'channel' in oldObject.metadata.labels && oldObject.metadata.labels['channel'] == 'standard') || (has(object.metadata.labels) && 'channel' in object.metadata.labels && object.metadata.labels['channel'] == 'standard')"
+    message: experimental CRDs may not replace standard ones
+    reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: safe-upgrades}
+spec:
+  policyName: safe-upgrades
+  validationActions: [Deny]
+"#;
