@@ -633,7 +633,7 @@ async fn policy_status_carries_the_type_checkers_warnings() {
         "validations": [
             {"expression": "object.spec.cronSpec == 'x'"},
             {"expression": "object.metadata.labels['a'] == params.datta"},
-            {"expression": "variables.replicas > 1", "messageExpression": "variables.nope"},
+            {"expression": "variables.replicas > 1", "messageExpression": "object.spec.nope"},
             {"expression": "authorizer.group('').resource('endpoints').check('create').allowed()"},
             {"expression": "variables.replicas == 'three'"}]}),
     );
@@ -656,7 +656,7 @@ async fn policy_status_carries_the_type_checkers_warnings() {
              "warning": format!("{deployment}: {e}\n\n{crontab}: {e}\n",
                 e = undefined(38, "datta", "object.metadata.labels['a'] == params.datta"))},
             {"fieldRef": "spec.validations[2].messageExpression",
-             "warning": format!("{deployment}: {e}\n\n{crontab}: {e}\n", e = undefined(10, "nope", "variables.nope"))},
+             "warning": format!("{deployment}: {e}\n\n{crontab}: {e}\n", e = undefined(12, "nope", "object.spec.nope"))},
             {"fieldRef": "spec.validations[4].expression",
              "warning": format!("{deployment}: {e}\n\n{crontab}: {e}\n",
                 e = "ERROR: <input>:1:20: found no matching overload for '_==_' applied to '(int, string)'\n | variables.replicas == 'three'\n | ...................^")},
@@ -670,6 +670,25 @@ async fn policy_status_carries_the_type_checkers_warnings() {
     let (code, updated, _) = setup.send(reqwest::Method::PUT, &format!("{POLICIES}/checked"), Some(&fixed)).await;
     assert_eq!(code, 200, "{updated}");
     assert_eq!(updated["status"], json!({"observedGeneration": 2, "typeChecking": {}}));
+    assert_eq!(
+        (updated["spec"]["failurePolicy"].as_str(), updated["spec"]["matchConstraints"]["matchPolicy"].as_str()),
+        (Some("Fail"), Some("Equivalent")),
+        "upstream's defaults"
+    );
+
+    // What does not compile is refused, as upstream's validation refuses it.
+    let rules: Value = serde_json::from_str(CRONTAB_RULES).unwrap();
+    let unbound = policy("unbound", rules, json!({"validations": [{"expression": "params.max > 1"}]}));
+    let (code, refused, _) = setup.send(reqwest::Method::POST, POLICIES, Some(&unbound)).await;
+    assert_eq!(code, 422, "{refused}");
+    assert_eq!(
+        refused["message"],
+        "ValidatingAdmissionPolicy.admissionregistration.k8s.io \"unbound\" is invalid: spec.validations[0].expression: Invalid value: \"params.max > 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'params'\n | params.max > 1\n | ^"
+    );
+    let both = binding("both", "checked", &["Deny", "Warn"], json!({}));
+    let (code, refused, _) = setup.send(reqwest::Method::POST, BINDINGS, Some(&both)).await;
+    assert_eq!(code, 422, "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("must not contain both Deny and Warn"), "{refused}");
 }
 
 /// `Audit` bindings and `auditAnnotations` admit the write (their record is the server's log),

@@ -13,6 +13,7 @@
 //! strategy's checks). Nothing acts on the objects afterwards: no controller runs, as in envtest,
 //! but the storage version migrator ([`crate::migrator`]) on `StorageVersionMigration`s.
 
+mod admissionregistration;
 mod autoscaling;
 mod data;
 pub mod documents;
@@ -156,7 +157,11 @@ pub enum Strategy {
     Review(fn(&Value, &crate::AppState) -> Value),
     /// A StorageVersionMigration: its resource is required and immutable, its status moves one way.
     StorageVersionMigration,
-    /// A ValidatingAdmissionPolicy: its `status.typeChecking` follows its expressions.
+    /// Webhook configurations and policy bindings: upstream's defaults, expressions and actions
+    /// checked.
+    AdmissionRegistration,
+    /// A ValidatingAdmissionPolicy: as [`Strategy::AdmissionRegistration`], and its
+    /// `status.typeChecking` follows its expressions.
     AdmissionPolicy,
     /// A HorizontalPodAutoscaler: `minReplicas`, and in v2 the default CPU metric and behavior.
     HorizontalPodAutoscaler,
@@ -314,7 +319,11 @@ impl BuiltIn {
     /// or an update (of `status` alone, or of the rest).
     fn write(&'static self, object: &mut Value, old: Option<&Value>, status: bool) -> ApiResult<field::ErrorList> {
         let mut errors = match self.strategy {
-            Strategy::Plain | Strategy::Review(_) | Strategy::AdmissionPolicy => field::ErrorList::new(),
+            Strategy::Plain | Strategy::Review(_) => field::ErrorList::new(),
+            Strategy::AdmissionRegistration | Strategy::AdmissionPolicy => {
+                admissionregistration::default(self.kind, object);
+                admissionregistration::validate(self.kind, object)
+            }
             Strategy::ConfigMap => data::config_map(object, old),
             Strategy::Secret => data::secret(object, old).map_err(|err| self.undecodable(&err))?,
             Strategy::Workload(pod_spec) => workload::default(self.kind, pod_spec, object, old.is_none()),

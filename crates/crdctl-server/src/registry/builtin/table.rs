@@ -301,6 +301,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
     // admissionregistration.k8s.io/v1
     BuiltIn {
         categories: API_EXTENSIONS,
+        strategy: Strategy::AdmissionRegistration,
         ..resource(
             ADMISSION,
             "mutatingwebhookconfigurations",
@@ -326,6 +327,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
     },
     BuiltIn {
         categories: API_EXTENSIONS,
+        strategy: Strategy::AdmissionRegistration,
         ..resource(
             ADMISSION,
             "validatingadmissionpolicybindings",
@@ -337,6 +339,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
     },
     BuiltIn {
         categories: API_EXTENSIONS,
+        strategy: Strategy::AdmissionRegistration,
         ..resource(
             ADMISSION,
             "validatingwebhookconfigurations",
