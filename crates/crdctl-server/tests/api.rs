@@ -1125,6 +1125,18 @@ async fn workloads(backend: Backend) {
         (201, Some("default")),
         "{created:?}"
     );
+    assert_eq!(created.body["status"], json!({"phase": "Pending", "qosClass": "BestEffort"}));
+    let limited = json!({"metadata": {"name": "limited"}, "spec": {"containers": [{"name": "c", "image": "busybox",
+        "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}}}]}});
+    let limited = api.post("/api/v1/namespaces/default/pods", &limited).await;
+    assert_eq!(
+        (
+            limited.body["spec"]["containers"][0]["resources"]["requests"].clone(),
+            limited.body["status"]["qosClass"].clone()
+        ),
+        (json!({"cpu": "500m", "memory": "64Mi"}), json!("Guaranteed")),
+        "requests default to limits: {limited:?}"
+    );
     let log = api.get("/api/v1/namespaces/default/pods/p/log").await;
     assert_eq!(log.code, 400);
     assert_eq!(log.body["message"], "pods \"p\" has no node to log: crdctl serve runs no kubelet, so no pod runs");
@@ -1132,7 +1144,7 @@ async fn workloads(backend: Backend) {
         item_names(
             &api.get("/api/v1/pods?fieldSelector=spec.schedulerName=default-scheduler,status.phase=Pending").await
         ),
-        ["p"]
+        ["limited", "p"]
     );
     // `Pending` is where a Pod starts; its status writes say what they say (as a kubelet's).
     let status = "/api/v1/namespaces/default/pods/p/status";
@@ -1141,7 +1153,11 @@ async fn workloads(backend: Backend) {
     let mut cleared = running.body.clone();
     cleared["status"] = json!({"message": "evicted"});
     let cleared = api.put(status, &cleared).await;
-    assert_eq!((cleared.code, cleared.body["status"].clone()), (200, json!({"message": "evicted"})), "{cleared:?}");
+    assert_eq!(
+        (cleared.code, cleared.body["status"].clone()),
+        (200, json!({"message": "evicted", "qosClass": "BestEffort"})),
+        "the QoS class stays: {cleared:?}"
+    );
 }
 
 /// ClusterIPs and node ports handed out from their ranges, once each, and given back.

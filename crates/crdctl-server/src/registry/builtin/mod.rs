@@ -19,6 +19,7 @@ mod data;
 pub mod documents;
 mod go_decode;
 pub mod migration;
+mod qos;
 pub mod review;
 pub mod service;
 mod table;
@@ -326,7 +327,7 @@ impl BuiltIn {
             }
             Strategy::ConfigMap => data::config_map(object, old),
             Strategy::Secret => data::secret(object, old).map_err(|err| self.undecodable(&err))?,
-            Strategy::Workload(pod_spec) => workload::default(self.kind, pod_spec, object, old.is_none()),
+            Strategy::Workload(pod_spec) => workload::default(self.kind, pod_spec, object, old),
             Strategy::Service => workload::default_service(object),
             Strategy::StorageVersionMigration => migration::validate(object, old, status),
             Strategy::HorizontalPodAutoscaler => {

@@ -24,9 +24,9 @@ fn each<'a>(fields: &'a mut Map<String, Value>, key: &str) -> impl Iterator<Item
     fields.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten().filter_map(Value::as_object_mut)
 }
 
-/// The defaults of a workload of `kind` whose pod spec is at `pod_spec` (and, when `creating`,
-/// a Pod's first status), then the checks of its selector.
-pub fn default(kind: &str, pod_spec: &[&str], object: &mut Value, creating: bool) -> field::ErrorList {
+/// The defaults of a workload of `kind` whose pod spec is at `pod_spec` (and a Pod's status:
+/// the first one when created, `old`'s QoS class kept after), then the checks of its selector.
+pub fn default(kind: &str, pod_spec: &[&str], object: &mut Value, old: Option<&Value>) -> field::ErrorList {
     if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
         default_spec(kind, spec);
     }
@@ -36,6 +36,7 @@ pub fn default(kind: &str, pod_spec: &[&str], object: &mut Value, creating: bool
     if kind == "Pod" {
         // What the ServiceAccount and Priority admission plugins and `SetDefaults_Pod` add.
         if let Some(spec) = object_at(object, &["spec"]) {
+            super::qos::default_requests(spec);
             or_insert(spec, "enableServiceLinks", json!(true));
             or_insert(spec, "serviceAccountName", json!("default"));
             let account = spec.get("serviceAccountName").cloned().unwrap_or_default();
@@ -43,11 +44,19 @@ pub fn default(kind: &str, pod_spec: &[&str], object: &mut Value, creating: bool
             or_insert(spec, "priority", json!(0));
             or_insert(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
         }
-        // A new Pod is `Pending` (the strategy's `PrepareForCreate`); later writes of its status
-        // say what they say.
-        if creating {
-            let status = object_at(object, &["status"]);
-            status.into_iter().for_each(|status| or_insert(status, "phase", json!("Pending")));
+        // A new Pod is `Pending`, of its QoS class (the strategy's `PrepareForCreate`); later
+        // writes of its status say what they say, but the QoS class never changes.
+        let qos_class = match old {
+            None => Some(json!(super::qos::class(object.get("spec").unwrap_or(&Value::Null)))),
+            Some(old) => old.pointer("/status/qosClass").cloned(),
+        };
+        if let Some(status) = object_at(object, &["status"]) {
+            if old.is_none() {
+                or_insert(status, "phase", json!("Pending"));
+            }
+            if let Some(qos_class) = qos_class {
+                or_insert(status, "qosClass", qos_class);
+            }
         }
     }
     selector_errors(kind, object)
@@ -246,7 +255,7 @@ mod tests {
     fn defaults_are_upstreams() {
         let mut deployment = json!({"spec": {"selector": {"matchLabels": {"app": "a"}},
             "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}]}]}}}});
-        assert!(default("Deployment", &["spec", "template", "spec"], &mut deployment, true).is_empty());
+        assert!(default("Deployment", &["spec", "template", "spec"], &mut deployment, None).is_empty());
         let spec = &deployment["spec"];
         assert_eq!(
             (spec["replicas"].clone(), spec["revisionHistoryLimit"].clone(), spec["progressDeadlineSeconds"].clone()),
@@ -272,7 +281,7 @@ mod tests {
         );
         assert_eq!(container["ports"][0]["protocol"], "TCP");
         let mut recreate = json!({"spec": {"strategy": {"type": "Recreate"}}});
-        default("Deployment", &["spec", "template", "spec"], &mut recreate, true);
+        default("Deployment", &["spec", "template", "spec"], &mut recreate, None);
         assert_eq!(recreate["spec"]["strategy"], json!({"type": "Recreate"}));
 
         let mut service = json!({"spec": {"ports": [{"port": 80}]}});
@@ -301,7 +310,7 @@ mod tests {
     #[test]
     fn a_selector_must_select_the_template() {
         let mut deployment = json!({"spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"metadata": {"labels": {"app": "b", "tier": "x"}}}}});
-        let errors = default("Deployment", &["spec", "template", "spec"], &mut deployment, true);
+        let errors = default("Deployment", &["spec", "template", "spec"], &mut deployment, None);
         assert_eq!(
             errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
             [
@@ -309,7 +318,7 @@ mod tests {
             ]
         );
         let mut empty = json!({"spec": {"selector": {}, "template": {"metadata": {"labels": {"app": "b"}}}}});
-        let errors = default("ReplicaSet", &["spec", "template", "spec"], &mut empty, true);
+        let errors = default("ReplicaSet", &["spec", "template", "spec"], &mut empty, None);
         assert!(errors[0].to_string().ends_with("empty selector is invalid for replicaset"), "{}", errors[0]);
     }
 }
