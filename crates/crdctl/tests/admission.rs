@@ -9,6 +9,12 @@ use std::process::{Child, Command, Stdio};
 use crate::serve::{Backend, Kubectl, Served, example, kubectl_versions};
 use crate::util::repo_root;
 
+/// The example CronTab CRD (v1beta1 and v1, stored in v1), applied and established.
+fn establish_crontabs(k: &Kubectl) {
+    k.apply(&example("3-v1-storage.yaml"));
+    k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+}
+
 fn crontab(name: &str, host: &str, extra: &str) -> String {
     format!("apiVersion: example.com/v1\nkind: CronTab\nmetadata:\n  name: {name}\n{extra}host: {host}\n")
 }
@@ -23,8 +29,7 @@ fn kubectl_meets_the_example_admission_webhooks() {
         let served = Served::start_on(Backend::Redb, &["--webhook-service", &mapping]);
         let k = Kubectl::new(&version, &served);
         let name = k.name();
-        k.apply(&example("3-v1-storage.yaml"));
-        k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+        establish_crontabs(&k);
         let ca_bundle = std::fs::read_to_string(certs.join("ca-bundle.txt")).unwrap();
         let manifest = std::fs::read_to_string(repo_root().join("examples/crontab/admission-webhooks.yaml"))
             .unwrap()
@@ -198,8 +203,7 @@ fn kubectl_meets_validating_admission_policies() {
         let served = Served::start_on(Backend::Redb, &[]);
         let k = Kubectl::new(&version, &served);
         let name = k.name();
-        k.apply(&example("3-v1-storage.yaml"));
-        k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+        establish_crontabs(&k);
         k.apply(POLICY);
         let checked = k.ok(&["get", "validatingadmissionpolicy", "misspelt", "-o",
             "jsonpath={.status.observedGeneration} {.status.typeChecking.expressionWarnings[0].fieldRef} {.status.typeChecking.expressionWarnings[0].warning}"]);
@@ -310,8 +314,7 @@ fn kubectl_meets_webhook_matching_and_a_policy_on_crds() {
         let served = Served::start_on(Backend::Redb, &[]);
         let k = Kubectl::new(&version, &served);
         let name = k.name();
-        k.apply(&example("3-v1-storage.yaml"));
-        k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+        establish_crontabs(&k);
         k.ok(&["create", "namespace", "guarded"]);
         k.ok(&["label", "namespace", "guarded", "guarded=true"]);
         k.apply(&configuration);
