@@ -494,20 +494,15 @@ async fn params(
     request: &Request<'_>,
 ) -> Result<Vec<Value>, String> {
     let (group, version) = kind.api_version.split_once('/').unwrap_or(("", kind.api_version.as_str()));
-    let (prefix, namespaced) = if let Some(resource) = crate::registry::builtin::RESOURCES
-        .iter()
-        .find(|r| r.group == group && r.version == version && r.kind == kind.kind)
-    {
-        (resource.prefix.to_string(), resource.namespaced)
-    } else if let Some(served) =
-        state.registry.all().values().find(|c| c.group() == group && c.crd.definition.spec.names.kind == kind.kind)
-    {
-        (served.prefix(None), served.crd.definition.spec.scope == "Namespaced")
-    } else {
-        return Err(format!(
-            "failed to find resource referenced by paramKind: '{}, Kind={}'",
-            kind.api_version, kind.kind
-        ));
+    let (prefix, namespaced) = match super::ServedKind::find(state, (group, version, &kind.kind)) {
+        Some(super::ServedKind::BuiltIn(resource)) => (resource.prefix.to_string(), resource.namespaced),
+        Some(super::ServedKind::Custom(served)) => (served.prefix(None), served.namespaced()),
+        None => {
+            return Err(format!(
+                "failed to find resource referenced by paramKind: '{}, Kind={}'",
+                kind.api_version, kind.kind
+            ));
+        }
     };
     let namespace = reference.namespace.as_deref().filter(|n| !n.is_empty()).or(request.namespace);
     let scoped = match (namespaced, namespace) {

@@ -174,12 +174,10 @@ fn kind_of(state: &AppState, group: &str, version: &str, resource: &str) -> Opti
 /// OpenAPI document, a custom resource's from its CRD with the `ObjectMeta` every published
 /// schema refers to.
 fn object_decl(state: &AppState, kind: &Kind) -> Option<Decl> {
-    if let Some(builtin) =
-        builtin::RESOURCES.iter().find(|r| r.group == kind.group && r.version == kind.version && r.kind == kind.kind)
-    {
-        return Decl::of(builtin.schema()?, true);
-    }
-    let served = state.registry.all().values().find(|c| c.group() == kind.group && c.kind() == kind.kind).cloned()?;
+    let served = match super::ServedKind::find(state, (&kind.group, &kind.version, &kind.kind))? {
+        super::ServedKind::BuiltIn(builtin) => return Decl::of(builtin.schema()?, true),
+        super::ServedKind::Custom(served) => served,
+    };
     let mut schema = served.schema(&kind.version)?.clone();
     let string = Schema { types: vec!["string".into()], ..Schema::default() };
     schema.properties.insert("apiVersion".into(), string.clone());
