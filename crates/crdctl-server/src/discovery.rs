@@ -114,97 +114,14 @@ fn built_in_groups() -> Vec<Group> {
 }
 
 fn core_group() -> Group {
-    let kind = |k: &str| (String::new(), "v1".to_string(), k.to_string());
-    let mut resources = vec![
-        events_resource(String::new()),
-        Resource {
-            name: "namespaces".into(),
-            singular: "namespace".into(),
-            namespaced: false,
-            kind: kind("Namespace"),
-            verbs: crate::registry::namespace::VERBS.to_vec(),
-            short_names: vec!["ns".into()],
-            categories: vec![],
-            storage_version_hash: Some(storage_version_hash("", "v1", "Namespace")),
-        },
-        Resource {
-            name: "namespaces/status".into(),
-            singular: String::new(),
-            namespaced: false,
-            kind: kind("Namespace"),
-            verbs: SUBRESOURCE_VERBS.to_vec(),
-            short_names: vec![],
-            categories: vec![],
-            storage_version_hash: None,
-        },
-    ];
-    resources.extend(built_in_resources("", "v1"));
+    let mut resources = built_in_resources("", "v1");
     resources.sort_by(|a, b| a.name.cmp(&b.name));
     Group { name: String::new(), versions: vec![GroupVersion { version: "v1".into(), resources }] }
 }
 
-fn events_resource(group: String) -> Resource {
-    Resource {
-        name: "events".into(),
-        singular: "event".into(),
-        namespaced: true,
-        kind: (group.clone(), "v1".into(), "Event".into()),
-        verbs: ALL_VERBS.to_vec(),
-        short_names: if group.is_empty() { vec!["ev".into()] } else { vec![] },
-        categories: vec![],
-        storage_version_hash: Some(storage_version_hash(&group, "v1", "Event")),
-    }
-}
-
-fn events_group() -> Group {
-    let name = crate::registry::event::EVENTS_GROUP.to_string();
-    Group {
-        name: name.clone(),
-        versions: vec![GroupVersion { version: "v1".into(), resources: vec![events_resource(name)] }],
-    }
-}
-
-fn apiextensions_group() -> Group {
-    let kind = ("apiextensions.k8s.io".to_string(), "v1".to_string(), "CustomResourceDefinition".to_string());
-    Group {
-        name: "apiextensions.k8s.io".into(),
-        versions: vec![GroupVersion {
-            version: "v1".into(),
-            resources: vec![
-                Resource {
-                    name: "customresourcedefinitions".into(),
-                    singular: "customresourcedefinition".into(),
-                    namespaced: false,
-                    kind: kind.clone(),
-                    verbs: vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
-                    short_names: vec!["crd".into(), "crds".into()],
-                    categories: vec!["api-extensions".into()],
-                    storage_version_hash: Some(storage_version_hash(
-                        "apiextensions.k8s.io",
-                        "v1",
-                        "CustomResourceDefinition",
-                    )),
-                },
-                Resource {
-                    name: "customresourcedefinitions/status".into(),
-                    singular: String::new(),
-                    namespaced: false,
-                    kind,
-                    verbs: SUBRESOURCE_VERBS.to_vec(),
-                    short_names: vec![],
-                    categories: vec![],
-                    storage_version_hash: None,
-                },
-            ],
-        }],
-    }
-}
-
-/// The groups of `/apis`: apiextensions, events and the built-in table's, then every group with
-/// an Established CRD.
+/// The groups of `/apis`: the built-in table's, then every group with an Established CRD.
 pub fn groups(registry: &Registry) -> Vec<Group> {
-    let mut groups = vec![apiextensions_group(), events_group()];
-    groups.extend(built_in_groups());
+    let mut groups = built_in_groups();
     let crds = registry.all();
     let mut names: Vec<&str> = crds.values().filter(|c| c.established()).map(|c| c.group()).collect();
     names.sort_unstable();

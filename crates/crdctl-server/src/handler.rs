@@ -12,8 +12,7 @@ use serde_json::{Value, json};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::negotiate::{self, BodyType, Representation};
-use crate::registry::crd::GROUP as CRD_GROUP;
-use crate::registry::{builtin, event};
+use crate::registry::builtin;
 use crate::request::{RequestInfo, parse_path};
 use crate::rest::{self, Body, Change, Endpoint, Kind, Params, Reply, Subresource};
 
@@ -90,6 +89,8 @@ async fn route(
         Some("status") if endpoint.has_status() => Subresource::Status,
         Some("scale") if endpoint.scale_paths().is_some() => Subresource::Scale,
         Some("token") if endpoint.issues_tokens() => Subresource::Token,
+        Some("finalize") if endpoint.finalizes() && *method == Method::PUT => Subresource::Finalize,
+        Some("finalize") if endpoint.finalizes() => return Err(ApiError::method_not_allowed()),
         Some(sub) if endpoint.runs_on_a_node(sub) => {
             return Err(ApiError::bad_request(format!(
                 "{} {:?} has no node to {sub}: crdctl serve runs no kubelet, so no pod runs",
@@ -190,19 +191,6 @@ fn endpoint(
         list_kind: format!("{type_kind}List"),
         namespaced,
     };
-    match (path.group.as_str(), path.version.as_str(), resource) {
-        ("", "v1", "namespaces") if path.namespace.is_none() => {
-            return Ok((base(Kind::Namespace, "Namespace", false), Vec::new()));
-        }
-        (CRD_GROUP, "v1", "customresourcedefinitions") if path.namespace.is_none() => {
-            return Ok((Endpoint::crds(), Vec::new()));
-        }
-        ("", "v1", "events") | (event::EVENTS_GROUP, "v1", "events") if path.namespace.is_some() || collection_read => {
-            let shape = if path.group.is_empty() { event::Shape::Core } else { event::Shape::Events };
-            return Ok((base(Kind::Event(shape), "Event", true), Vec::new()));
-        }
-        _ => {}
-    }
     if let Some(built_in) = builtin::find(&path.group, &path.version, resource) {
         match (built_in.namespaced, path.namespace.is_some()) {
             (false, true) => return Err(ApiError::no_route()),

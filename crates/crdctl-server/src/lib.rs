@@ -205,8 +205,7 @@ impl AppState {
             false => store,
         };
         for name in registry::namespace::BUILT_IN {
-            let mut object = registry::namespace::new(name);
-            registry::namespace::prepare_create(&mut object).map_err(|e| StartError::Store(e.message))?;
+            let object = registry::namespace::initial(name);
             let bytes = serde_json::to_vec(&object).map_err(|e| StartError::Store(e.to_string()))?;
             match store.create(&registry::namespace::key(name), bytes).await {
                 Ok(_) | Err(crdctl_storage::StoreError::AlreadyExists { .. }) => {}

@@ -30,7 +30,10 @@ pub(crate) fn parse_path(path: &str) -> Option<RequestInfo> {
     let mut parsed = RequestInfo { group: group.to_string(), ..RequestInfo::default() };
     let Some((version, rest)) = rest.split_first() else { return Some(parsed) };
     parsed.version = version.to_string();
+    // `namespaces/<name>/status` and `…/finalize` are a namespace's subresources, not
+    // resources in it (upstream's `namespaceSubresources`).
     let rest = match rest {
+        ["namespaces", _, "status" | "finalize"] => rest,
         ["namespaces", namespace, rest @ ..] if !rest.is_empty() => {
             parsed.namespace = Some(namespace.to_string());
             rest
@@ -63,6 +66,12 @@ mod tests {
                 name: Some("a".into()),
                 subresource: Some("status".into()),
             }
+        );
+        let status = parse_path("/api/v1/namespaces/team-a/finalize").unwrap();
+        let parsed = (status.namespace.as_deref(), status.resource.as_deref(), status.name.as_deref());
+        assert_eq!(
+            (parsed, status.subresource.as_deref()),
+            ((None, Some("namespaces"), Some("team-a")), Some("finalize"))
         );
         let namespace = parse_path("/api/v1/namespaces/default").unwrap();
         assert_eq!((namespace.resource.as_deref(), namespace.name.as_deref()), (Some("namespaces"), Some("default")));

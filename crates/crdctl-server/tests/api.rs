@@ -754,6 +754,63 @@ async fn namespaces_and_generated_names(backend: Backend) {
     assert!(created.body["metadata"]["name"].as_str().unwrap().starts_with("nightly."));
 }
 
+/// A namespace's own parts, as upstream's namespace strategies write them: the name label, the
+/// `kubernetes` spec finalizer, `spec.finalizers` written only through `finalize`, `status`
+/// through `/status`; a spec finalizer holds a terminating namespace until `finalize` drops it.
+async fn namespace_finalizers_and_subresources(backend: Backend) {
+    let api = Api::on(backend).await;
+    const TEAM: &str = "/api/v1/namespaces/team-f";
+    let namespace = json!({"metadata": {"name": "team-f"}, "spec": {"finalizers": ["example.com/vault"]}});
+    let created = api.post("/api/v1/namespaces", &namespace).await;
+    assert_eq!(created.code, 201, "{created:?}");
+    assert_eq!(created.body["spec"]["finalizers"], json!(["example.com/vault", "kubernetes"]));
+    assert_eq!(created.body["status"], json!({"phase": "Active"}));
+    assert_eq!(created.body["metadata"]["labels"], json!({"kubernetes.io/metadata.name": "team-f"}));
+
+    // The main resource keeps `spec.finalizers` and `status`; `/status` writes only status.
+    let mut changed = created.body.clone();
+    changed["spec"]["finalizers"] = json!([]);
+    changed["status"]["phase"] = json!("Terminating");
+    changed["metadata"]["labels"]["tier"] = json!("gold");
+    let updated = api.put(TEAM, &changed).await;
+    assert_eq!(updated.code, 200, "{updated:?}");
+    assert_eq!(updated.body["spec"]["finalizers"], created.body["spec"]["finalizers"]);
+    assert_eq!(updated.body["status"]["phase"], "Active");
+    assert_eq!(updated.body["metadata"]["labels"]["tier"], "gold");
+    let condition =
+        json!({"status": {"conditions": [{"type": "NamespaceDeletionDiscoveryFailure", "status": "False"}]}});
+    let status = api.patch(&format!("{TEAM}/status"), "application/merge-patch+json", &condition).await;
+    assert_eq!(status.code, 200, "{status:?}");
+    assert_eq!(status.body["status"]["conditions"][0]["status"], "False");
+    assert_eq!(api.get(&format!("{TEAM}/status")).await.body["metadata"]["name"], "team-f");
+    let read = api.get(&format!("{TEAM}/finalize")).await;
+    assert_eq!(read.code, 405, "{read:?}");
+
+    // Deleting empties it and drops `kubernetes`; the other spec finalizer holds it.
+    let deleted = api.delete(TEAM).await;
+    assert_eq!((deleted.code, deleted.body["status"]["phase"].as_str()), (200, Some("Terminating")), "{deleted:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let held = loop {
+        let current = api.get(TEAM).await;
+        assert_eq!(current.code, 200, "held by example.com/vault: {current:?}");
+        if current.body["spec"]["finalizers"] == json!(["example.com/vault"]) {
+            break current.body;
+        }
+        assert!(std::time::Instant::now() < deadline, "the lifecycle drops the kubernetes finalizer: {current:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut finalized = held.clone();
+    finalized["spec"]["finalizers"] = json!([]);
+    let written = api.put(&format!("{TEAM}/finalize"), &finalized).await;
+    assert_eq!(written.code, 200, "{written:?}");
+    assert_eq!(written.body["spec"]["finalizers"], json!([]));
+    assert_eq!(written.body["status"]["phase"], "Terminating");
+    while api.get(TEAM).await.code != 404 {
+        assert!(std::time::Instant::now() < deadline, "the namespace goes once no finalizer holds it");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Events and namespaces as upstream serves them: the type taken from the URL when the body has
 /// none, and the field selectors of each kind (upstream's event `GetAttrs` and
 /// `NamespaceToSelectableFields`), on lists and watches, in both event shapes.
@@ -1431,6 +1488,7 @@ on_each_backend!(
     services,
     built_in_openapi,
     namespaces_and_generated_names,
+    namespace_finalizers_and_subresources,
     built_in_resources,
     built_in_types_and_their_field_selectors,
     crd_lifecycle,

@@ -14,7 +14,7 @@ use crdctl_storage::{ListOptions, Store, StoreError};
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Subject};
-use crate::registry::{CRD_PREFIX, Registry, ServedCrd};
+use crate::registry::{CRD_PREFIX, OnDelete, Registry, ServedCrd};
 
 /// The group of CRDs.
 pub const GROUP: &str = "apiextensions.k8s.io";
@@ -180,7 +180,6 @@ pub fn prepare_create(object: &mut Value, registry: &Registry) -> Result<(), Api
     if !violations.is_empty() {
         return Err(invalid(&name, &violations));
     }
-    crate::object::prepare_create(object, None);
     crate::object::start_generation(object);
     object["status"] = json!({"storedVersions": storage_version(object).into_iter().collect::<Vec<_>>()});
     set_conditions(object, registry);
@@ -246,9 +245,12 @@ pub fn prepare_status_update(new: &mut Value, old: &Value) -> Result<(), ApiErro
     Ok(())
 }
 
-/// Marks a CRD as terminating: `deletionTimestamp` and the `Terminating` condition; the
-/// finalizer then deletes its objects and the CRD.
-pub fn mark_terminating(object: &mut Value) {
+/// A DELETE marks a CRD as terminating: `deletionTimestamp` and the `Terminating` condition;
+/// the finalizer then deletes its objects and the CRD.
+pub fn on_delete(object: &mut Value) -> OnDelete {
+    if crate::object::meta_field(object, "deletionTimestamp").is_some() {
+        return OnDelete::AlreadyMarked;
+    }
     crate::object::meta_mut(object).insert("deletionTimestamp".into(), json!(crate::object::now_timestamp()));
     crate::object::meta_mut(object).remove("resourceVersion");
     let mut conditions: Vec<Value> =
@@ -261,6 +263,7 @@ pub fn mark_terminating(object: &mut Value) {
         "CustomResource deletion is in progress",
     ));
     crate::object::object_mut(object, "status").insert("conditions".into(), Value::Array(conditions));
+    OnDelete::Mark
 }
 
 /// Deletes every object of a terminating CRD, then the CRD. Safe to run more than once (every

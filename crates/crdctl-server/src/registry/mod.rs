@@ -495,6 +495,34 @@ pub fn resource_prefix(prefix: &str) -> Option<String> {
     Some(format!("/registry/{first}/{plural}/"))
 }
 
+/// What a DELETE does to an object (upstream's `RESTDeleteStrategy` with the finalizers of the
+/// object and, for namespaces and CRDs, of their lifecycles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnDelete {
+    /// Nothing holds it: it is removed.
+    Remove,
+    /// It is marked for deletion (the object, changed, is to be written).
+    Mark,
+    /// It was marked before: nothing to write.
+    AlreadyMarked,
+}
+
+/// What a DELETE does to an object its `metadata.finalizers` may hold: marked with
+/// `deletionTimestamp` (a grace period of 0, as nothing runs pods) until its finalizers are gone.
+pub fn on_delete(object: &mut Value) -> OnDelete {
+    if crate::object::finalizers(object).is_empty() {
+        return OnDelete::Remove;
+    }
+    if crate::object::meta_field(object, "deletionTimestamp").is_some() {
+        return OnDelete::AlreadyMarked;
+    }
+    let meta = crate::object::meta_mut(object);
+    meta.insert("deletionTimestamp".into(), Value::String(crate::object::now_timestamp()));
+    meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+    meta.remove("resourceVersion");
+    OnDelete::Mark
+}
+
 /// A stored object with its `resourceVersion`.
 pub fn decode(bytes: &[u8], revision: Revision) -> Option<Value> {
     let mut object: Value = serde_json::from_slice(bytes).ok().filter(Value::is_object)?;

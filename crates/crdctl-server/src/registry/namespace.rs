@@ -3,25 +3,23 @@
 //! `kube-node-lease` always exist and cannot be deleted; objects need an existing namespace that
 //! is not terminating; deleting a namespace marks it `Terminating`, then [`finalize`] deletes
 //! every namespaced object in it — custom resources, events, built-ins — honouring their
-//! finalizers, and removes the namespace once nothing is left. Every namespace has a `default`
+//! finalizers, and removes the namespace once nothing is left and no spec finalizer (written
+//! through the `finalize` subresource) holds it. Every namespace has a `default`
 //! ServiceAccount, as controller-manager makes it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::registry::builtin::BuiltIn;
 use crdctl_storage::{ListOptions, Store, StoreError};
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Subject};
-use crate::registry::Registry;
+use crate::registry::builtin::{BuiltIn, Part};
+use crate::registry::{OnDelete, Registry};
 use crate::selector::{SelectableFields, field_value};
 
 /// Where namespaces are stored.
 pub const PREFIX: &str = "/registry/namespaces/";
-
-/// The verbs of `namespaces`: no `deletecollection`.
-pub const VERBS: [&str; 7] = ["create", "delete", "get", "list", "patch", "update", "watch"];
 
 /// The fields a namespace list can select on (upstream's `NamespaceToSelectableFields`; `name`
 /// is kept there for compatibility).
@@ -46,24 +44,79 @@ pub fn key(name: &str) -> String {
     format!("{PREFIX}{name}")
 }
 
-/// A new namespace object.
-pub fn new(name: &str) -> Value {
-    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+/// The label upstream's defaulting gives every namespace, its name as value, so selectors can
+/// pick namespaces by name.
+const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// The spec finalizer of the namespace lifecycle, removed once the namespace is empty.
+const KUBERNETES_FINALIZER: &str = "kubernetes";
+
+/// A namespace the server makes at start-up, as a create would store it.
+pub fn initial(name: &str) -> Value {
+    let mut object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    default(&mut object, None, Part::Main);
+    crate::object::prepare_create(&mut object, None);
+    object
 }
 
-/// Checks and fills a namespace on create.
-pub fn prepare_create(object: &mut Value) -> Result<(), ApiError> {
-    crate::object::check_type(object, "v1", "Namespace")?;
-    // A namespace's name is a DNS label (`ValidateNamespaceName`), not a subdomain.
-    let errors = crate::object::name_errors(object, crdctl_model::names::dns1123_label_errors);
-    if !errors.is_empty() {
-        let name = crate::object::name(object).to_string();
-        return Err(ApiError::invalid("", "Namespace", &name, &errors));
+/// The namespace strategy's part of a write: the name label always; on create `Active` and the
+/// `kubernetes` spec finalizer (upstream's `PrepareForCreate`); an update of the main resource
+/// keeps `spec.finalizers`, which only `finalize` writes.
+pub fn default(object: &mut Value, old: Option<&Value>, part: Part) {
+    let name = crate::object::name(object).to_string();
+    let labels = crate::object::meta_mut(object).entry("labels").or_insert_with(|| json!({}));
+    if let Some(labels) = labels.as_object_mut() {
+        labels.insert(NAME_LABEL.into(), Value::String(name));
     }
-    crate::object::prepare_create(object, None);
-    object["spec"] = json!({"finalizers": ["kubernetes"]});
-    object["status"] = json!({"phase": "Active"});
-    Ok(())
+    match (old, part) {
+        (None, _) => {
+            let finalizers = crate::object::object_mut(object, "spec").entry("finalizers").or_insert_with(|| json!([]));
+            if let Some(finalizers) = finalizers.as_array_mut()
+                && !finalizers.iter().any(|f| f == KUBERNETES_FINALIZER)
+            {
+                finalizers.push(json!(KUBERNETES_FINALIZER));
+            }
+            crate::object::set(object, "status", json!({"phase": "Active"}));
+        }
+        (Some(old), Part::Main) => {
+            let kept = old.pointer("/spec/finalizers").cloned();
+            let spec = crate::object::object_mut(object, "spec");
+            match kept {
+                Some(finalizers) => spec.insert("finalizers".into(), finalizers),
+                None => spec.remove("finalizers"),
+            };
+        }
+        (Some(_), Part::Status | Part::Finalizers) => {}
+    }
+}
+
+/// Makes `new` `old` with `new`'s `spec.finalizers`: an update through `finalize`.
+pub fn keep_all_but_finalizers(new: &mut Value, old: &Value) {
+    let finalizers = new.pointer("/spec/finalizers").cloned();
+    let mut updated = old.clone();
+    let spec = crate::object::object_mut(&mut updated, "spec");
+    match finalizers {
+        Some(finalizers) => spec.insert("finalizers".into(), finalizers),
+        None => spec.remove("finalizers"),
+    };
+    crate::object::meta_mut(&mut updated).remove("resourceVersion");
+    *new = updated;
+}
+
+/// A DELETE: refused for the built-in four; otherwise the namespace is marked `Terminating`,
+/// and [`finalize`] empties it.
+pub fn on_delete(object: &mut Value) -> Result<OnDelete, ApiError> {
+    let name = crate::object::name(object);
+    if BUILT_IN.contains(&name) {
+        return Err(ApiError::forbidden(subject(name), "this namespace may not be deleted"));
+    }
+    if crate::object::meta_field(object, "deletionTimestamp").is_some() {
+        return Ok(OnDelete::AlreadyMarked);
+    }
+    crate::object::meta_mut(object).insert("deletionTimestamp".into(), json!(crate::object::now_timestamp()));
+    crate::object::meta_mut(object).remove("resourceVersion");
+    crate::object::set(object, "status", json!({"phase": "Terminating"}));
+    Ok(OnDelete::Mark)
 }
 
 /// The `default` ServiceAccount every namespace gets, as controller-manager's serviceaccounts
@@ -79,13 +132,6 @@ pub async fn create_default_service_account(store: &dyn Store, namespace: &str) 
     }
 }
 
-/// Marks a namespace as terminating: `deletionTimestamp`, `status.phase: Terminating`.
-pub fn mark_terminating(object: &mut Value) {
-    crate::object::meta_mut(object).insert("deletionTimestamp".into(), json!(crate::object::now_timestamp()));
-    crate::object::meta_mut(object).remove("resourceVersion");
-    crate::object::set(object, "status", json!({"phase": "Terminating"}));
-}
-
 /// How soon a terminating namespace looks again at what is left in it; the wait doubles, up to
 /// [`RECHECK_AT_MOST`], while objects held by finalizers stay.
 const RECHECK: Duration = Duration::from_millis(100);
@@ -93,13 +139,14 @@ const RECHECK_AT_MOST: Duration = Duration::from_secs(2);
 
 /// Empties the terminating namespace `name`, then deletes it: objects without finalizers are
 /// deleted, objects with finalizers are marked for deletion and waited for (their controllers
-/// remove the finalizers). Safe to run more than once, and resumed at start-up.
+/// remove the finalizers); then the `kubernetes` spec finalizer goes, and the namespace once
+/// no other finalizer holds it. Safe to run more than once, and resumed at start-up.
 pub async fn finalize(store: Arc<dyn Store>, registry: Registry, name: String) {
     let mut wait = RECHECK;
     loop {
-        match remaining(&*store, &registry, &name).await {
-            Ok(0) => break,
-            Ok(_) => {}
+        match finalized(&*store, &registry, &name).await {
+            Ok(true) => break,
+            Ok(false) => {}
             Err(err) => {
                 tracing::warn!(namespace = %name, error = %err, "cannot empty a terminating namespace; retrying")
             }
@@ -107,9 +154,38 @@ pub async fn finalize(store: Arc<dyn Store>, registry: Registry, name: String) {
         tokio::time::sleep(wait).await;
         wait = (wait * 2).min(RECHECK_AT_MOST);
     }
-    match store.delete(&key(&name), None).await {
-        Ok(_) | Err(StoreError::NotFound { .. }) => tracing::info!(namespace = %name, "namespace deleted"),
-        Err(err) => tracing::warn!(namespace = %name, error = %err, "cannot delete the namespace"),
+}
+
+/// One pass of [`finalize`]; whether the namespace is gone.
+async fn finalized(store: &dyn Store, registry: &Registry, name: &str) -> Result<bool, StoreError> {
+    if remaining(store, registry, name).await? > 0 {
+        return Ok(false);
+    }
+    let Some(entry) = store.get(&key(name)).await? else { return Ok(true) };
+    let Some(mut namespace) = crate::registry::decode(&entry.value, entry.mod_revision) else { return Ok(false) };
+    let mut revision = entry.mod_revision;
+    let finalizers = namespace.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut);
+    if let Some(finalizers) = finalizers.filter(|f| f.iter().any(|f| f == KUBERNETES_FINALIZER)) {
+        finalizers.retain(|f| f != KUBERNETES_FINALIZER);
+        crate::object::meta_mut(&mut namespace).remove("resourceVersion");
+        match store.update(&key(name), serde_json::to_vec(&namespace).unwrap_or_default(), revision).await {
+            Ok(entry) => revision = entry.mod_revision,
+            Err(StoreError::NotFound { .. }) => return Ok(true),
+            Err(StoreError::Conflict { .. }) => return Ok(false),
+            Err(err) => return Err(err),
+        }
+    }
+    let held_by_spec = namespace.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+    if held_by_spec || !crate::object::finalizers(&namespace).is_empty() {
+        return Ok(false);
+    }
+    match store.delete(&key(name), Some(revision)).await {
+        Ok(_) | Err(StoreError::NotFound { .. }) => {
+            tracing::info!(namespace = %name, "namespace deleted");
+            Ok(true)
+        }
+        Err(StoreError::Conflict { .. }) => Ok(false),
+        Err(err) => Err(err),
     }
 }
 
@@ -118,9 +194,7 @@ async fn remaining(store: &dyn Store, registry: &Registry, namespace: &str) -> R
     let crds = registry.all();
     let mut prefixes: Vec<(String, Option<&BuiltIn>)> =
         crds.values().filter(|crd| crd.namespaced()).map(|crd| (crd.prefix(Some(namespace)), None)).collect();
-    prefixes.push((crate::registry::event::prefix(Some(namespace)), None));
-    let built_in =
-        crate::registry::builtin::RESOURCES.iter().filter(|resource| resource.namespaced && resource.stored());
+    let built_in = crate::registry::builtin::RESOURCES.iter().filter(|r| r.namespaced && r.owns_storage());
     prefixes.extend(built_in.map(|resource| (resource.namespace_prefix(Some(namespace)), Some(resource))));
     let mut left = 0;
     for (prefix, built_in) in prefixes {
@@ -141,11 +215,7 @@ async fn remaining(store: &dyn Store, registry: &Registry, namespace: &str) -> R
                 continue;
             }
             left += 1;
-            if crate::object::meta_field(&object, "deletionTimestamp").is_none() {
-                let meta = crate::object::meta_mut(&mut object);
-                meta.insert("deletionTimestamp".into(), json!(crate::object::now_timestamp()));
-                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-                meta.remove("resourceVersion");
+            if crate::registry::on_delete(&mut object) == OnDelete::Mark {
                 let bytes = serde_json::to_vec(&object).unwrap_or_default();
                 match store.update(&entry.key, bytes, entry.mod_revision).await {
                     Ok(_) | Err(StoreError::NotFound { .. } | StoreError::Conflict { .. }) => {}

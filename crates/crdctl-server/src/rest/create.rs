@@ -9,8 +9,9 @@ use crate::AppState;
 use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
+use crate::registry::builtin::Written;
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
-use crate::registry::{crd, custom_resource, event, namespace};
+use crate::registry::{custom_resource, namespace};
 
 use super::update::Subresource;
 use super::{Body, Endpoint, Kind, Params, Reply, decode_entry, encode, store_error, without_managed_fields};
@@ -58,11 +59,9 @@ pub async fn create(
     let admitted_name = crate::object::name(&object).to_string();
     let admission = endpoint.admission(Operation::Create, &admitted_name, "", Some(params));
     warnings.extend(admission::mutate(state, &admission, &mut object, None).await?);
+    let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
     match &endpoint.kind {
-        Kind::Namespace => namespace::prepare_create(&mut object)?,
-        Kind::Crd => crd::prepare_create(&mut object, &state.registry)?,
         Kind::Custom(served) => {
-            let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
             warnings.extend(custom_resource::admit(
                 &mut object,
                 None,
@@ -72,18 +71,8 @@ pub async fn create(
             )?);
             custom_resource::prepare_create(&mut object, served, &endpoint.version, endpoint.namespace.as_deref());
         }
-        Kind::Event(shape) => {
-            object = event::to_storage(object, *shape)?;
-            let violations = crate::object::subdomain_name_errors(&object);
-            if !violations.is_empty() {
-                let name = crate::object::name(&object).to_string();
-                return Err(ApiError::invalid(&endpoint.group, "Event", &name, &violations));
-            }
-            crate::object::prepare_create(&mut object, endpoint.namespace.as_deref());
-        }
         Kind::BuiltIn(resource) => {
-            let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
-            warnings.extend(resource.prepare_create(&mut object, field_validation)?);
+            warnings.extend(resource.admit_create(state, &mut object, field_validation)?);
             crate::object::prepare_create(&mut object, endpoint.namespace.as_deref());
             super::observe(state, resource, &mut object);
         }
@@ -102,7 +91,6 @@ pub async fn create(
     let mut stored = match &endpoint.kind {
         Kind::Custom(served) => served.to_storage(object).await?,
         Kind::BuiltIn(resource) => resource.to_storage(object),
-        _ => object,
     };
     if params.dry_run.is_some() {
         let body = endpoint.present_one(stored).await?;
@@ -137,10 +125,8 @@ pub async fn create(
             (Ok(entry), _) => break entry,
         }
     };
-    match endpoint.kind {
-        Kind::Crd => state.registry.wait_for(entry.mod_revision).await,
-        Kind::Namespace => namespace::create_default_service_account(&*state.store, &name).await,
-        _ => {}
+    if let Kind::BuiltIn(resource) = endpoint.kind {
+        resource.after_write(state, Written::Created(&name), entry.mod_revision).await;
     }
     let body = endpoint.present_created(stored, &entry).await?;
     Ok(Reply::with_warnings(StatusCode::CREATED, body, warnings))

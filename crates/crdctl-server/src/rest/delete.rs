@@ -1,8 +1,6 @@
 //! delete and deletecollection: preconditions, finalizers (an object they hold is marked, not
 //! removed), the namespace and CRD lifecycles, and what a deleted object gives back.
 
-use std::sync::Arc;
-
 use axum::http::StatusCode;
 use crdctl_conversion::Shape;
 use crdctl_storage::StoreError;
@@ -11,7 +9,8 @@ use serde_json::{Value, json};
 use crate::AppState;
 use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult};
-use crate::registry::{crd, namespace};
+use crate::registry::OnDelete;
+use crate::registry::builtin::Written;
 
 use super::read::read_list;
 use super::{Endpoint, Kind, Params, Reply, UPDATE_RETRY_FOR, check_preconditions, decode_entry, encode, store_error};
@@ -28,38 +27,10 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
         let admission = endpoint.admission(Operation::Delete, name, "", None);
         let seen = async { Ok(endpoint.present(vec![object.clone()], Shape::Object).await?.pop()) };
         admission::validate_delete(state, &admission, seen).await?;
-        let result = match &endpoint.kind {
-            Kind::Crd => {
-                if crate::object::meta_field(&object, "deletionTimestamp").is_none() {
-                    crd::mark_terminating(&mut object);
-                }
-                state.store.update(&key, encode(&object)?, current.mod_revision).await.map(Some)
-            }
-            Kind::Namespace => {
-                if namespace::BUILT_IN.contains(&name) {
-                    return Err(ApiError::forbidden(endpoint.subject(name), "this namespace may not be deleted"));
-                }
-                if crate::object::meta_field(&object, "deletionTimestamp").is_some() {
-                    return Ok(Reply::ok(endpoint.present_entry(&current).await?));
-                }
-                namespace::mark_terminating(&mut object);
-                let marked = state.store.update(&key, encode(&object)?, current.mod_revision).await;
-                if marked.is_ok() {
-                    let (store, registry) = (Arc::clone(&state.store), state.registry.clone());
-                    tokio::spawn(namespace::finalize(store, registry, name.to_string()));
-                }
-                marked.map(Some)
-            }
-            Kind::Custom(_) | Kind::Event(_) | Kind::BuiltIn(_) if !crate::object::finalizers(&object).is_empty() => {
-                if crate::object::meta_field(&object, "deletionTimestamp").is_some() {
-                    return Ok(Reply::ok(endpoint.present_entry(&current).await?));
-                }
-                crate::object::meta_mut(&mut object)
-                    .insert("deletionTimestamp".into(), json!(crate::object::now_timestamp()));
-                crate::object::meta_mut(&mut object).insert("deletionGracePeriodSeconds".into(), json!(0));
-                state.store.update(&key, encode(&object)?, current.mod_revision).await.map(Some)
-            }
-            Kind::Custom(_) | Kind::Event(_) | Kind::BuiltIn(_) => {
+        let result = match endpoint.on_delete(&mut object)? {
+            OnDelete::AlreadyMarked => return Ok(Reply::ok(endpoint.present_entry(&current).await?)),
+            OnDelete::Mark => state.store.update(&key, encode(&object)?, current.mod_revision).await.map(Some),
+            OnDelete::Remove => {
                 let deleted = state.store.delete(&key, Some(current.mod_revision)).await;
                 if deleted.is_ok() {
                     endpoint.release(state, &object, None).await;
@@ -69,8 +40,8 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
         };
         match result {
             Ok(Some(entry)) => {
-                if matches!(endpoint.kind, Kind::Crd) {
-                    state.registry.wait_for(entry.mod_revision).await;
+                if let Kind::BuiltIn(resource) = endpoint.kind {
+                    resource.after_write(state, Written::Marked(name), entry.mod_revision).await;
                 }
                 return Ok(Reply::ok(endpoint.present_entry(&entry).await?));
             }

@@ -20,9 +20,9 @@ use crate::admission;
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
 use crate::registry::builtin::service::{self, Reserved};
-use crate::registry::builtin::{BuiltIn, Strategy, Subresource as BuiltInSubresource};
+use crate::registry::builtin::{BuiltIn, CUSTOM_RESOURCE_DEFINITIONS, Strategy, Subresource as BuiltInSubresource};
 use crate::registry::scale;
-use crate::registry::{Items, ServedCrd, crd, event, namespace};
+use crate::registry::{Items, OnDelete, ServedCrd};
 use crate::selector::{FieldSelector, SelectableFields};
 use crate::table::Column;
 
@@ -44,15 +44,9 @@ const UPDATE_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(30)
 /// What kind of resource a request addresses.
 #[derive(Debug, Clone)]
 pub enum Kind {
-    /// Core `v1` namespaces.
-    Namespace,
-    /// `apiextensions.k8s.io/v1` CustomResourceDefinitions.
-    Crd,
     /// Objects of a CRD, at a served version.
     Custom(Arc<ServedCrd>),
-    /// Events, in the core `v1` or the `events.k8s.io/v1` shape.
-    Event(event::Shape),
-    /// A resource of the built-in table.
+    /// A resource of the built-in table (CRDs, namespaces and events included).
     BuiltIn(&'static BuiltIn),
 }
 
@@ -201,18 +195,23 @@ impl Reply {
 }
 
 impl Endpoint {
+    /// A resource of the built-in table, in `namespace` or across all.
+    pub fn built_in(resource: &'static BuiltIn, namespace: Option<String>) -> Endpoint {
+        Endpoint {
+            kind: Kind::BuiltIn(resource),
+            group: resource.group.into(),
+            version: resource.version.into(),
+            resource: resource.resource.into(),
+            namespace,
+            type_kind: resource.kind.into(),
+            list_kind: format!("{}List", resource.kind),
+            namespaced: resource.namespaced,
+        }
+    }
+
     /// `apiextensions.k8s.io/v1` CustomResourceDefinitions.
     pub fn crds() -> Endpoint {
-        Endpoint {
-            kind: Kind::Crd,
-            group: crd::GROUP.into(),
-            version: "v1".into(),
-            resource: "customresourcedefinitions".into(),
-            namespace: None,
-            type_kind: "CustomResourceDefinition".into(),
-            list_kind: "CustomResourceDefinitionList".into(),
-            namespaced: false,
-        }
+        Endpoint::built_in(&CUSTOM_RESOURCE_DEFINITIONS, None)
     }
 
     /// `v1`, `apiextensions.k8s.io/v1`, `<group>/<version>`.
@@ -249,22 +248,13 @@ impl Endpoint {
 
     /// The store key of object `name` in the request's namespace.
     pub fn key(&self, name: &str) -> String {
-        match &self.kind {
-            Kind::Namespace => namespace::key(name),
-            Kind::Crd => crd::key(name),
-            Kind::Custom(served) => format!("{}{name}", served.prefix(self.namespace.as_deref())),
-            Kind::Event(_) => event::key(self.namespace.as_deref(), name),
-            Kind::BuiltIn(resource) => format!("{}{name}", resource.namespace_prefix(self.namespace.as_deref())),
-        }
+        format!("{}{name}", self.prefix())
     }
 
     /// The store prefix a list or watch reads.
     pub fn prefix(&self) -> String {
         match &self.kind {
-            Kind::Namespace => namespace::PREFIX.to_string(),
-            Kind::Crd => crate::registry::CRD_PREFIX.to_string(),
             Kind::Custom(served) => served.prefix(self.namespace.as_deref()),
-            Kind::Event(_) => event::prefix(self.namespace.as_deref()),
             Kind::BuiltIn(resource) => resource.namespace_prefix(self.namespace.as_deref()),
         }
     }
@@ -272,30 +262,29 @@ impl Endpoint {
     /// The schema upstream's OpenAPI document gives a built-in kind (`None` for custom
     /// resources, whose schema is their CRD's).
     pub fn built_in_schema(&self) -> Option<&'static crdctl_schema::Schema> {
-        use crate::registry::builtin::documents::compiled;
         match &self.kind {
             Kind::BuiltIn(resource) => resource.schema(),
-            Kind::Namespace => compiled("", "v1", "Namespace"),
-            Kind::Crd => compiled("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-            Kind::Event(event::Shape::Core) => compiled("", "v1", "Event"),
-            Kind::Event(event::Shape::Events) => compiled("events.k8s.io", "v1", "Event"),
             Kind::Custom(_) => None,
         }
     }
 
-    /// What a write at `subresource` may own in `managedFields`; events keep none.
+    /// What a write at `subresource` may own in `managedFields`; events keep none. CRDs are
+    /// managed untyped (their schema nests itself).
     pub fn field_scope(&self, subresource: Subresource) -> Option<fieldmanager::Scope<'_>> {
         let sub = match subresource {
             Subresource::Main => "",
             Subresource::Status => "status",
             Subresource::Scale => "scale",
+            Subresource::Finalize => "finalize",
             Subresource::Token => return None,
         };
         let schema = match &self.kind {
             Kind::Custom(served) => served.schema(&self.version),
-            Kind::BuiltIn(resource) => resource.schema(),
-            Kind::Crd | Kind::Namespace => None,
-            Kind::Event(_) => return None,
+            Kind::BuiltIn(resource) => match resource.strategy {
+                Strategy::Event => return None,
+                Strategy::CustomResourceDefinition => None,
+                _ => resource.schema(),
+            },
         };
         Some(fieldmanager::Scope {
             schema,
@@ -331,9 +320,8 @@ impl Endpoint {
     /// Whether the resource has a verb, as discovery lists it.
     pub fn allows(&self, verb: &str) -> bool {
         match &self.kind {
-            Kind::Namespace => namespace::VERBS.contains(&verb),
             Kind::BuiltIn(resource) => resource.verbs.contains(&verb),
-            Kind::Crd | Kind::Custom(_) | Kind::Event(_) => true,
+            Kind::Custom(_) => true,
         }
     }
 
@@ -357,8 +345,30 @@ impl Endpoint {
 
     /// Whether objects have a protobuf message (built-in kinds, not custom resources or CRDs).
     pub fn speaks_protobuf(&self) -> bool {
-        !matches!(self.kind, Kind::Custom(_) | Kind::Crd)
+        matches!(&self.kind, Kind::BuiltIn(resource) if !matches!(resource.strategy, Strategy::CustomResourceDefinition))
             && crate::protobuf::message(&self.api_version(), &self.type_kind).is_some()
+    }
+
+    /// Whether an object marked for deletion goes once its `metadata.finalizers` are gone
+    /// (not namespaces and CRDs: their lifecycles remove them).
+    pub fn removed_when_finalized(&self) -> bool {
+        match &self.kind {
+            Kind::BuiltIn(resource) => resource.removed_when_finalized(),
+            Kind::Custom(_) => true,
+        }
+    }
+
+    /// What a DELETE does to `object`; marks it when something holds it.
+    pub fn on_delete(&self, object: &mut Value) -> ApiResult<OnDelete> {
+        match &self.kind {
+            Kind::BuiltIn(resource) => resource.on_delete(object),
+            Kind::Custom(_) => Ok(crate::registry::on_delete(object)),
+        }
+    }
+
+    /// Whether `namespaces/<name>/finalize` is addressed.
+    pub fn finalizes(&self) -> bool {
+        matches!(&self.kind, Kind::BuiltIn(resource) if resource.has(BuiltInSubresource::Finalize))
     }
 
     /// Whether objects issue tokens (ServiceAccounts' `token` subresource).
@@ -387,19 +397,15 @@ impl Endpoint {
     pub fn has_status(&self) -> bool {
         match &self.kind {
             Kind::Custom(served) => served.has_status(&self.version),
-            Kind::Crd | Kind::Namespace => true,
             Kind::BuiltIn(resource) => resource.has(BuiltInSubresource::Status),
-            Kind::Event(_) => false,
         }
     }
 
     /// The field selector of a list or watch of this resource.
     pub fn field_selector(&self, params: &Params) -> ApiResult<FieldSelector> {
         let fields = match &self.kind {
-            Kind::Namespace => namespace::SELECTABLE_FIELDS,
-            Kind::Event(_) => event::SELECTABLE_FIELDS,
             Kind::BuiltIn(resource) => resource.fields,
-            Kind::Crd | Kind::Custom(_) => SelectableFields::METADATA,
+            Kind::Custom(_) => SelectableFields::METADATA,
         };
         FieldSelector::parse(params.field_selector.as_deref().unwrap_or_default(), self.namespaced, fields)
     }
@@ -409,7 +415,6 @@ impl Endpoint {
         match &self.kind {
             Kind::Custom(served) => crate::table::custom_resource_columns(served.printer_columns(&self.version)),
             Kind::BuiltIn(resource) => (resource.columns)(),
-            Kind::Crd | Kind::Namespace | Kind::Event(_) => crate::table::created_at_columns(),
         }
     }
 
@@ -423,12 +428,8 @@ impl Endpoint {
     pub async fn present_items(&self, objects: Vec<Value>, shape: Shape) -> ApiResult<Items> {
         match &self.kind {
             Kind::Custom(served) => served.read_items_as(objects, &self.version, shape).await,
-            Kind::Crd | Kind::Namespace => Ok(Items::Values(objects)),
             Kind::BuiltIn(resource) => {
                 Ok(Items::Values(objects.into_iter().map(|object| resource.from_storage(object)).collect()))
-            }
-            Kind::Event(shape) => {
-                Ok(Items::Values(objects.into_iter().map(|object| event::present(object, *shape)).collect()))
             }
         }
     }

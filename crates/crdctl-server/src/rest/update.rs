@@ -15,9 +15,10 @@ use crate::fieldmanager;
 use crate::negotiate::{BodyType, PATCH_TYPES};
 use crate::registry::builtin::documents::compiled_in;
 use crate::registry::builtin::service::Reserved;
+use crate::registry::builtin::{Part, Written};
+use crate::registry::custom_resource;
 use crate::registry::scale;
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
-use crate::registry::{crd, custom_resource, event};
 
 use super::create::{Managed, create};
 use super::{Endpoint, Kind, Params, Reply, UPDATE_RETRY_FOR, encode, store_error, without_managed_fields};
@@ -41,6 +42,8 @@ pub enum Subresource {
     Scale,
     /// `/token` of a ServiceAccount: a `TokenRequest` is created.
     Token,
+    /// `/finalize` of a namespace: only `spec.finalizers` changes.
+    Finalize,
 }
 
 /// PUT or PATCH of the main resource, `/status` or `/scale`: read, compute, admit,
@@ -53,7 +56,6 @@ pub async fn update(
     subresource: Subresource,
     params: &Params,
 ) -> ApiResult<Reply> {
-    let status = subresource == Subresource::Status;
     let deadline = std::time::Instant::now() + UPDATE_RETRY_FOR;
     while std::time::Instant::now() < deadline {
         let key = endpoint.key(name);
@@ -130,20 +132,26 @@ pub async fn update(
         let subresource_name = match subresource {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
+            Subresource::Finalize => "finalize",
             Subresource::Main | Subresource::Token => "",
         };
         let admission = endpoint.admission(Operation::Update, name, subresource_name, Some(params));
         let mut new = new;
         let mut warnings = admission::mutate(state, &admission, &mut new, Some(&old)).await?;
+        let part = match subresource {
+            Subresource::Status => Part::Status,
+            Subresource::Finalize => Part::Finalizers,
+            Subresource::Main | Subresource::Scale | Subresource::Token => Part::Main,
+        };
         let (mut stored, admitted) =
-            admit_update(state, endpoint, new, &old, status, (params, decoded), &admission).await?;
+            admit_update(state, endpoint, new, &old, part, (params, decoded), &admission).await?;
         warnings.extend(admitted);
         if params.dry_run.is_some() {
             return Ok(Reply::with_warnings(StatusCode::OK, endpoint.present_one(stored).await?, warnings));
         }
         let deleting = crate::object::meta_field(&stored, "deletionTimestamp").is_some()
             && crate::object::finalizers(&stored).is_empty()
-            && !matches!(endpoint.kind, Kind::Crd | Kind::Namespace);
+            && endpoint.removed_when_finalized();
         let reserved =
             if deleting { Reserved::default() } else { endpoint.reserve(state, &mut stored, Some(&old)).await? };
         let kept = (!deleting).then(|| stored.clone());
@@ -175,8 +183,8 @@ pub async fn update(
         match result {
             Ok(entry) => {
                 let entry = entry.ok_or_else(|| ApiError::internal("the store returned no object"))?;
-                if matches!(endpoint.kind, Kind::Crd) {
-                    state.registry.wait_for(entry.mod_revision).await;
+                if let Kind::BuiltIn(resource) = endpoint.kind {
+                    resource.after_write(state, Written::Updated, entry.mod_revision).await;
                 }
                 return Ok(Reply::of(StatusCode::OK, endpoint.reply_entry(&entry).await?, warnings));
             }
@@ -256,50 +264,35 @@ async fn admit_update(
     endpoint: &Endpoint,
     mut new: Value,
     old: &Value,
-    status: bool,
+    part: Part,
     (params, decoded): (&Params, Decoded<'_>),
     admission: &admission::Request<'_>,
 ) -> ApiResult<(Value, Vec<String>)> {
-    let mut warnings = Vec::new();
-    match (&endpoint.kind, status) {
-        (Kind::Namespace, _) => {
-            crate::object::check_type(&mut new, "v1", "Namespace")?;
-            crate::object::keep_server_fields(&mut new, old);
-            crate::object::set(&mut new, "status", old.get("status").cloned().unwrap_or_else(|| json!({})));
-        }
-        (Kind::Crd, false) => {
-            let registry = (&*state.store, &state.registry);
-            warnings = crd::prepare_update(&mut new, old, registry, state.config.upgrade_safety).await?;
-        }
-        (Kind::Crd, true) => crd::prepare_status_update(&mut new, old)?,
-        (Kind::Event(shape), _) => {
-            new = event::to_storage(new, *shape)?;
-            crate::object::keep_server_fields(&mut new, old);
-        }
-        (Kind::BuiltIn(resource), _) => {
-            let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
-            warnings = resource.prepare_update(&mut new, old, status, (field_validation, decoded))?;
-            if !status {
+    let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
+    let mut warnings = match &endpoint.kind {
+        Kind::BuiltIn(resource) => {
+            let warnings = resource.admit_update(state, &mut new, old, part, (field_validation, decoded)).await?;
+            if part == Part::Main {
                 super::observe(state, resource, &mut new);
             }
+            warnings
         }
-        (Kind::Custom(served), _) => {
-            let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
-            warnings =
+        Kind::Custom(served) => {
+            let warnings =
                 custom_resource::admit(&mut new, Some(old), served, &endpoint.version, (field_validation, decoded))?;
-            if status {
+            if part == Part::Status {
                 crate::object::keep_all_but_status(&mut new, old);
             } else {
                 custom_resource::prepare_update(&mut new, old, served, &endpoint.version);
             }
+            warnings
         }
-    }
+    };
     let validated = admission::validate(state, admission, Some(&new), Some(old)).await;
     warnings.extend(validated.map_err(|err| err.after_warnings(&warnings))?);
     let new = match &endpoint.kind {
         Kind::BuiltIn(resource) => resource.to_storage(new),
         Kind::Custom(served) => served.to_storage(new).await?,
-        _ => new,
     };
     Ok((new, warnings))
 }

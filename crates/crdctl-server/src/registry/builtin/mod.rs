@@ -1,9 +1,11 @@
 //! Built-in resources served from one table ([`RESOURCES`], in `table.rs`): each row says what
 //! upstream's discovery and registry say of a resource (group, version, names, scope, verbs,
 //! subresources, the fields a field selector can name, whether it tracks `generation`, where it
-//! is stored) and which [`Strategy`] writes it. Routing, the verb check, discovery, field
-//! selectors and namespace cleanup read the table; adding a kind is one row, plus a strategy when
-//! it has upstream behaviour of its own.
+//! is stored) and which [`Strategy`] writes it. Namespaces, Events and CRDs are rows like the
+//! others; their lifecycles are strategies ([`super::namespace`], [`super::event`],
+//! [`super::crd`]). Routing, the verb check, discovery, field selectors and namespace cleanup
+//! read the table; adding a kind is one row, plus a strategy when it has upstream behaviour of
+//! its own.
 //!
 //! Every write is decoded as upstream's typed decoder would: the type defaulted from the URL,
 //! a body value of the wrong JSON type refused with Go's error (`go_decode.rs`), `null` fields
@@ -28,14 +30,17 @@ mod workload;
 
 use crdctl_model::field;
 use crdctl_schema::Schema;
+use crdctl_storage::Revision;
 use serde_json::Value;
 
+use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
+use crate::registry::{OnDelete, crd, namespace};
 use crate::selector::SelectableFields;
 use crate::table::Column;
 
-pub use table::RESOURCES;
+pub use table::{CUSTOM_RESOURCE_DEFINITIONS, RESOURCES};
 
 /// One built-in resource at one version.
 #[derive(Debug)]
@@ -81,6 +86,8 @@ pub struct BuiltIn {
 /// The version a resource's objects are stored in, and the conversions to and from it.
 #[derive(Debug, Clone, Copy)]
 pub struct StoredAs {
+    /// The storage version's group (`events.k8s.io` Events are stored as core ones).
+    pub group: &'static str,
     /// The storage version.
     pub version: &'static str,
     /// An object at the row's version, converted to the storage version.
@@ -98,6 +105,8 @@ pub enum Subresource {
     Scale,
     /// `serviceaccounts/<name>/token`: a `TokenRequest` answered with a signed token.
     Token,
+    /// `namespaces/<name>/finalize`: writes there change only `spec.finalizers`.
+    Finalize,
     /// What only a kubelet can answer (`pods/exec`, `log`, `attach`, `portforward`, `proxy`,
     /// `nodes/proxy`, `services/proxy`): refused with a `Status` that says no node runs pods.
     Node(&'static str),
@@ -110,6 +119,7 @@ impl Subresource {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
             Subresource::Token => "token",
+            Subresource::Finalize => "finalize",
             Subresource::Node(name) => name,
         }
     }
@@ -120,6 +130,7 @@ impl Subresource {
             Subresource::Status | Subresource::Scale => &["get", "patch", "update"],
             Subresource::Node("log") => &["get"],
             Subresource::Token => &["create"],
+            Subresource::Finalize => &["update"],
             Subresource::Node(_) => &["create", "get"],
         }
     }
@@ -133,7 +144,7 @@ impl Subresource {
             Subresource::Node("attach") => Some(("", "v1", "PodAttachOptions")),
             Subresource::Node("portforward") => Some(("", "v1", "PodPortForwardOptions")),
             Subresource::Node("proxy") => Some(("", "v1", "PodProxyOptions")),
-            Subresource::Status | Subresource::Node(_) => None,
+            Subresource::Status | Subresource::Finalize | Subresource::Node(_) => None,
         }
     }
 }
@@ -166,6 +177,36 @@ pub enum Strategy {
     AdmissionPolicy,
     /// A HorizontalPodAutoscaler: `minReplicas`, and in v2 the default CPU metric and behavior.
     HorizontalPodAutoscaler,
+    /// A Namespace: `Active` when created, `spec.finalizers` written through `finalize` only,
+    /// the built-in four kept, deletion emptying it first ([`super::namespace`]).
+    Namespace,
+    /// An Event, of either group ([`super::event`]): kept without `managedFields`.
+    Event,
+    /// A CustomResourceDefinition ([`super::crd`]): decoded by the CRD model rather than the
+    /// generic decoder, status kept by the server, the upgrade-safety gate, the cleanup finalizer.
+    CustomResourceDefinition,
+}
+
+/// Which part of an object a write changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// Everything but what subresources own (`status`).
+    Main,
+    /// `status`, through `/status`.
+    Status,
+    /// `spec.finalizers` of a namespace, through `/finalize`.
+    Finalizers,
+}
+
+/// What a write did, for the strategy's after-effects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written<'a> {
+    /// The object `name` was created.
+    Created(&'a str),
+    /// It was updated.
+    Updated,
+    /// It was marked for deletion.
+    Marked(&'a str),
 }
 
 /// The resource `resource` of `group`/`version`, if built in.
@@ -213,6 +254,12 @@ impl BuiltIn {
         !matches!(self.strategy, Strategy::Review(_))
     }
 
+    /// Whether this row's prefix holds its resource's objects: stored, and not another version
+    /// of a resource whose storage row is another.
+    pub fn owns_storage(&self) -> bool {
+        self.stored() && self.stored_as.is_none()
+    }
+
     /// Whether the resource has `subresource`.
     pub fn has(&self, subresource: Subresource) -> bool {
         self.subresources.contains(&subresource)
@@ -245,6 +292,21 @@ impl BuiltIn {
         Ok(Some(answered))
     }
 
+    /// A created object through the strategy: CRDs through the CRD model, the others
+    /// [`BuiltIn::prepare_create`]; returns the warnings to send.
+    pub fn admit_create(
+        &'static self,
+        state: &AppState,
+        object: &mut Value,
+        validation: FieldValidation,
+    ) -> ApiResult<Vec<String>> {
+        if let Strategy::CustomResourceDefinition = self.strategy {
+            crd::prepare_create(object, &state.registry)?;
+            return Ok(Vec::new());
+        }
+        self.prepare_create(object, validation)
+    }
+
     /// Decodes, defaults and validates a created object (upstream's decoder, then
     /// `BeforeCreate`); returns the warnings to send.
     pub fn prepare_create(&'static self, object: &mut Value, validation: FieldValidation) -> ApiResult<Vec<String>> {
@@ -253,7 +315,7 @@ impl BuiltIn {
             crate::object::fields_mut(object).remove("status");
         }
         let mut errors = crate::object::name_errors(object, self.name_rule);
-        errors.extend(self.write(object, None, false)?);
+        errors.extend(self.write(object, None, Part::Main)?);
         self.refuse(object, errors)?;
         if self.generation {
             crate::object::start_generation(object);
@@ -261,30 +323,84 @@ impl BuiltIn {
         Ok(warnings)
     }
 
-    /// Decodes, defaults and validates a replacement of `old` (`BeforeUpdate`); at `/status`
-    /// only `status` changes, elsewhere everything but `status` (when it is a subresource).
+    /// A replacement of `old` changing `part` of it through the strategy: CRDs through the CRD
+    /// model and the upgrade-safety gate, the others [`BuiltIn::prepare_update`]; returns the
+    /// warnings to send.
+    pub async fn admit_update(
+        &'static self,
+        state: &AppState,
+        object: &mut Value,
+        old: &Value,
+        part: Part,
+        decoding: (FieldValidation, Decoded<'_>),
+    ) -> ApiResult<Vec<String>> {
+        if let Strategy::CustomResourceDefinition = self.strategy {
+            let gate = (&*state.store, &state.registry);
+            return match part {
+                Part::Status => crd::prepare_status_update(object, old).map(|()| Vec::new()),
+                _ => crd::prepare_update(object, old, gate, state.config.upgrade_safety).await,
+            };
+        }
+        self.prepare_update(object, old, part, decoding)
+    }
+
+    /// Decodes, defaults and validates a replacement of `old` (`BeforeUpdate`) changing `part`
+    /// of it, the rest kept from `old`; returns the warnings to send.
     pub fn prepare_update(
         &'static self,
         object: &mut Value,
         old: &Value,
-        status: bool,
-        (validation, decoded): (FieldValidation, Decoded),
+        part: Part,
+        (validation, decoded): (FieldValidation, Decoded<'_>),
     ) -> ApiResult<Vec<String>> {
         let warnings = self.decode(object, validation, decoded)?;
-        if status {
-            crate::object::keep_all_but_status(object, old);
-        } else {
-            crate::object::keep_server_fields(object, old);
-            if self.has(Subresource::Status) {
-                crate::object::keep_status(object, old);
+        match part {
+            Part::Status => crate::object::keep_all_but_status(object, old),
+            Part::Finalizers => namespace::keep_all_but_finalizers(object, old),
+            Part::Main => {
+                crate::object::keep_server_fields(object, old);
+                if self.has(Subresource::Status) {
+                    crate::object::keep_status(object, old);
+                }
             }
         }
-        let errors = self.write(object, Some(old), status)?;
+        let errors = self.write(object, Some(old), part)?;
         self.refuse(object, errors)?;
         if self.generation {
             crate::object::count_generation(object, old, self.has(Subresource::Status));
         }
         Ok(warnings)
+    }
+
+    /// What a DELETE of `object` does; marks it when something holds it.
+    pub fn on_delete(&self, object: &mut Value) -> ApiResult<OnDelete> {
+        match self.strategy {
+            Strategy::Namespace => namespace::on_delete(object),
+            Strategy::CustomResourceDefinition => Ok(crd::on_delete(object)),
+            _ => Ok(super::on_delete(object)),
+        }
+    }
+
+    /// What follows a write once it is stored: a new namespace's `default` ServiceAccount, a
+    /// deleted namespace emptied, a CRD served as written before the reply.
+    pub async fn after_write(&self, state: &AppState, written: Written<'_>, revision: Revision) {
+        match (self.strategy, written) {
+            (Strategy::Namespace, Written::Created(name)) => {
+                namespace::create_default_service_account(&*state.store, name).await
+            }
+            (Strategy::Namespace, Written::Marked(name)) => {
+                let (store, registry) = (std::sync::Arc::clone(&state.store), state.registry.clone());
+                tokio::spawn(namespace::finalize(store, registry, name.to_string()));
+            }
+            (Strategy::CustomResourceDefinition, _) => state.registry.wait_for(revision).await,
+            _ => {}
+        }
+    }
+
+    /// Whether an object marked for deletion is removed once its `metadata.finalizers` are
+    /// gone; namespaces and CRDs are removed by their lifecycles instead, once emptied.
+    pub fn removed_when_finalized(&self) -> bool {
+        !matches!(self.strategy, Strategy::Namespace | Strategy::CustomResourceDefinition)
     }
 
     /// The typed decoder's part: type from the URL, `null`s dropped, unknown fields pruned.
@@ -318,9 +434,15 @@ impl BuiltIn {
 
     /// The strategy's defaults and checks, then the schema's, for a create (`old` is `None`)
     /// or an update (of `status` alone, or of the rest).
-    fn write(&'static self, object: &mut Value, old: Option<&Value>, status: bool) -> ApiResult<field::ErrorList> {
+    fn write(&'static self, object: &mut Value, old: Option<&Value>, part: Part) -> ApiResult<field::ErrorList> {
         let mut errors = match self.strategy {
-            Strategy::Plain | Strategy::Review(_) => field::ErrorList::new(),
+            Strategy::Plain | Strategy::Review(_) | Strategy::Event | Strategy::CustomResourceDefinition => {
+                field::ErrorList::new()
+            }
+            Strategy::Namespace => {
+                namespace::default(object, old, part);
+                field::ErrorList::new()
+            }
             Strategy::AdmissionRegistration | Strategy::AdmissionPolicy => {
                 admissionregistration::default(self.kind, object);
                 admissionregistration::validate(self.kind, object)
@@ -329,7 +451,7 @@ impl BuiltIn {
             Strategy::Secret => data::secret(object, old).map_err(|err| self.undecodable(&err))?,
             Strategy::Workload(pod_spec) => workload::default(self.kind, pod_spec, object, old),
             Strategy::Service => workload::default_service(object),
-            Strategy::StorageVersionMigration => migration::validate(object, old, status),
+            Strategy::StorageVersionMigration => migration::validate(object, old, part == Part::Status),
             Strategy::HorizontalPodAutoscaler => {
                 autoscaling::default(self.version, object);
                 field::ErrorList::new()

@@ -1,6 +1,6 @@
-//! The table: every resource of the group versions kube-apiserver 1.33 enables by default,
-//! besides namespaces, events and CRDs (which have modules of their own), and
-//! StorageVersionMigrations, which the server carries out ([`crate::migrator`]), with upstream
+//! The table: every resource of the group versions kube-apiserver 1.33 enables by default
+//! (CustomResourceDefinitions, Namespaces and Events included, their lifecycles strategies of
+//! their own), and StorageVersionMigrations, which the server carries out ([`crate::migrator`]), with upstream
 //! discovery's names, short names, categories, verbs and subresources. A test checks each row
 //! against upstream's OpenAPI document of its group version.
 
@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::review::{allowed, every_rule, token_review, whoami};
 use super::{BuiltIn, StoredAs, Strategy, Subresource};
+use crate::registry::{CRD_PREFIX, crd, event, namespace};
 use crate::selector::SelectableFields;
 use crate::table::{Column, Source};
 
@@ -173,10 +174,27 @@ fn field_value_or_zero(object: &Value, label: &str) -> String {
     }
 }
 
-/// How many rows the table has.
-pub const COUNT: usize = 57;
+/// CustomResourceDefinitions, the row the server itself reads and writes through.
+pub const CUSTOM_RESOURCE_DEFINITIONS: BuiltIn = BuiltIn {
+    short_names: &["crd", "crds"],
+    categories: API_EXTENSIONS,
+    subresources: STATUS,
+    generation: true,
+    strategy: Strategy::CustomResourceDefinition,
+    ..resource(
+        crd::GROUP,
+        "customresourcedefinitions",
+        "customresourcedefinition",
+        crdctl_model::crd::KIND,
+        CRD_PREFIX,
+        false,
+    )
+};
 
-/// Every built-in resource, besides namespaces, events and CRDs.
+/// How many rows the table has.
+pub const COUNT: usize = 61;
+
+/// Every built-in resource.
 pub static RESOURCES: [BuiltIn; COUNT] = [
     // core/v1
     BuiltIn {
@@ -190,8 +208,27 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         ..resource("", "endpoints", "endpoints", "Endpoints", "/registry/services/endpoints/", true)
     },
     BuiltIn {
+        short_names: &["ev"],
+        fields: event::SELECTABLE_FIELDS,
+        strategy: Strategy::Event,
+        ..resource("", "events", "event", "Event", event::PREFIX, true)
+    },
+    BuiltIn {
         short_names: &["limits"],
         ..resource("", "limitranges", "limitrange", "LimitRange", "/registry/limitranges/", true)
+    },
+    BuiltIn {
+        short_names: &["ns"],
+        verbs: &["create", "delete", "get", "list", "patch", "update", "watch"],
+        subresources: &[Subresource::Finalize, Subresource::Status],
+        fields: namespace::SELECTABLE_FIELDS,
+        name_rule: names::dns1123_label_errors,
+        strategy: Strategy::Namespace,
+        columns: || {
+            let phase = "The phase of the namespace: Active or Terminating.";
+            columns(vec![Column::new("Status", "string", 0, phase, Source::Path(".status.phase".into()))])
+        },
+        ..resource("", "namespaces", "namespace", "Namespace", namespace::PREFIX, false)
     },
     BuiltIn {
         short_names: &["no"],
@@ -297,6 +334,20 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         name_rule: names::dns1035_label_errors,
         columns: service_columns,
         ..resource("", "services", "service", "Service", "/registry/services/specs/", true)
+    },
+    // apiextensions.k8s.io/v1
+    CUSTOM_RESOURCE_DEFINITIONS,
+    // events.k8s.io/v1, stored as core v1 Events
+    BuiltIn {
+        fields: event::SELECTABLE_FIELDS,
+        strategy: Strategy::Event,
+        stored_as: Some(StoredAs {
+            group: "",
+            version: "v1",
+            to_storage: event::to_core,
+            from_storage: event::to_events,
+        }),
+        ..resource("events.k8s.io", "events", "event", "Event", event::PREFIX, true)
     },
     // admissionregistration.k8s.io/v1
     BuiltIn {
@@ -417,6 +468,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
     horizontal_pod_autoscalers(
         "v1",
         Some(StoredAs {
+            group: "autoscaling",
             version: "v2",
             to_storage: super::autoscaling::from_v1,
             from_storage: super::autoscaling::to_v1,
@@ -572,6 +624,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
     storage_version_migrations(
         "v1alpha1",
         Some(StoredAs {
+            group: STORAGE_MIGRATION,
             version: "v1beta1",
             to_storage: super::migration::from_v1alpha1,
             from_storage: super::migration::to_v1alpha1,

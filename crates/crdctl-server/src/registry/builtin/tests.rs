@@ -17,8 +17,9 @@ fn messages(err: ApiError) -> String {
 fn the_table_has_one_row_per_resource_and_prefix() {
     let storing = || RESOURCES.iter().filter(|r| r.stored_as.is_none());
     for row in RESOURCES.iter().filter(|r| r.stored_as.is_some()) {
+        let stored = row.stored_as.unwrap();
         let stored_by =
-            storing().find(|r| (r.group, r.resource, r.version) == (row.group, row.resource, row.storage_version()));
+            storing().find(|r| (r.group, r.resource, r.version) == (stored.group, row.resource, stored.version));
         assert_eq!(stored_by.map(|r| r.prefix), Some(row.prefix), "{} {}", row.resource, row.version);
     }
     let storing: Vec<&BuiltIn> = storing().collect();
@@ -123,7 +124,9 @@ fn secrets_refuse_what_upstream_refuses() {
     let mut changed = json!({"metadata": {"name": "s"}, "type": "kubernetes.io/tls", "data": {"a": "eQ=="}});
     assert_eq!(
         messages(
-            secrets().prepare_update(&mut changed, &old, false, (FieldValidation::Strict, Decoded::Body)).unwrap_err()
+            secrets()
+                .prepare_update(&mut changed, &old, Part::Main, (FieldValidation::Strict, Decoded::Body))
+                .unwrap_err()
         ),
         "Secret \"s\" is invalid: [type: Invalid value: \"kubernetes.io/tls\": field is immutable, immutable: Forbidden: field is immutable when `immutable` is set, data: Forbidden: field is immutable when `immutable` is set]"
     );
@@ -142,12 +145,12 @@ fn config_maps_check_keys_duplicates_and_immutability() {
     );
     let old = json!({"metadata": {"name": "c"}, "immutable": true, "data": {"k": "v"}});
     let mut same = old.clone();
-    config_maps.prepare_update(&mut same, &old, false, (FieldValidation::Strict, Decoded::Body)).unwrap();
+    config_maps.prepare_update(&mut same, &old, Part::Main, (FieldValidation::Strict, Decoded::Body)).unwrap();
     let mut changed = json!({"metadata": {"name": "c"}, "immutable": true, "data": {"k": "w"}});
     assert_eq!(
         messages(
             config_maps
-                .prepare_update(&mut changed, &old, false, (FieldValidation::Strict, Decoded::Body))
+                .prepare_update(&mut changed, &old, Part::Main, (FieldValidation::Strict, Decoded::Body))
                 .unwrap_err()
         ),
         "ConfigMap \"c\" is invalid: data: Forbidden: field is immutable when `immutable` is set"
