@@ -53,6 +53,7 @@ mod embedded;
 mod formats;
 mod list_type;
 mod openapi;
+mod patterns;
 mod read;
 pub mod strategic_merge;
 
@@ -220,7 +221,8 @@ pub enum Additional {
     Schema(Box<Schema>),
 }
 
-/// The keywords as they are spelled in JSON; turned into a [`Schema`] by [`Schema::new`].
+/// The keywords as they are spelled in JSON; turned into a [`Schema`] by [`Schema::new`]. The
+/// keywords holding schemas (`properties`, `items`, `allOf`, …) are read in place, not copied.
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 struct Keywords {
@@ -234,9 +236,6 @@ struct Keywords {
     preserve_unknown_fields: Option<bool>,
     #[serde(rename = "x-kubernetes-embedded-resource")]
     embedded_resource: bool,
-    properties: IndexMap<String, Value>,
-    additional_properties: Option<Value>,
-    items: Option<Value>,
     required: Vec<String>,
     #[serde(rename = "enum")]
     enumeration: Option<Vec<Value>>,
@@ -254,10 +253,6 @@ struct Keywords {
     unique_items: bool,
     max_properties: Option<i64>,
     min_properties: Option<i64>,
-    all_of: Vec<Value>,
-    any_of: Vec<Value>,
-    one_of: Vec<Value>,
-    not: Option<Value>,
     #[serde(rename = "x-kubernetes-list-type")]
     list_type: Option<String>,
     #[serde(rename = "x-kubernetes-list-map-keys")]
@@ -278,7 +273,7 @@ impl Schema {
     /// Compiles a version's `openAPIV3Schema`. Keywords of the wrong JSON type are ignored
     /// here: definition validation reports them (a CRD that reaches the server has passed it).
     pub fn new(root: &Value) -> Schema {
-        Schema::node(root, true)
+        cel::compiling(|| Schema::node(root, true))
     }
 
     /// `resource_root`: the root of a resource, where rules also see `apiVersion`, `kind` and
@@ -286,7 +281,8 @@ impl Schema {
     fn node(node: &Value, resource_root: bool) -> Schema {
         let keywords = Keywords::deserialize(node).unwrap_or_default();
         let child = |node: &Value| Schema::node(node, false);
-        let children = |nodes: &[Value]| nodes.iter().map(child).collect::<Vec<_>>();
+        let children = |key: &str| node.get(key).and_then(Value::as_array).into_iter().flatten().map(child).collect();
+        let object = |key: &str| node.get(key).filter(|value| value.is_object());
         let mut types: Vec<String> = keywords.kind.iter().filter(|t| !t.is_empty()).cloned().collect();
         if keywords.int_or_string {
             types = vec!["integer".into(), "string".into()];
@@ -301,13 +297,19 @@ impl Schema {
             int_or_string: keywords.int_or_string,
             preserve_unknown_fields: keywords.preserve_unknown_fields == Some(true),
             embedded_resource: keywords.embedded_resource,
-            properties: keywords.properties.iter().map(|(name, node)| (name.clone(), child(node))).collect(),
-            additional_properties: match &keywords.additional_properties {
+            properties: node
+                .get("properties")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .map(|(name, node)| (name.clone(), child(node)))
+                .collect(),
+            additional_properties: match node.get("additionalProperties") {
                 Some(Value::Bool(false)) => Some(Additional::Forbidden),
                 Some(node @ Value::Object(_)) => Some(Additional::Schema(Box::new(child(node)))),
                 _ => None,
             },
-            items: keywords.items.as_ref().filter(|i| i.is_object()).map(|node| Box::new(child(node))),
+            items: object("items").map(|node| Box::new(child(node))),
             required: keywords.required,
             enumeration: keywords.enumeration,
             default: keywords.default,
@@ -319,7 +321,7 @@ impl Schema {
             max_length: keywords.max_length,
             min_length: keywords.min_length,
             pattern: keywords.pattern.map(|pattern| {
-                let compiled = regex::Regex::new(&pattern).map_err(|err| err.to_string());
+                let compiled = patterns::compile(&pattern);
                 (pattern, compiled)
             }),
             max_items: keywords.max_items,
@@ -327,10 +329,10 @@ impl Schema {
             unique_items: keywords.unique_items,
             max_properties: keywords.max_properties,
             min_properties: keywords.min_properties,
-            all_of: children(&keywords.all_of),
-            any_of: children(&keywords.any_of),
-            one_of: children(&keywords.one_of),
-            not: keywords.not.as_ref().map(|node| Box::new(child(node))),
+            all_of: children("allOf"),
+            any_of: children("anyOf"),
+            one_of: children("oneOf"),
+            not: object("not").map(|node| Box::new(child(node))),
             list_type: keywords.list_type,
             list_map_keys: keywords.list_map_keys,
             map_type: keywords.map_type,

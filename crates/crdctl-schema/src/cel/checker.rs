@@ -150,7 +150,8 @@ pub fn check_with(expression: &IdedExpr, source: &str, variables: &[Variable<'_>
     let mut checker = Checker::new(variables, None);
     let node = checker.cost(expression);
     let reported = checker.problems.len();
-    let positions = source::Positions::of(source);
+    // Tokenizing the source to place problems is skipped when there are none.
+    let positions = (reported > 0).then(|| source::Positions::of(source));
     // cel-go keeps the first 100 errors it finds, and shows them in source order.
     let mut located: Vec<(usize, String)> = checker
         .problems
@@ -165,7 +166,7 @@ pub fn check_with(expression: &IdedExpr, source: &str, variables: &[Variable<'_>
                 Place::Call(name) => Anchor::Call(name),
                 Place::Ident(name) => Anchor::Ident(name),
             };
-            let offset = positions.find(anchor, problem.ordinal).unwrap_or(0);
+            let offset = positions.as_ref().and_then(|p| p.find(anchor, problem.ordinal)).unwrap_or(0);
             (offset, source::display(source, offset, &problem.message))
         })
         .collect();
@@ -527,7 +528,7 @@ impl<'d> Checker<'d> {
     fn check_literal_argument(&mut self, function: &str, first: Option<&Node<'d>>) {
         let Some(Literal::Text(text, ordinal)) = first.and_then(|arg| arg.literal.as_ref()) else { return };
         let valid = match function {
-            "matches" => regex::Regex::new(text).is_ok(),
+            "matches" => crate::patterns::compile(text).is_ok(),
             "duration" => super::duration(text).is_some(),
             "timestamp" => chrono::DateTime::parse_from_rfc3339(text).is_ok(),
             _ => return,

@@ -138,12 +138,47 @@ impl std::fmt::Debug for CompiledRule {
     }
 }
 
+type Compiled = Result<Arc<CompiledRule>, CompileError>;
+
+thread_local! {
+    /// The rules compiled while one schema compiles ([`compiling`]): a CRD often repeats a
+    /// rule at several nodes, and parsing is most of what compiling a rule costs.
+    static COMPILING: std::cell::RefCell<Option<HashMap<String, Compiled>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `compile` with the rules it compiles shared by rule text and message expression; the
+/// sharing ends with the outermost call, so nothing outlives one schema's compilation.
+pub(crate) fn compiling<T>(compile: impl FnOnce() -> T) -> T {
+    let outermost = COMPILING.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let outermost = cache.is_none();
+        cache.get_or_insert_with(HashMap::new);
+        outermost
+    });
+    let compiled = compile();
+    if outermost {
+        COMPILING.with(|cache| cache.borrow_mut().take());
+    }
+    compiled
+}
+
 impl Rule {
     /// Compiles one entry of a node's `x-kubernetes-validations`.
     pub fn new(entry: &Value) -> Rule {
         let source = RuleSource::deserialize(entry).unwrap_or_default();
+        let key = format!("{}\0{}", source.rule, source.message_expression);
+        let shared = COMPILING.with(|cache| cache.borrow().as_ref().and_then(|rules| rules.get(&key).cloned()));
+        let compiled = shared.unwrap_or_else(|| {
+            let compiled = Rule::compile(entry);
+            COMPILING.with(|cache| cache.borrow_mut().as_mut().map(|rules| rules.insert(key, compiled.clone())));
+            compiled
+        });
+        Rule { source, compiled, checked: None }
+    }
+
+    fn compile(entry: &Value) -> Compiled {
         let mut compiled = kube_cel::compile_schema(&serde_json::json!({"x-kubernetes-validations": [entry]}));
-        let compiled = match compiled.validations.pop() {
+        match compiled.validations.pop() {
             Some(Ok(result)) => Ok(Arc::new(CompiledRule {
                 uses_old_self: result.is_transition_rule,
                 program: result.program,
@@ -160,8 +195,7 @@ impl Rule {
             }
             Some(Err(err)) => Err(CompileError::Rule(format!("compilation failed: {err}"))),
             None => Err(CompileError::Rule("compilation failed: no rule".into())),
-        };
-        Rule { source, compiled, checked: None }
+        }
     }
 
     /// The most one evaluation can cost under the schema's bounds, when the rule checks.
@@ -201,7 +235,6 @@ thread_local! {
         context.add_variable_from_value("authorizer", authorizer::variable());
         context
     };
-    static REGEXES: std::cell::RefCell<HashMap<String, Arc<regex::Regex>>> = std::cell::RefCell::default();
     static PROGRAMS: std::cell::RefCell<HashMap<String, Arc<Admission>>> = std::cell::RefCell::default();
 }
 
@@ -365,24 +398,9 @@ pub fn reads<'e, const N: usize>(expressions: impl Iterator<Item = &'e str>, var
 /// At most this many compiled admission expressions are kept per thread.
 const PROGRAM_CACHE: usize = 1024;
 
-/// At most this many compiled patterns are kept per thread; then the cache starts over.
-const REGEX_CACHE: usize = 512;
-
-fn regex(function: &str, pattern: &str) -> Result<Arc<regex::Regex>, cel::ExecutionError> {
-    REGEXES.with(|cache| {
-        if let Some(found) = cache.borrow().get(pattern) {
-            return Ok(found.clone());
-        }
-        let compiled = regex::Regex::new(pattern)
-            .map(Arc::new)
-            .map_err(|err| cel::ExecutionError::function_error(function, format!("invalid regex: {err}")))?;
-        let mut cache = cache.borrow_mut();
-        if cache.len() >= REGEX_CACHE {
-            cache.clear();
-        }
-        cache.insert(pattern.to_string(), compiled.clone());
-        Ok(compiled)
-    })
+fn regex(function: &str, pattern: &str) -> Result<regex::Regex, cel::ExecutionError> {
+    crate::patterns::compile(pattern)
+        .map_err(|err| cel::ExecutionError::function_error(function, format!("invalid regex: {err}")))
 }
 
 /// `<string>.matches(<pattern>)`.

@@ -95,6 +95,11 @@ pub fn validate_update(new: &Crd, old: &Crd) -> field::ErrorList {
 }
 
 fn validate_spec(crd: &Crd, options: Options) -> field::ErrorList {
+    // Versions share rules; each is parsed once for the whole CRD.
+    crate::cel::compiling(|| validate_spec_compiling(crd, options))
+}
+
+fn validate_spec_compiling(crd: &Crd, options: Options) -> field::ErrorList {
     let spec = Path::new("spec");
     let mut violations = names::validate_group_and_scope(&crd.definition.spec, &spec);
     violations.extend(versions::validate(crd, options, &spec));

@@ -39,26 +39,43 @@ fn additional(schema: &Value) -> Option<&Value> {
     schema.get("additionalProperties").filter(|a| a.is_object())
 }
 
+/// The version schemas of one CRD, each compiled once: versions often share one schema word
+/// for word (compiling parses every CEL rule, the dearest part of validating a CRD).
+#[derive(Default)]
+pub(crate) struct Compiled<'a> {
+    schemas: Vec<(&'a Value, Schema)>,
+}
+
+impl<'a> Compiled<'a> {
+    fn of(&mut self, schema: &'a Value) -> Option<&Schema> {
+        if !self.schemas.iter().any(|(compiled, _)| *compiled == schema) {
+            self.schemas.push((schema, Schema::new(schema)));
+        }
+        self.schemas.iter().find(|(compiled, _)| *compiled == schema).map(|(_, compiled)| compiled)
+    }
+}
+
 /// Every problem with one version's schema, at `path` (`spec.versions[i].schema.openAPIV3Schema`).
-pub(crate) fn validate(schema: &Value, path: &Path) -> field::ErrorList {
+pub(crate) fn validate<'a>(schema: &'a Value, path: &Path, compiled: &mut Compiled<'a>) -> field::ErrorList {
     let mut structural = Vec::new();
     invariants(schema, Level::Root, path, &mut structural);
     completeness(schema, schema, path, path, &mut structural);
     structural.sort_by_key(ToString::to_string);
-    // Defaults are checked once the schema is structural, as upstream's `ValidateDefaults`.
-    if structural.is_empty() {
-        defaults(schema, path, &mut structural);
+    // Defaults are checked, and rules typed and costed, only against a structural schema,
+    // compiled once for both.
+    let compiled = if structural.is_empty() { compiled.of(schema) } else { None };
+    if let Some(compiled) = compiled {
+        defaults(schema, compiled, path, &mut structural);
     }
-    // Rules are typed, and so costed, only against a structural schema.
-    let costed = structural.is_empty();
+    let costed = compiled.is_some() && structural.is_empty();
     let mut out = structural;
     if schema.get("nullable") == Some(&Value::Bool(true)) {
         out.push(path.child("nullable").forbidden("nullable cannot be true at the root"));
     }
     keywords(schema, path, &mut out);
-    if costed {
-        let compiled = super::cel::validate(&Schema::new(schema), path, &out);
-        out.extend(compiled);
+    if let Some(compiled) = compiled.filter(|_| costed) {
+        let rules = super::cel::validate(compiled, path, &out);
+        out.extend(rules);
     }
     out
 }
@@ -201,7 +218,7 @@ fn value_validation(
         nested(not, false, &path.child("not"), out);
     }
     if let Some(pattern) = v.get("pattern").and_then(Value::as_str)
-        && let Err(err) = regex::Regex::new(pattern)
+        && let Err(err) = crate::patterns::compile(pattern)
     {
         out.push(
             path.child("pattern").invalid(pattern, format!("must be a valid regular expression, but isn't: {err}")),
@@ -302,22 +319,21 @@ fn nested_completeness(v: &Value, s: Option<&Value>, s_path: &Path, v_path: &Pat
 /// Every `default` must survive pruning and validate against its own node's schema, OpenAPI
 /// rules and CEL rules alike (apiextensions' `schema/defaulting/validation.go`, with defaults
 /// required to be pruned as for apiextensions.k8s.io/v1). Errors are placed under
-/// `<node>.default`, as upstream places kube-openapi's.
-fn defaults(s: &Value, path: &Path, out: &mut field::ErrorList) {
+/// `<node>.default`, as upstream places kube-openapi's. `node` is `s` compiled.
+fn defaults(s: &Value, node: &Schema, path: &Path, out: &mut field::ErrorList) {
     if let Some(default) = s.get("default").filter(|d| !d.is_null()) {
-        let node = crate::Schema::new(s);
         let default_path = path.child("default");
         let mut pruned = default.clone();
-        crate::prune(&mut pruned, &node);
+        crate::prune(&mut pruned, node);
         if pruned != *default {
             out.push(default_path.invalid(Raw(crdctl_model::go::bad_value(default)), "must not have unknown fields"));
         }
-        let mut errors = crate::validate(default, &node);
+        let mut errors = crate::validate(default, node);
         if errors.is_empty() {
-            errors = crate::validate_rules(default, Some(default), &node).errors;
+            errors = crate::validate_rules(default, Some(default), node).errors;
         }
         if errors.is_empty() {
-            errors = crate::validate_rules(default, None, &node).errors;
+            errors = crate::validate_rules(default, None, node).errors;
         }
         for mut error in errors {
             error.field = if error.field == "<nil>" {
@@ -329,11 +345,13 @@ fn defaults(s: &Value, path: &Path, out: &mut field::ErrorList) {
             out.push(error);
         }
     }
-    if let Some(items) = s.get("items").filter(|i| i.is_object()) {
-        defaults(items, &path.child("items"), out);
+    if let (Some(items), Some(compiled)) = (s.get("items").filter(|i| i.is_object()), &node.items) {
+        defaults(items, compiled, &path.child("items"), out);
     }
     for (name, property) in properties(s).into_iter().flatten() {
-        defaults(property, &path.child("properties").key(name), out);
+        if let Some(compiled) = node.properties.get(name) {
+            defaults(property, compiled, &path.child("properties").key(name), out);
+        }
     }
 }
 
@@ -515,8 +533,10 @@ mod tests {
         assert!(cases.len() >= 15, "the table lost cases");
         let mut problems = Vec::new();
         for case in &cases {
-            let seen: Vec<String> =
-                validate(&case.schema, &Path::new("openAPIV3Schema")).iter().map(ToString::to_string).collect();
+            let seen: Vec<String> = validate(&case.schema, &Path::new("openAPIV3Schema"), &mut Compiled::default())
+                .iter()
+                .map(ToString::to_string)
+                .collect();
             let ok = match &case.error_prefix {
                 Some(prefix) => seen.len() == 1 && seen[0].starts_with(prefix),
                 None => seen == case.errors,

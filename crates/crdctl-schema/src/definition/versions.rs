@@ -18,6 +18,7 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> field::
     let mut violations = Vec::new();
 
     let pruning = spec.preserve_unknown_fields != Some(true);
+    let mut compiled = super::schemas::Compiled::default();
     for (idx, version) in spec.versions.iter().enumerate() {
         let version_path = versions_path.index(idx);
         let schema = version_path.child("schema");
@@ -25,7 +26,7 @@ pub(super) fn validate(crd: &Crd, options: Options, spec_path: &Path) -> field::
         if let Some(schema) = crd.schema(idx) {
             // Structural schemas are required where schemas are (apiextensions.k8s.io/v1).
             if options.require_schema {
-                violations.extend(super::schemas::validate(schema, &schema_path));
+                violations.extend(super::schemas::validate(schema, &schema_path, &mut compiled));
             }
             continue;
         }
