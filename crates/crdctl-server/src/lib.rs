@@ -164,9 +164,20 @@ pub enum StartError {
     Setup(String),
 }
 
-/// What every handler shares. Cheap to clone.
+/// What every handler shares: one [`Shared`], cloned by reference for every request.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The parts of [`AppState`].
+pub struct Shared {
     /// The store.
     pub store: Arc<dyn Store>,
     /// The CRDs.
@@ -228,7 +239,7 @@ impl AppState {
                 tokio::spawn(registry::namespace::finalize(Arc::clone(&store), registry.clone(), name));
             }
         }
-        Ok(AppState {
+        Ok(AppState(Arc::new(Shared {
             store,
             registry,
             config: Arc::new(config),
@@ -237,7 +248,7 @@ impl AppState {
             watch_lines: Arc::default(),
             tokens,
             admission: admission::Kept::default(),
-        })
+        })))
     }
 }
 

@@ -536,6 +536,18 @@ pub fn decode_entry(entry: &Entry) -> Result<Value, ApiError> {
         .ok_or_else(|| ApiError::internal(format!("stored object {} is not a JSON object", entry.key)))
 }
 
+/// Stored objects as their text with `metadata.resourceVersion` set, when every one is stored at
+/// `api_version` (`None` otherwise): what a read of built-in objects answers without parsing them.
+pub fn stored_texts(entries: &[Entry], api_version: &str) -> Option<Vec<Vec<u8>>> {
+    entries
+        .iter()
+        .map(|entry| {
+            let (stored_as, text) = stored_text(&entry.value, entry.mod_revision, None)?;
+            (stored_as == api_version).then_some(text)
+        })
+        .collect()
+}
+
 /// [`decode`] on text: the stored object's `apiVersion`, and its text with
 /// `metadata.resourceVersion` set where [`crate::object::set_resource_version`] sets it (in
 /// place, or last; a `metadata` that is missing or not an object becomes one), and with

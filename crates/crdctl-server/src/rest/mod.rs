@@ -434,11 +434,19 @@ impl Endpoint {
         }
     }
 
-    /// [`Endpoint::present_items`] for objects as the store holds them.
+    /// [`Endpoint::present_items`] for objects as the store holds them: built-in objects read at
+    /// the version they are stored in go out as their stored text, unparsed.
     pub async fn present_stored(&self, entries: &[Entry], shape: Shape) -> ApiResult<Items> {
-        match &self.kind {
-            Kind::Custom(served) => served.read_stored_as(entries, &self.version, shape).await,
-            _ => self.present_items(entries.iter().map(decode_entry).collect::<ApiResult<_>>()?, shape).await,
+        let texts = match &self.kind {
+            Kind::Custom(served) => return served.read_stored_as(entries, &self.version, shape).await,
+            Kind::BuiltIn(resource) if resource.stored_as.is_none() => {
+                crate::registry::stored_texts(entries, &resource.api_version())
+            }
+            Kind::BuiltIn(_) => None,
+        };
+        match texts {
+            Some(texts) => Ok(Items::Json(texts)),
+            None => self.present_items(entries.iter().map(decode_entry).collect::<ApiResult<_>>()?, shape).await,
         }
     }
 
