@@ -40,6 +40,9 @@ pub enum Source {
     Pair(&'static str, &'static str),
     /// Computed from the object by a kind's printer: a Service's `Port(s)`.
     Computed(fn(&Value) -> Value),
+    /// The time since the timestamp a kind's printer picks, as upstream's
+    /// `translateTimestampSince` (`<unknown>` without one): an Event's `Last Seen`.
+    Since(fn(&Value) -> Option<String>),
 }
 
 impl Column {
@@ -176,6 +179,10 @@ fn cell(column: &Column, object: &Value, now: i64) -> Value {
             return Value::String(format!("{}/{}", text(first), text(second)));
         }
         Source::Computed(print) => return print(object),
+        Source::Since(pick) => {
+            let then = pick(object).and_then(|text| crate::object::parse_timestamp(&text));
+            return Value::String(then.map_or_else(|| "<unknown>".into(), |then| human_duration(now - then)));
+        }
         Source::Path(path) => path,
     };
     let Some(value) = crate::jsonpath::first(object, path) else { return Value::Null };

@@ -416,7 +416,8 @@ fn kubectl_drives_the_seed_story(backend: Backend) {
 
 /// One file mixing a CRD, its objects and built-in objects (a ConfigMap, a Secret with
 /// `stringData`, a ServiceAccount, a Lease, RBAC), applied server-side twice: the second apply
-/// changes nothing. Then the built-ins as kubectl reads them, and a namespace's deletion.
+/// changes nothing. Then the built-ins as kubectl reads them, and a namespace's deletion, held
+/// `Terminating` by a CronTab's finalizer until it is removed.
 fn kubectl_applies_crds_and_built_in_objects_together(backend: Backend) {
     let manifest = format!(
         "{crd}---
@@ -429,6 +430,12 @@ kind: CronTab
 metadata: {{name: nightly, namespace: team-d}}
 host: h
 port: \"1\"
+---
+apiVersion: example.com/v1
+kind: CronTab
+metadata: {{name: held, namespace: team-d, finalizers: [example.com/hold]}}
+host: h
+port: \"2\"
 ---
 apiVersion: v1
 kind: ConfigMap
@@ -475,7 +482,7 @@ rules: [{{apiGroups: [example.com], resources: [crontabs], verbs: ['*']}}]
         let versions = |list: &Value| -> Vec<String> {
             list["items"].as_array().unwrap().iter().map(|i| i["metadata"]["resourceVersion"].to_string()).collect()
         };
-        assert_eq!(versions(&after).len(), 7, "{}: {after}", k.name());
+        assert_eq!(versions(&after).len(), 8, "{}: {after}", k.name());
         assert_eq!(versions(&before), versions(&after), "{}: the second apply changed nothing", k.name());
         let secret = k.json(&["get", "secret", "credentials", "-n", "team-d"]);
         assert_eq!(
@@ -510,7 +517,30 @@ rules: [{{apiGroups: [example.com], resources: [crontabs], verbs: ['*']}}]
         );
         let names = k.ok(&["get", "cm", "-n", "team-d", "-o", "name"]).stdout;
         assert_eq!(names.trim(), "configmap/settings", "{}", k.name());
-        k.ok(&["delete", "namespace", "team-d"]);
+        // The held CronTab keeps the namespace Terminating until its finalizer goes.
+        k.ok(&["delete", "namespace", "team-d", "--wait=false"]);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let left = k.ok(&["get", "crontabs", "-n", "team-d", "-o", "name"]).stdout;
+            if left.trim() == "crontab.example.com/held" {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{}: only the held CronTab stays: {left}", k.name());
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let terminating = k.ok(&["get", "namespace", "team-d", "--no-headers"]).stdout;
+        assert_eq!(words(&terminating).get(..2), Some(&["team-d".to_string(), "Terminating".to_string()][..]));
+        k.ok(&[
+            "patch",
+            "crontab",
+            "held",
+            "-n",
+            "team-d",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ]);
+        k.ok(&["wait", "--for=delete", "namespace/team-d", "--timeout=20s"]);
         // (kube-system keeps the server's own Lease, as a cluster's keeps its controllers'.)
         let listed = r#"jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{"\n"}{end}"#;
         let left = k.ok(&["get", "configmaps,leases,crontabs", "-A", "-o", listed]).stdout;
@@ -581,6 +611,14 @@ spec:
         k.apply(&event);
         let described = k.ok(&["describe", "deployment", "web"]).stdout;
         assert!(described.contains("Scaled up replica set web-1 to 3"), "{}: {described}", k.name());
+        // Upstream's event printer; the event has no timestamps of its own.
+        let events = k.ok(&["get", "events"]).stdout;
+        let lines: Vec<Vec<&str>> = events.lines().map(|line| line.split_whitespace().collect()).collect();
+        let expected = [
+            vec!["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+            "<unknown> Normal ScalingReplicaSet deployment/web Scaled up replica set web-1 to 3".split(' ').collect(),
+        ];
+        assert_eq!(lines, expected, "{}: {events}", k.name());
         assert!(described.contains("25% max unavailable, 25% max surge"), "{}: {described}", k.name());
 
         let explained = k.ok(&["explain", "deployment.spec.strategy"]).stdout;

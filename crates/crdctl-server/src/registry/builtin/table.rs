@@ -211,6 +211,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         short_names: &["ev"],
         fields: event::SELECTABLE_FIELDS,
         strategy: Strategy::Event,
+        columns: event::columns,
         ..resource("", "events", "event", "Event", event::PREFIX, true)
     },
     BuiltIn {
@@ -341,6 +342,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
     BuiltIn {
         fields: event::SELECTABLE_FIELDS,
         strategy: Strategy::Event,
+        columns: event::columns,
         stored_as: Some(StoredAs {
             group: "",
             version: "v1",
