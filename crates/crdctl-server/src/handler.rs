@@ -7,7 +7,7 @@ use axum::extract::{Query, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, VARY};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
@@ -15,21 +15,6 @@ use crate::negotiate::{self, BodyType, Representation};
 use crate::registry::builtin;
 use crate::request::{RequestInfo, parse_path};
 use crate::rest::{self, Body, Change, Endpoint, Kind, Params, Reply, Subresource};
-
-fn json_response(code: StatusCode, body: &Value) -> Response {
-    bytes_response(code, to_json(body))
-}
-
-fn bytes_response(code: StatusCode, body: Vec<u8>) -> Response {
-    let mut response = (code, body).into_response();
-    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
-}
-
-fn to_json(body: &Value) -> Vec<u8> {
-    // Writing a value into memory cannot fail.
-    serde_json::to_vec(body).unwrap_or_default()
-}
 
 /// Every `/api` and `/apis` request.
 pub async fn api(
@@ -170,7 +155,7 @@ async fn route(
         }
         _ => reply,
     };
-    render(&endpoint, reply, representation, &params, warnings)
+    crate::render::reply(&endpoint, reply, representation, &params, warnings)
 }
 
 /// Finds what a resource path addresses, with the version's deprecation warning.
@@ -215,82 +200,6 @@ fn endpoint(
     Ok((endpoint, warnings))
 }
 
-fn render(
-    endpoint: &Endpoint,
-    mut reply: Reply,
-    representation: Representation,
-    params: &Params,
-    mut warnings: Vec<String>,
-) -> ApiResult<Response> {
-    warnings.extend(std::mem::take(&mut reply.warnings));
-    let code = reply.code;
-    let body = match representation {
-        Representation::Object => reply.into_json(),
-        _ if reply.body.is_status() => reply.into_json(),
-        Representation::Protobuf => {
-            let (encoded, object) = match (list_items(&mut reply)?, reply.body) {
-                (Some(items), body) => {
-                    let mut list = body.into_value()?;
-                    crate::object::set(&mut list, "items", Value::Array(items));
-                    (crate::protobuf::encode(&list), Body::Value(list))
-                }
-                // A stored object is transcoded from its text, which is of the endpoint's kind.
-                (None, Body::Json(text)) => (
-                    crate::protobuf::encode_text(&text, &endpoint.api_version(), &endpoint.type_kind),
-                    Body::Json(text),
-                ),
-                (None, Body::Value(object)) => (crate::protobuf::encode(&object), Body::Value(object)),
-            };
-            match encoded {
-                Some(bytes) => {
-                    let mut response = (code, bytes).into_response();
-                    let media_type = HeaderValue::from_static(crate::protobuf::MEDIA_TYPE);
-                    response.headers_mut().insert(CONTENT_TYPE, media_type);
-                    crate::warnings::add(&mut response, &warnings);
-                    return Ok(response);
-                }
-                None => to_json(&object.into_value()?),
-            }
-        }
-        Representation::Table => {
-            let (objects, metadata) = match list_items(&mut reply)? {
-                Some(items) => {
-                    (items, reply.body.into_value()?.get_mut("metadata").map(Value::take).unwrap_or_default())
-                }
-                None => (vec![reply.body.into_value()?], json!({})),
-            };
-            let include = params.include_object.as_deref().unwrap_or("Metadata");
-            let now = crate::object::now_seconds();
-            to_json(&crate::table::table(&endpoint.columns(), &objects, metadata, include, now))
-        }
-        Representation::Metadata => {
-            let items = list_items(&mut reply)?;
-            let body = reply.body.into_value()?;
-            to_json(&match items {
-                Some(items) => json!({
-                    "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                    "metadata": body.get("metadata"), "items": items.iter().map(negotiate::partial_metadata).collect::<Vec<_>>(),
-                }),
-                None => negotiate::partial_metadata(&body),
-            })
-        }
-    };
-    let mut response = bytes_response(code, body);
-    crate::warnings::add(&mut response, &warnings);
-    Ok(response)
-}
-
-/// A list reply's items as values; `None` for a single object.
-fn list_items(reply: &mut Reply) -> ApiResult<Option<Vec<Value>>> {
-    if let Some(items) = reply.items.take() {
-        return items.into_values().map(Some);
-    }
-    Ok(match &reply.body {
-        Body::Value(body) => body.get("items").and_then(Value::as_array).cloned(),
-        Body::Json(_) => None,
-    })
-}
-
 fn discovery(state: &AppState, path: &RequestInfo, apis: bool, headers: &HeaderMap) -> ApiResult<Response> {
     let groups = if apis { crate::discovery::groups(&state.registry) } else { crate::discovery::core_groups() };
     let ranges = negotiate::accept_ranges(headers);
@@ -305,7 +214,7 @@ fn discovery(state: &AppState, path: &RequestInfo, apis: bool, headers: &HeaderM
                     .insert(ETAG, HeaderValue::from_str(&etag).map_err(|e| ApiError::internal(e.to_string()))?);
                 return Ok(response);
             }
-            let mut response = json_response(StatusCode::OK, &document);
+            let mut response = crate::render::json(StatusCode::OK, &document);
             let headers = response.headers_mut();
             headers.insert(CONTENT_TYPE, HeaderValue::from_static(crate::discovery::AGGREGATED_CONTENT_TYPE));
             headers.insert(ETAG, HeaderValue::from_str(&etag).map_err(|e| ApiError::internal(e.to_string()))?);
@@ -315,13 +224,13 @@ fn discovery(state: &AppState, path: &RequestInfo, apis: bool, headers: &HeaderM
         }
         let _ = negotiate::representation(headers)?;
         let document = if apis { crate::discovery::api_group_list(&groups) } else { crate::discovery::api_versions() };
-        return Ok(json_response(StatusCode::OK, &document));
+        return Ok(crate::render::json(StatusCode::OK, &document));
     }
     let _ = negotiate::representation(headers)?;
     let group = groups.iter().find(|g| g.name == path.group).ok_or_else(ApiError::no_route)?;
     if path.version.is_empty() {
-        return Ok(json_response(StatusCode::OK, &crate::discovery::api_group_document(group)));
+        return Ok(crate::render::json(StatusCode::OK, &crate::discovery::api_group_document(group)));
     }
     let version = group.versions.iter().find(|v| v.version == path.version).ok_or_else(ApiError::no_route)?;
-    Ok(json_response(StatusCode::OK, &crate::discovery::api_resource_list(&group.name, version)))
+    Ok(crate::render::json(StatusCode::OK, &crate::discovery::api_resource_list(&group.name, version)))
 }

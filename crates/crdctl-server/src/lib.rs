@@ -44,6 +44,7 @@ pub mod openapi;
 pub mod panic;
 pub mod protobuf;
 pub mod registry;
+pub mod render;
 pub mod request;
 pub mod rest;
 pub mod selector;

@@ -5,7 +5,7 @@
 
 use axum::http::HeaderMap;
 use axum::http::header::{ACCEPT, CONTENT_TYPE};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::{ApiError, MAX_REQUEST_BYTES};
 
@@ -169,11 +169,6 @@ pub fn decode_json(text: &str) -> Result<Value, ApiError> {
             ApiError::bad_request(message)
         })?;
     Ok(value)
-}
-
-/// `PartialObjectMetadata` of an object.
-pub fn partial_metadata(object: &Value) -> Value {
-    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({}))})
 }
 
 #[cfg(test)]

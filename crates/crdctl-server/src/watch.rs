@@ -49,25 +49,19 @@ pub async fn watch(
     let bookmarks = params.allow_watch_bookmarks.unwrap_or(false);
     let initial_end_bookmark = params.send_initial_events == Some(true) && bookmarks;
     let api = format!("{}/{}/{}", endpoint.group, endpoint.version, endpoint.resource).into();
+    let failed = endpoint.clone();
     let stream = Stream { state, endpoint, api, labels, fields, representation, tx: tx.clone() };
     tokio::spawn(async move {
         let run = tokio::time::timeout(timeout, stream.run(initial, from, bookmarks, initial_end_bookmark));
         if let Err(err) = crate::panic::guard(run).await {
-            let line = match representation {
-                Representation::Protobuf => crate::protobuf::watch_frame("ERROR", &err.status()).map(Bytes::from),
-                _ => None,
-            };
-            let _ = tx.send(line.unwrap_or_else(|| event_line("ERROR", &err.status()))).await;
+            let _ = tx.send(crate::render::event(&failed, representation, "ERROR", err.status())).await;
         }
     });
     let lines = tokio_stream::wrappers::ReceiverStream::new(rx);
     let body = Body::from_stream(futures_util::StreamExt::map(lines, Ok::<Bytes, std::convert::Infallible>));
     let mut response = Response::new(body);
-    let media_type = match representation {
-        Representation::Protobuf => crate::protobuf::WATCH_MEDIA_TYPE,
-        _ => "application/json",
-    };
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
+    let media_type = HeaderValue::from_static(crate::render::watch_media_type(representation));
+    response.headers_mut().insert(header::CONTENT_TYPE, media_type);
     crate::warnings::add(&mut response, &warnings);
     Ok(response)
 }
@@ -89,24 +83,7 @@ impl Stream {
     }
 
     async fn send(&self, type_: &str, object: Value) -> bool {
-        self.send_line(self.render(type_, object)).await
-    }
-
-    /// An event as a line in this watch's representation.
-    fn render(&self, type_: &str, object: Value) -> Bytes {
-        let object = match self.representation {
-            Representation::Table if type_ != "BOOKMARK" && type_ != "ERROR" => {
-                let columns = self.endpoint.columns();
-                crate::table::table(&columns, &[object], json!({}), "Metadata", crate::object::now_seconds())
-            }
-            Representation::Metadata if type_ != "ERROR" => crate::negotiate::partial_metadata(&object),
-            Representation::Protobuf => {
-                return crate::protobuf::watch_frame(type_, &object)
-                    .map_or_else(|| event_line(type_, &object), Bytes::from);
-            }
-            _ => object,
-        };
-        event_line(type_, &object)
+        self.send_line(crate::render::event(&self.endpoint, self.representation, type_, object)).await
     }
 
     /// Queues a line for the client; false once the watch is over (the client left, or stopped
@@ -223,7 +200,7 @@ impl Stream {
             return Ok(Some(line));
         }
         crate::object::set_resource_version(&mut object, event.revision);
-        let line = self.render(type_, self.present(object).await?);
+        let line = crate::render::event(&self.endpoint, self.representation, type_, self.present(object).await?);
         self.state.watch_lines.insert(key(type_), line.clone());
         Ok(Some(line))
     }
@@ -266,13 +243,6 @@ impl RenderedLines {
             }
         }
     }
-}
-
-/// One line of the stream.
-fn event_line(type_: &str, object: &Value) -> Bytes {
-    let mut line = serde_json::to_vec(&json!({"type": type_, "object": object})).unwrap_or_default();
-    line.push(b'\n');
-    Bytes::from(line)
 }
 
 fn store_error(err: StoreError) -> ApiError {
