@@ -53,7 +53,11 @@ fn shaped(object: Value, to_core: bool, api_version: &str) -> Value {
     Value::Object(fields)
 }
 
-/// Upstream's event printer (`printEvent`): `Last Seen`, `Type`, `Reason`, `Object`, `Message`,
+/// `involvedObject.fieldPath`'s description, the `Subobject` column's.
+const FIELD_PATH: &str = "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2]. For example, if the object reference is to a container within a pod, this would take on a value like: \"spec.containers{name}\" (where \"name\" refers to the name of the container that triggered the event) or if no container name is specified \"spec.containers[2]\" (container with index 2 in this pod). This syntax is chosen only to have some well-defined way of referencing a part of an object.";
+
+/// Upstream's event printer (`printEvent`), its column descriptions the fields' in upstream's
+/// OpenAPI document: `Last Seen`, `Type`, `Reason`, `Object`, `Message`,
 /// and with `-o wide` `Subobject`, `Source`, `First Seen`, `Count`, `Name`; of either shape.
 pub fn columns() -> Vec<Column> {
     let text = |name: &str, priority: i64, description: &str, source: Source| {
@@ -66,23 +70,33 @@ pub fn columns() -> Vec<Column> {
             "The time at which the most recent occurrence of this event was recorded.",
             Source::Since(last_seen),
         ),
-        text("Type", 0, "Type of this event (Normal, Warning).", Source::Computed(|e| core_text(e, "type"))),
+        text(
+            "Type",
+            0,
+            "Type of this event (Normal, Warning), new types could be added in the future",
+            Source::Computed(|e| core_text(e, "type")),
+        ),
         text(
             "Reason",
             0,
-            "The reason for the transition into the object's current status.",
+            "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
             Source::Computed(|e| core_text(e, "reason")),
         ),
         text("Object", 0, "The object that this event is about.", Source::Computed(object)),
+        text("Subobject", 1, FIELD_PATH, Source::Computed(|e| core_text(e, "involvedObject.fieldPath"))),
         text(
-            "Subobject",
+            "Source",
             1,
-            "The part of the object this event is about.",
-            Source::Computed(|e| core_text(e, "involvedObject.fieldPath")),
+            "The component reporting this event. Should be a short machine understandable string.",
+            Source::Computed(source),
         ),
-        text("Source", 1, "The component reporting this event.", Source::Computed(source)),
         text("Message", 0, "A human-readable description of the status of this operation.", Source::Computed(message)),
-        text("First Seen", 1, "The time at which the event was first recorded.", Source::Since(first_seen)),
+        text(
+            "First Seen",
+            1,
+            "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)",
+            Source::Since(first_seen),
+        ),
         text("Count", 1, "The number of times this event has occurred.", Source::Computed(count)),
         Column { priority: 1, ..Column::name() },
     ]
