@@ -158,46 +158,42 @@ async fn route(
     crate::render::reply(&endpoint, reply, representation, &params, warnings)
 }
 
-/// Finds what a resource path addresses, with the version's deprecation warning.
+/// Finds what a resource path addresses — a row of the built-in table, or a served version of
+/// a CRD — with the version's deprecation warning.
 fn endpoint(
     state: &AppState,
     path: &RequestInfo,
     resource: &str,
     method: &Method,
 ) -> ApiResult<(Endpoint, Vec<String>)> {
-    let collection_read = *method == Method::GET && path.name.is_none();
-    let base = |kind: Kind, type_kind: &str, namespaced: bool| Endpoint {
-        kind,
-        group: path.group.clone(),
-        version: path.version.clone(),
-        resource: resource.to_string(),
-        namespace: path.namespace.clone(),
-        type_kind: type_kind.to_string(),
-        list_kind: format!("{type_kind}List"),
-        namespaced,
-    };
-    if let Some(built_in) = builtin::find(&path.group, &path.version, resource) {
-        match (built_in.namespaced, path.namespace.is_some()) {
-            (false, true) => return Err(ApiError::no_route()),
-            (true, false) if !collection_read => return Err(ApiError::no_route()),
-            _ => {}
+    let (endpoint, warnings) = match builtin::find(&path.group, &path.version, resource) {
+        Some(built_in) => (Endpoint::built_in(built_in, path.namespace.clone()), Vec::new()),
+        None => {
+            let served = state.registry.by_resource(&path.group, resource).filter(|crd| crd.serving());
+            let served = served.ok_or_else(ApiError::no_route)?;
+            let version = served.served_version(&path.version).ok_or_else(ApiError::no_route)?;
+            let warnings = crate::warnings::deprecation_warning(&served.crd.definition, &version.name);
+            let endpoint = Endpoint {
+                group: path.group.clone(),
+                version: path.version.clone(),
+                resource: resource.to_string(),
+                namespace: path.namespace.clone(),
+                type_kind: served.kind().to_string(),
+                list_kind: served.list_kind(),
+                namespaced: served.namespaced(),
+                kind: Kind::Custom(served.clone()),
+            };
+            (endpoint, warnings.into_iter().collect())
         }
-        return Ok((base(Kind::BuiltIn(built_in), built_in.kind, built_in.namespaced), Vec::new()));
-    }
-    let served = state.registry.by_resource(&path.group, resource).filter(|crd| crd.serving());
-    let served = served.ok_or_else(ApiError::no_route)?;
-    let version = served.served_version(&path.version).ok_or_else(ApiError::no_route)?.clone();
+    };
     // Scope: cluster-scoped objects have no namespace; namespaced ones need one, except for
     // lists and watches across all namespaces.
-    match (served.namespaced(), path.namespace.is_some()) {
-        (false, true) => return Err(ApiError::no_route()),
-        (true, false) if !collection_read => return Err(ApiError::no_route()),
-        _ => {}
+    let collection_read = *method == Method::GET && path.name.is_none();
+    match (endpoint.namespaced, path.namespace.is_some()) {
+        (false, true) => Err(ApiError::no_route()),
+        (true, false) if !collection_read => Err(ApiError::no_route()),
+        _ => Ok((endpoint, warnings)),
     }
-    let warnings = crate::warnings::deprecation_warning(&served.crd.definition, &version.name).into_iter().collect();
-    let mut endpoint = base(Kind::Custom(served.clone()), served.kind(), served.namespaced());
-    endpoint.list_kind = served.list_kind();
-    Ok((endpoint, warnings))
 }
 
 fn discovery(state: &AppState, path: &RequestInfo, apis: bool, headers: &HeaderMap) -> ApiResult<Response> {
