@@ -13,7 +13,7 @@ use crdctl_model::crd::{API_VERSION_V1, KIND};
 use crdctl_storage::{ListOptions, Store, StoreError};
 use serde_json::{Value, json};
 
-use crate::error::{ApiError, Subject};
+use crate::error::ApiError;
 use crate::registry::{CRD_PREFIX, OnDelete, Registry, ServedCrd};
 
 /// The group of CRDs.
@@ -34,11 +34,6 @@ pub enum UpgradeSafety {
 /// The store key of a CRD.
 pub fn key(name: &str) -> String {
     format!("{CRD_PREFIX}{name}")
-}
-
-/// What errors about the CRD `name` name.
-pub fn subject(name: &str) -> Subject<'_> {
-    Subject { group: GROUP, resource: "customresourcedefinitions", name }
 }
 
 fn invalid(name: &str, violations: &[crdctl_model::field::Error]) -> ApiError {
