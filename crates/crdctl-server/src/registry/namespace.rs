@@ -78,29 +78,26 @@ pub fn default(object: &mut Value, old: Option<&Value>, part: Part) {
             }
             crate::object::set(object, "status", json!({"phase": "Active"}));
         }
-        (Some(old), Part::Main) => {
-            let kept = old.pointer("/spec/finalizers").cloned();
-            let spec = crate::object::object_mut(object, "spec");
-            match kept {
-                Some(finalizers) => spec.insert("finalizers".into(), finalizers),
-                None => spec.remove("finalizers"),
-            };
-        }
+        (Some(old), Part::Main) => set_finalizers(object, old.pointer("/spec/finalizers").cloned()),
         (Some(_), Part::Status | Part::Finalizers) => {}
     }
 }
 
 /// Makes `new` `old` with `new`'s `spec.finalizers`: an update through `finalize`.
 pub fn keep_all_but_finalizers(new: &mut Value, old: &Value) {
-    let finalizers = new.pointer("/spec/finalizers").cloned();
     let mut updated = old.clone();
-    let spec = crate::object::object_mut(&mut updated, "spec");
+    set_finalizers(&mut updated, new.pointer("/spec/finalizers").cloned());
+    crate::object::meta_mut(&mut updated).remove("resourceVersion");
+    *new = updated;
+}
+
+/// `spec.finalizers` set to `finalizers`, or removed.
+fn set_finalizers(namespace: &mut Value, finalizers: Option<Value>) {
+    let spec = crate::object::object_mut(namespace, "spec");
     match finalizers {
         Some(finalizers) => spec.insert("finalizers".into(), finalizers),
         None => spec.remove("finalizers"),
     };
-    crate::object::meta_mut(&mut updated).remove("resourceVersion");
-    *new = updated;
 }
 
 /// A DELETE: refused for the built-in four; otherwise the namespace is marked `Terminating`,
