@@ -47,13 +47,13 @@
 //! ```
 
 pub mod cel;
+mod compiling;
 pub mod decode;
 pub mod definition;
 mod embedded;
 mod formats;
 mod list_type;
 mod openapi;
-mod patterns;
 mod read;
 pub mod strategic_merge;
 
@@ -273,7 +273,7 @@ impl Schema {
     /// Compiles a version's `openAPIV3Schema`. Keywords of the wrong JSON type are ignored
     /// here: definition validation reports them (a CRD that reaches the server has passed it).
     pub fn new(root: &Value) -> Schema {
-        cel::compiling(|| Schema::node(root, true))
+        compiling::scope(|| Schema::node(root, true))
     }
 
     /// `resource_root`: the root of a resource, where rules also see `apiVersion`, `kind` and
@@ -321,7 +321,7 @@ impl Schema {
             max_length: keywords.max_length,
             min_length: keywords.min_length,
             pattern: keywords.pattern.map(|pattern| {
-                let compiled = patterns::compile(&pattern);
+                let compiled = compiling::pattern(&pattern);
                 (pattern, compiled)
             }),
             max_items: keywords.max_items,

@@ -138,45 +138,19 @@ impl std::fmt::Debug for CompiledRule {
     }
 }
 
-type Compiled = Result<Arc<CompiledRule>, CompileError>;
-
-thread_local! {
-    /// The rules compiled while one schema compiles ([`compiling`]): a CRD often repeats a
-    /// rule at several nodes, and parsing is most of what compiling a rule costs.
-    static COMPILING: std::cell::RefCell<Option<HashMap<String, Compiled>>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Runs `compile` with the rules it compiles shared by rule text and message expression; the
-/// sharing ends with the outermost call, so nothing outlives one schema's compilation.
-pub(crate) fn compiling<T>(compile: impl FnOnce() -> T) -> T {
-    let outermost = COMPILING.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        let outermost = cache.is_none();
-        cache.get_or_insert_with(HashMap::new);
-        outermost
-    });
-    let compiled = compile();
-    if outermost {
-        COMPILING.with(|cache| cache.borrow_mut().take());
-    }
-    compiled
-}
+/// A rule's programs, or why they do not parse: what [`crate::compiling`] shares.
+pub(crate) type CompiledOnce = Result<Arc<CompiledRule>, CompileError>;
 
 impl Rule {
     /// Compiles one entry of a node's `x-kubernetes-validations`.
     pub fn new(entry: &Value) -> Rule {
         let source = RuleSource::deserialize(entry).unwrap_or_default();
         let key = format!("{}\0{}", source.rule, source.message_expression);
-        let shared = COMPILING.with(|cache| cache.borrow().as_ref().and_then(|rules| rules.get(&key).cloned()));
-        let compiled = shared.unwrap_or_else(|| {
-            let compiled = Rule::compile(entry);
-            COMPILING.with(|cache| cache.borrow_mut().as_mut().map(|rules| rules.insert(key, compiled.clone())));
-            compiled
-        });
+        let compiled = crate::compiling::rule(key, || Rule::compile(entry));
         Rule { source, compiled, checked: None }
     }
 
-    fn compile(entry: &Value) -> Compiled {
+    fn compile(entry: &Value) -> CompiledOnce {
         let mut compiled = kube_cel::compile_schema(&serde_json::json!({"x-kubernetes-validations": [entry]}));
         match compiled.validations.pop() {
             Some(Ok(result)) => Ok(Arc::new(CompiledRule {
@@ -399,7 +373,7 @@ pub fn reads<'e, const N: usize>(expressions: impl Iterator<Item = &'e str>, var
 const PROGRAM_CACHE: usize = 1024;
 
 fn regex(function: &str, pattern: &str) -> Result<regex::Regex, cel::ExecutionError> {
-    crate::patterns::compile(pattern)
+    crate::compiling::pattern(pattern)
         .map_err(|err| cel::ExecutionError::function_error(function, format!("invalid regex: {err}")))
 }
 

@@ -96,7 +96,7 @@ pub fn validate_update(new: &Crd, old: &Crd) -> field::ErrorList {
 
 fn validate_spec(crd: &Crd, options: Options) -> field::ErrorList {
     // Versions share rules; each is parsed once for the whole CRD.
-    crate::cel::compiling(|| validate_spec_compiling(crd, options))
+    crate::compiling::scope(|| validate_spec_compiling(crd, options))
 }
 
 fn validate_spec_compiling(crd: &Crd, options: Options) -> field::ErrorList {

@@ -1,0 +1,107 @@
+//! What compiling shares. CEL rules and regular expressions repeat across the nodes and
+//! versions of a CRD (a duration pattern may appear a hundred times), and parsing a rule or
+//! compiling a pattern costs far more than using it. Within [`scope`] — one schema's or one
+//! CRD's compilation — each is compiled once, and the sharing ends with the scope, so a second
+//! compilation of the same CRD does the same work as the first. Outside any scope (CEL's
+//! `matches` while validating objects), patterns are kept per thread instead.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use crate::cel::CompiledOnce;
+
+/// At most this many patterns are kept per thread outside a scope; then the cache starts over.
+const PATTERN_CACHE: usize = 512;
+
+type Pattern = Result<regex::Regex, String>;
+
+#[derive(Default)]
+struct Shared {
+    rules: HashMap<String, CompiledOnce>,
+    patterns: HashMap<String, Pattern>,
+}
+
+thread_local! {
+    static SCOPE: RefCell<Option<Shared>> = const { RefCell::new(None) };
+    static PATTERNS: RefCell<HashMap<String, Pattern>> = RefCell::default();
+}
+
+/// Runs `compile` with what it compiles shared; the sharing ends with the outermost scope.
+pub(crate) fn scope<T>(compile: impl FnOnce() -> T) -> T {
+    let outermost = SCOPE.with(|scope| {
+        let mut scope = scope.borrow_mut();
+        let outermost = scope.is_none();
+        scope.get_or_insert_with(Shared::default);
+        outermost
+    });
+    let compiled = compile();
+    if outermost {
+        SCOPE.with(|scope| scope.borrow_mut().take());
+    }
+    compiled
+}
+
+/// The rule `key` compiled by `compile`, once per scope.
+pub(crate) fn rule(key: String, compile: impl FnOnce() -> CompiledOnce) -> CompiledOnce {
+    let shared = SCOPE.with(|scope| scope.borrow().as_ref().and_then(|shared| shared.rules.get(&key).cloned()));
+    shared.unwrap_or_else(|| {
+        let compiled = compile();
+        SCOPE.with(|scope| scope.borrow_mut().as_mut().map(|shared| shared.rules.insert(key, compiled.clone())));
+        compiled
+    })
+}
+
+/// `pattern` compiled, or the compiler's error text; once per scope, or per thread outside
+/// one. A `Regex` clone shares the compiled program.
+pub(crate) fn pattern(pattern: &str) -> Pattern {
+    let scoped = SCOPE.with(|scope| scope.borrow().as_ref().map(|shared| shared.patterns.get(pattern).cloned()));
+    match scoped {
+        Some(Some(found)) => found,
+        Some(None) => {
+            let compiled = regex::Regex::new(pattern).map_err(|err| err.to_string());
+            let insert = |shared: &mut Shared| shared.patterns.insert(pattern.to_string(), compiled.clone());
+            SCOPE.with(|scope| scope.borrow_mut().as_mut().map(insert));
+            compiled
+        }
+        None => PATTERNS.with(|cache| {
+            if let Some(found) = cache.borrow().get(pattern) {
+                return found.clone();
+            }
+            let compiled = regex::Regex::new(pattern).map_err(|err| err.to_string());
+            let mut cache = cache.borrow_mut();
+            if cache.len() >= PATTERN_CACHE {
+                cache.clear();
+            }
+            cache.insert(pattern.to_string(), compiled.clone());
+            compiled
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_compile_once_and_errors_are_kept() {
+        let first = pattern("^[a-z]+$").unwrap();
+        assert!(first.is_match("abc") && !first.is_match("ABC"));
+        assert!(pattern("^[a-z]+$").unwrap().is_match("xyz"));
+        let error = pattern("(").unwrap_err();
+        assert!(error.contains("unclosed group"), "{error}");
+        assert_eq!(pattern("(").unwrap_err(), error);
+        scope(|| assert_eq!(pattern("(").unwrap_err(), error));
+    }
+
+    #[test]
+    fn a_scope_shares_until_its_outermost_call_ends() {
+        let shared = || SCOPE.with(|scope| scope.borrow().as_ref().map(|s| s.patterns.len()));
+        assert_eq!(shared(), None);
+        scope(|| {
+            pattern("^a$").unwrap();
+            scope(|| pattern("^b$").unwrap());
+            assert_eq!(shared(), Some(2), "an inner scope keeps the outer one's sharing");
+        });
+        assert_eq!(shared(), None, "nothing outlives the outermost scope");
+    }
+}
