@@ -5,10 +5,9 @@
 //! compilation of the same CRD does the same work as the first. Outside any scope (CEL's
 //! `matches` while validating objects), patterns are kept per thread instead.
 
+use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
-
-use crate::cel::CompiledOnce;
 
 /// At most this many patterns are kept per thread outside a scope; then the cache starts over.
 const PATTERN_CACHE: usize = 512;
@@ -17,7 +16,8 @@ type Pattern = Result<regex::Regex, String>;
 
 #[derive(Default)]
 struct Shared {
-    rules: HashMap<String, CompiledOnce>,
+    /// Compiled rules by their text; the type is the CEL module's, kept opaque here.
+    rules: HashMap<String, Box<dyn Any>>,
     patterns: HashMap<String, Pattern>,
 }
 
@@ -42,11 +42,13 @@ pub(crate) fn scope<T>(compile: impl FnOnce() -> T) -> T {
 }
 
 /// The rule `key` compiled by `compile`, once per scope.
-pub(crate) fn rule(key: String, compile: impl FnOnce() -> CompiledOnce) -> CompiledOnce {
-    let shared = SCOPE.with(|scope| scope.borrow().as_ref().and_then(|shared| shared.rules.get(&key).cloned()));
+pub(crate) fn rule<T: Clone + 'static>(key: String, compile: impl FnOnce() -> T) -> T {
+    let shared = SCOPE
+        .with(|scope| scope.borrow().as_ref().and_then(|shared| shared.rules.get(&key)?.downcast_ref::<T>().cloned()));
     shared.unwrap_or_else(|| {
         let compiled = compile();
-        SCOPE.with(|scope| scope.borrow_mut().as_mut().map(|shared| shared.rules.insert(key, compiled.clone())));
+        let insert = |shared: &mut Shared| shared.rules.insert(key, Box::new(compiled.clone()));
+        SCOPE.with(|scope| scope.borrow_mut().as_mut().map(insert));
         compiled
     })
 }
