@@ -109,8 +109,6 @@ async fn route(
         }
         Ok((body_type, negotiate::decode_body(body, body_type)?))
     };
-    let delete_options =
-        || -> Option<Value> { if body.is_empty() { None } else { negotiate::decode_body(body, BodyType::Json).ok() } };
     let reply = match (method.clone(), name) {
         (Method::GET, None) if params.is_watch() => {
             return crate::watch::watch(state.clone(), endpoint, params, representation, warnings).await;
@@ -141,9 +139,11 @@ async fn route(
             let patch = negotiate::decode_body(body, body_type)?;
             rest::update(state, &endpoint, name, Change::Patch(body_type, patch), subresource, &params).await?
         }
-        (Method::DELETE, Some(name)) if main => rest::delete(state, &endpoint, name, delete_options().as_ref()).await?,
+        (Method::DELETE, Some(name)) if main => {
+            rest::delete(state, &endpoint, name, &rest::DeleteOptions::read(body, &params)?).await?
+        }
         (Method::DELETE, None) if main => {
-            rest::delete_collection(state, &endpoint, &params, delete_options().as_ref()).await?
+            rest::delete_collection(state, &endpoint, &params, &rest::DeleteOptions::read(body, &params)?).await?
         }
         _ => return Err(ApiError::method_not_allowed()),
     };

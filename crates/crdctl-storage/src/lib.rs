@@ -25,7 +25,8 @@
 //!
 //! [`etcd`] (feature `etcd`) implements [`Store`] on etcd directly, as kube-apiserver does, so
 //! several servers can share one state; [`cache::CachedStore`] puts kube-apiserver's watch cache
-//! in front of any store.
+//! in front of any store. [`dry_run::DryRun`] answers writes as a store would and applies
+//! none: a request's `dryRun=All` writes to it.
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -43,6 +44,7 @@
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
 pub mod cache;
+pub mod dry_run;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod local;

@@ -327,7 +327,7 @@ impl<B: Backend> Shared<B> {
 }
 
 /// Applies one write to the key's current entry at `revision`.
-fn apply(write: Write, current: Option<Entry>, revision: Revision) -> Result<Event, StoreError> {
+pub(crate) fn apply(write: Write, current: Option<Entry>, revision: Revision) -> Result<Event, StoreError> {
     match write {
         Write::Create { key, value } => match current {
             Some(_) => Err(StoreError::AlreadyExists { key }),

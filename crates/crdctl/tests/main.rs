@@ -11,6 +11,7 @@ mod serve;
 mod admission;
 mod check;
 mod convert_crd;
+mod fidelity;
 mod formats;
 mod helm;
 mod inputs;

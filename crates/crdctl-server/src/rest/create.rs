@@ -14,7 +14,7 @@ use crate::registry::unknown_fields::{Decoded, FieldValidation};
 use crate::registry::{custom_resource, namespace};
 
 use super::update::Subresource;
-use super::{Body, Endpoint, Kind, Params, Reply, decode_entry, encode, store_error, without_managed_fields};
+use super::{Body, Endpoint, Kind, Params, Reply, Writes, decode_entry, encode, store_error, without_managed_fields};
 
 /// Who owns the fields of a created object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +37,7 @@ pub async fn create(
     params: &Params,
     managed: Managed,
 ) -> ApiResult<Reply> {
+    let writes = Writes::new(state, params.dry_run_of("CreateOptions")?);
     if let Kind::BuiltIn(resource) = &endpoint.kind
         && let Some(answered) = resource.review(&mut object, state)?
     {
@@ -57,7 +58,8 @@ pub async fn create(
         require_namespace(state, namespace, endpoint.subject(crate::object::name(&object))).await?;
     }
     let admitted_name = crate::object::name(&object).to_string();
-    let admission = endpoint.admission(Operation::Create, &admitted_name, "", Some(params));
+    let admission =
+        endpoint.admission(Operation::Create, (&admitted_name, ""), writes.dry_run(), params.field_manager.as_deref());
     warnings.extend(admission::mutate(state, &admission, &mut object, None).await?);
     let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
     match &endpoint.kind {
@@ -92,19 +94,15 @@ pub async fn create(
         Kind::Custom(served) => served.to_storage(object).await?,
         Kind::BuiltIn(resource) => resource.to_storage(object),
     };
-    if params.dry_run.is_some() {
-        let body = endpoint.present_one(stored).await?;
-        return Ok(Reply::with_warnings(StatusCode::CREATED, body, warnings));
-    }
-    let reserved = endpoint.reserve(state, &mut stored, None).await?;
+    let reserved = endpoint.reserve(state, &writes, &mut stored, None).await?;
     // A generated name that exists already is drawn again, as kube-apiserver does since 1.32
     // (`RetryGenerateName`): the whole create is tried with a new name up to 8 times.
     let mut attempts = 1;
     let entry = loop {
         let key = endpoint.key(&name);
-        let written = match state.store.create(&key, encode(&stored)?).await {
+        let written = match writes.store().create(&key, encode(&stored)?).await {
             Err(StoreError::TooLarge(_)) if without_managed_fields(&mut stored) => {
-                state.store.create(&key, encode(&stored)?).await
+                writes.store().create(&key, encode(&stored)?).await
             }
             written => written,
         };
@@ -115,19 +113,17 @@ pub async fn create(
                 crate::object::set_name(&mut stored, name.clone());
             }
             (Err(StoreError::AlreadyExists { .. }), Some(_)) => {
-                reserved.release(&*state.store).await;
+                reserved.release(writes.store()).await;
                 return Err(ApiError::generate_name_conflict(endpoint.subject(&name)));
             }
             (Err(err), _) => {
-                reserved.release(&*state.store).await;
+                reserved.release(writes.store()).await;
                 return Err(store_error(endpoint, &name)(err));
             }
             (Ok(entry), _) => break entry,
         }
     };
-    if let Kind::BuiltIn(resource) = endpoint.kind {
-        resource.after_write(state, Written::Created(&name), entry.mod_revision).await;
-    }
+    writes.after_write(state, endpoint, Written::Created(&name), entry.mod_revision).await;
     let body = endpoint.present_created(stored, &entry).await?;
     Ok(Reply::with_warnings(StatusCode::CREATED, body, warnings))
 }

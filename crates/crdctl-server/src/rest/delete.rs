@@ -9,40 +9,78 @@ use serde_json::{Value, json};
 use crate::AppState;
 use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult};
+use crate::negotiate::{self, BodyType};
 use crate::registry::OnDelete;
 use crate::registry::builtin::Written;
 
 use super::read::read_list;
-use super::{Endpoint, Kind, Params, Reply, UPDATE_RETRY_FOR, check_preconditions, decode_entry, encode, store_error};
+use super::{
+    DryRun, Endpoint, Params, Reply, UPDATE_RETRY_FOR, Writes, check_preconditions, decode_entry, encode, store_error,
+};
+
+/// A DELETE's options, from its body when it has one, else from the query, as upstream's
+/// delete handlers read them.
+#[derive(Debug, Default)]
+pub struct DeleteOptions {
+    /// The `DeleteOptions` body, if one was sent (its `preconditions`).
+    pub sent: Option<Value>,
+    /// `dryRun`.
+    pub dry_run: DryRun,
+}
+
+impl DeleteOptions {
+    /// Reads the options of a DELETE with `body` and the query `params`.
+    pub fn read(body: &[u8], params: &Params) -> ApiResult<DeleteOptions> {
+        const KIND: &str = "DeleteOptions";
+        if body.is_empty() {
+            return Ok(DeleteOptions { sent: None, dry_run: params.dry_run_of(KIND)? });
+        }
+        let sent = negotiate::decode_body(body, BodyType::Json)?;
+        let not_a_list = |value: &Value| {
+            ApiError::bad_request(format!(
+                "json: cannot unmarshal {} into Go struct field {KIND}.dryRun of type []string",
+                crdctl_conversion::response::json_type(value)
+            ))
+        };
+        let directives: Vec<&str> = match sent.get("dryRun") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => {
+                items.iter().map(|item| item.as_str().ok_or_else(|| not_a_list(item))).collect::<ApiResult<_>>()?
+            }
+            Some(other) => return Err(not_a_list(other)),
+        };
+        let dry_run = DryRun::parse(&directives, KIND)?;
+        Ok(DeleteOptions { sent: Some(sent), dry_run })
+    }
+}
 
 /// DELETE one object: finalizers first mark it; otherwise it is removed.
-pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: Option<&Value>) -> ApiResult<Reply> {
+pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: &DeleteOptions) -> ApiResult<Reply> {
+    let writes = Writes::new(state, options.dry_run);
     let deadline = std::time::Instant::now() + UPDATE_RETRY_FOR;
     while std::time::Instant::now() < deadline {
         let key = endpoint.key(name);
         let current = state.store.get(&key).await.map_err(store_error(endpoint, name))?;
         let current = current.ok_or_else(|| ApiError::not_found(endpoint.subject(name)))?;
         let mut object = decode_entry(&current)?;
-        check_preconditions(endpoint, name, &object, options)?;
-        let admission = endpoint.admission(Operation::Delete, name, "", None);
+        check_preconditions(endpoint, name, &object, options.sent.as_ref())?;
+        let admission = endpoint.admission(Operation::Delete, (name, ""), writes.dry_run(), None);
         let seen = async { Ok(endpoint.present(vec![object.clone()], Shape::Object).await?.pop()) };
         admission::validate_delete(state, &admission, seen).await?;
         let result = match endpoint.on_delete(&mut object)? {
             OnDelete::AlreadyMarked => return Ok(Reply::ok(endpoint.present_entry(&current).await?)),
-            OnDelete::Mark => state.store.update(&key, encode(&object)?, current.mod_revision).await.map(Some),
+            OnDelete::Mark => writes.store().update(&key, encode(&object)?, current.mod_revision).await.map(Some),
             OnDelete::Remove => {
-                let deleted = state.store.delete(&key, Some(current.mod_revision)).await;
+                let deleted = writes.store().delete(&key, Some(current.mod_revision)).await;
                 if deleted.is_ok() {
-                    endpoint.release(state, &object, None).await;
+                    endpoint.release(writes.store(), &object, None).await;
                 }
                 deleted.map(|_| None)
             }
         };
         match result {
             Ok(Some(entry)) => {
-                if let Kind::BuiltIn(resource) = endpoint.kind {
-                    resource.after_write(state, Written::Marked(name), entry.mod_revision).await;
-                }
+                writes.after_write(state, endpoint, Written::Marked(name), entry.mod_revision).await;
                 return Ok(Reply::ok(endpoint.present_entry(&entry).await?));
             }
             Ok(None) => {
@@ -67,7 +105,7 @@ pub async fn delete_collection(
     state: &AppState,
     endpoint: &Endpoint,
     params: &Params,
-    options: Option<&Value>,
+    options: &DeleteOptions,
 ) -> ApiResult<Reply> {
     let read = read_list(state, endpoint, &Params { limit: None, continue_: None, ..params.clone() }).await?;
     let revision = read.revision;

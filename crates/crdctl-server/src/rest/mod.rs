@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use crdctl_conversion::Shape;
-use crdctl_storage::{Entry, StoreError};
+use crdctl_model::field::{ErrorType, Path};
+use crdctl_storage::{Entry, Store, StoreError};
 use serde_json::Value;
 
 use crate::AppState;
@@ -20,7 +21,9 @@ use crate::admission;
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
 use crate::registry::builtin::service::{self, Reserved};
-use crate::registry::builtin::{BuiltIn, CUSTOM_RESOURCE_DEFINITIONS, Strategy, Subresource as BuiltInSubresource};
+use crate::registry::builtin::{
+    BuiltIn, CUSTOM_RESOURCE_DEFINITIONS, Strategy, Subresource as BuiltInSubresource, Written,
+};
 use crate::registry::scale;
 use crate::registry::{Items, OnDelete, ServedCrd};
 use crate::selector::{FieldSelector, SelectableFields};
@@ -32,7 +35,7 @@ mod read;
 mod update;
 
 pub use create::{Managed, create, request_token};
-pub use delete::{delete, delete_collection};
+pub use delete::{DeleteOptions, delete, delete_collection};
 pub use read::{ListRead, get, list, read_list};
 pub use update::{Change, Subresource, update};
 
@@ -120,6 +123,75 @@ impl Params {
     /// Whether this is a watch request.
     pub fn is_watch(&self) -> bool {
         matches!(self.watch.as_deref(), Some("true" | "1"))
+    }
+
+    /// The query's `dryRun`, for a write whose options are of kind `options`.
+    pub fn dry_run_of(&self, options: &str) -> ApiResult<DryRun> {
+        DryRun::parse(self.dry_run.as_deref().as_slice(), options)
+    }
+}
+
+/// A write's `dryRun` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DryRun {
+    /// The write is applied.
+    #[default]
+    No,
+    /// `dryRun=All`: every stage runs, nothing is stored.
+    All,
+}
+
+impl DryRun {
+    /// The directives a write names, as upstream's `ValidateDryRun` takes them: `All`, or
+    /// none; anything else is refused as invalid options of kind `options` (`CreateOptions`,
+    /// `DeleteOptions`, …) before the request does anything.
+    pub fn parse(directives: &[&str], options: &str) -> ApiResult<DryRun> {
+        match directives {
+            [] => Ok(DryRun::No),
+            _ if directives.iter().all(|directive| *directive == "All") => Ok(DryRun::All),
+            _ => {
+                let quoted: Vec<String> = directives.iter().map(|d| crdctl_model::go::quote(d)).collect();
+                let value = format!("[]string{{{}}}", quoted.join(", "));
+                let error = Path::new("dryRun").error(ErrorType::NotSupported(value, vec!["All".into()]), "");
+                Err(ApiError::invalid("meta.k8s.io", options, "", &[error]))
+            }
+        }
+    }
+}
+
+/// Where a write verb writes, chosen once per request from its [`DryRun`]: the store, or a
+/// [`crdctl_storage::dry_run::DryRun`] over it, which checks each write as the store would and
+/// applies none. A dry run so takes every step of the real write — names, addresses, admission,
+/// validation, preconditions, conflicts — through the same code, and nothing follows it: no
+/// revision, no watch event, no lifecycle.
+pub(crate) struct Writes {
+    store: Arc<dyn Store>,
+    dry_run: DryRun,
+}
+
+impl Writes {
+    pub(crate) fn new(state: &AppState, dry_run: DryRun) -> Writes {
+        let store = match dry_run {
+            DryRun::No => Arc::clone(&state.store),
+            DryRun::All => Arc::new(crdctl_storage::dry_run::DryRun::over(Arc::clone(&state.store))),
+        };
+        Writes { store, dry_run }
+    }
+
+    pub(crate) fn store(&self) -> &dyn Store {
+        &*self.store
+    }
+
+    pub(crate) fn dry_run(&self) -> DryRun {
+        self.dry_run
+    }
+
+    /// What follows a write of a built-in kind (a namespace's default ServiceAccount or its
+    /// finalization, a CRD served); nothing follows a dry run.
+    async fn after_write(&self, state: &AppState, endpoint: &Endpoint, written: Written<'_>, revision: u64) {
+        if let (DryRun::No, Kind::BuiltIn(resource)) = (self.dry_run, &endpoint.kind) {
+            resource.after_write(state, written, revision).await;
+        }
     }
 }
 
@@ -223,9 +295,9 @@ impl Endpoint {
     pub fn admission<'a>(
         &'a self,
         operation: admission::Operation,
-        name: &'a str,
-        subresource: &'a str,
-        params: Option<&'a Params>,
+        (name, subresource): (&'a str, &'a str),
+        dry_run: DryRun,
+        field_manager: Option<&'a str>,
     ) -> admission::Request<'a> {
         admission::Request {
             operation,
@@ -236,8 +308,8 @@ impl Endpoint {
             kind: &self.type_kind,
             name,
             namespace: self.namespace.as_deref(),
-            dry_run: params.is_some_and(|p| p.dry_run.is_some()),
-            field_manager: params.and_then(|p| p.field_manager.as_deref()),
+            dry_run: dry_run == DryRun::All,
+            field_manager,
         }
     }
 
@@ -327,19 +399,25 @@ impl Endpoint {
 
     /// Reserves what a written object needs from shared ranges (a Service's ClusterIP and node
     /// ports), given back with [`Reserved::release`] if the write fails.
-    async fn reserve(&self, state: &AppState, object: &mut Value, old: Option<&Value>) -> ApiResult<Reserved> {
+    async fn reserve(
+        &self,
+        state: &AppState,
+        writes: &Writes,
+        object: &mut Value,
+        old: Option<&Value>,
+    ) -> ApiResult<Reserved> {
         match &self.kind {
             Kind::BuiltIn(resource) if matches!(resource.strategy, Strategy::Service) => {
-                service::allocate(&*state.store, object, old, &state.config.service_ranges).await
+                service::allocate(writes.store(), object, old, &state.config.service_ranges).await
             }
             _ => Ok(Reserved::default()),
         }
     }
 
     /// Gives back what `old` held and `new` (if the object is still there) does not.
-    pub async fn release(&self, state: &AppState, old: &Value, new: Option<&Value>) {
+    pub async fn release(&self, store: &dyn Store, old: &Value, new: Option<&Value>) {
         if let Kind::BuiltIn(resource) = &self.kind {
-            resource.release(&*state.store, old, new).await;
+            resource.release(store, old, new).await;
         }
     }
 
@@ -467,7 +545,10 @@ impl Endpoint {
     /// version's schema on its way in ([`custom_resource::admit`]): it is already what a read
     /// would make of it.
     async fn present_created(&self, mut object: Value, entry: &Entry) -> ApiResult<Value> {
-        crate::object::set_resource_version(&mut object, entry.mod_revision);
+        // A dry run's create has no revision, and its object no `resourceVersion`, as upstream's.
+        if entry.mod_revision > 0 {
+            crate::object::set_resource_version(&mut object, entry.mod_revision);
+        }
         match &self.kind {
             Kind::Custom(served) if served.storage_version() == self.version => Ok(object),
             _ => self.present_one(object).await,

@@ -21,7 +21,7 @@ use crate::registry::scale;
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
 
 use super::create::{Managed, create};
-use super::{Endpoint, Kind, Params, Reply, UPDATE_RETRY_FOR, encode, store_error, without_managed_fields};
+use super::{Endpoint, Kind, Params, Reply, UPDATE_RETRY_FOR, Writes, encode, store_error, without_managed_fields};
 
 /// How an update computes the new object from the current one (both in the request version).
 pub enum Change {
@@ -56,6 +56,8 @@ pub async fn update(
     subresource: Subresource,
     params: &Params,
 ) -> ApiResult<Reply> {
+    let options = if matches!(change, Change::Replace(_)) { "UpdateOptions" } else { "PatchOptions" };
+    let writes = Writes::new(state, params.dry_run_of(options)?);
     let deadline = std::time::Instant::now() + UPDATE_RETRY_FOR;
     while std::time::Instant::now() < deadline {
         let key = endpoint.key(name);
@@ -135,7 +137,12 @@ pub async fn update(
             Subresource::Finalize => "finalize",
             Subresource::Main | Subresource::Token => "",
         };
-        let admission = endpoint.admission(Operation::Update, name, subresource_name, Some(params));
+        let admission = endpoint.admission(
+            Operation::Update,
+            (name, subresource_name),
+            writes.dry_run(),
+            params.field_manager.as_deref(),
+        );
         let mut new = new;
         let mut warnings = admission::mutate(state, &admission, &mut new, Some(&old)).await?;
         let part = match subresource {
@@ -146,17 +153,17 @@ pub async fn update(
         let (mut stored, admitted) =
             admit_update(state, endpoint, new, &old, part, (params, decoded), &admission).await?;
         warnings.extend(admitted);
-        if params.dry_run.is_some() {
-            return Ok(Reply::with_warnings(StatusCode::OK, endpoint.present_one(stored).await?, warnings));
-        }
         let deleting = crate::object::meta_field(&stored, "deletionTimestamp").is_some()
             && crate::object::finalizers(&stored).is_empty()
             && endpoint.removed_when_finalized();
-        let reserved =
-            if deleting { Reserved::default() } else { endpoint.reserve(state, &mut stored, Some(&old)).await? };
+        let reserved = if deleting {
+            Reserved::default()
+        } else {
+            endpoint.reserve(state, &writes, &mut stored, Some(&old)).await?
+        };
         let kept = (!deleting).then(|| stored.clone());
         let result = if deleting {
-            state.store.delete(&key, Some(current.mod_revision)).await.map(|event| event.prev)
+            writes.store().delete(&key, Some(current.mod_revision)).await.map(|event| event.prev)
         } else {
             let value = encode(&stored)?;
             // As upstream: an update that would store the same bytes writes nothing and keeps
@@ -167,25 +174,23 @@ pub async fn update(
             }
             let mut stored = stored;
             let applying = matches!(change, Change::Patch(BodyType::ApplyPatch, _));
-            match state.store.update(&key, value, current.mod_revision).await {
+            match writes.store().update(&key, value, current.mod_revision).await {
                 Err(StoreError::TooLarge(_)) if !applying && without_managed_fields(&mut stored) => {
-                    state.store.update(&key, encode(&stored)?, current.mod_revision).await
+                    writes.store().update(&key, encode(&stored)?, current.mod_revision).await
                 }
                 written => written,
             }
             .map(Some)
         };
         if result.is_err() {
-            reserved.release(&*state.store).await;
+            reserved.release(writes.store()).await;
         } else {
-            endpoint.release(state, &old, kept.as_ref()).await;
+            endpoint.release(writes.store(), &old, kept.as_ref()).await;
         }
         match result {
             Ok(entry) => {
                 let entry = entry.ok_or_else(|| ApiError::internal("the store returned no object"))?;
-                if let Kind::BuiltIn(resource) = endpoint.kind {
-                    resource.after_write(state, Written::Updated, entry.mod_revision).await;
-                }
+                writes.after_write(state, endpoint, Written::Updated, entry.mod_revision).await;
                 return Ok(Reply::of(StatusCode::OK, endpoint.reply_entry(&entry).await?, warnings));
             }
             Err(StoreError::Conflict { .. }) if precondition.is_none() => continue,

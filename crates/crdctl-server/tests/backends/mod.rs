@@ -21,18 +21,24 @@ pub enum Backend {
 impl Backend {
     /// Starts a server on a fresh store of this kind.
     pub async fn start(self) -> (TestServer, Keep) {
+        self.start_with(Config::default()).await
+    }
+
+    /// [`Backend::start`] with `config` (etcd's server also runs the watch cache, as
+    /// `crdctl serve --etcd` does).
+    pub async fn start_with(self, config: Config) -> (TestServer, Keep) {
         let (store, keep, config): (Arc<dyn crdctl_storage::Store>, Keep, Config) = match self {
-            Backend::Memory => (Arc::new(crdctl_storage::memory::open()), None, Config::default()),
+            Backend::Memory => (Arc::new(crdctl_storage::memory::open()), None, config),
             Backend::Redb => {
                 let dir = tempfile::tempdir().unwrap();
                 let store = crdctl_storage::redb::open(dir.path()).unwrap();
-                (Arc::new(store), Some(Box::new(dir)), Config::default())
+                (Arc::new(store), Some(Box::new(dir)), config)
             }
             Backend::Etcd => {
                 let cluster = crdctl_storage::etcd::cluster::LocalCluster::start(1).expect("etcd starts");
-                let config = crdctl_storage::etcd::EtcdConfig::new(cluster.endpoints());
-                let store = crdctl_storage::etcd::open(config).await.unwrap();
-                (Arc::new(store), Some(Box::new(cluster)), Config { watch_cache: true, ..Config::default() })
+                let etcd = crdctl_storage::etcd::EtcdConfig::new(cluster.endpoints());
+                let store = crdctl_storage::etcd::open(etcd).await.unwrap();
+                (Arc::new(store), Some(Box::new(cluster)), Config { watch_cache: true, ..config })
             }
         };
         (TestServer::start_with(config, store).await.unwrap(), keep)
