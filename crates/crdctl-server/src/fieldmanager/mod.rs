@@ -400,6 +400,48 @@ pub struct Merged {
     entries: Vec<Entry>,
     me: Entry,
     previous: Option<Entry>,
+    /// The client-side apply annotation to write for kubectl's apply ([`LAST_APPLIED`]).
+    last_applied: Option<String>,
+}
+
+/// The annotation in which `kubectl apply` (client side) keeps the configuration it applied.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The manager `kubectl apply --server-side` applies as, for which upstream's field manager
+/// bridges client-side apply (`lastAppliedManager`, `lastAppliedUpdater`).
+const KUBECTL: &str = "kubectl";
+
+/// The client-side apply annotation of `object`, if it has a non-empty one.
+fn last_applied_of(object: &Value) -> Option<&str> {
+    let annotations = object.get("metadata")?.get("annotations")?;
+    annotations.get(LAST_APPLIED)?.as_str().filter(|text| !text.is_empty())
+}
+
+/// What kubectl's server-side apply writes to the client-side apply annotation, when the live
+/// object has one (upstream's `buildLastApplied`): the applied configuration without that
+/// annotation, as Go encodes an unstructured object.
+fn next_last_applied(live: &Value, config: &Value, manager: &str) -> Option<String> {
+    if manager != KUBECTL || last_applied_of(live).is_none() {
+        return None;
+    }
+    let mut config = config.clone();
+    if let Some(annotations) = config.get_mut("metadata").and_then(|m| m.get_mut("annotations")) {
+        annotations.as_object_mut().map(|a| a.remove(LAST_APPLIED));
+    }
+    Some(format!("{}\n", crdctl_model::go::json(&config)))
+}
+
+/// The fields kubectl's server-side apply may take from client-side apply without a conflict
+/// (upstream's `allowedConflictsFromLastApplied`): those the live object's client-side apply
+/// annotation sets, to the values the live object still has.
+fn allowed_from_last_applied(live: &Value, scope: &Scope<'_>) -> Option<Set> {
+    let last_applied: Value = serde_json::from_str(last_applied_of(live)?).ok()?;
+    if last_applied.get("apiVersion").and_then(Value::as_str) != Some(scope.api_version.as_str()) {
+        return None;
+    }
+    let comparison = typed::compare(&last_applied, live, scope.schema);
+    let set = typed::field_set(&last_applied, scope.schema);
+    Some(set.difference(&comparison.modified).difference(&comparison.added).difference(&comparison.removed))
 }
 
 impl Merged {
@@ -432,7 +474,8 @@ pub fn apply_merge(live: Option<&Value>, config: &Value, scope: &Scope<'_>, mana
         let stale = typed::with_named_fields_as_members(&last).difference(&owned);
         typed::remove(&mut merged, &stale, &owned, scope.schema);
     }
-    Merged { live: live_object, merged, entries, me, previous }
+    let last_applied = next_last_applied(&live_object, config, manager);
+    Merged { live: live_object, merged, entries, me, previous, last_applied }
 }
 
 /// The second half of an apply: the fields it changes that other managers own (each judged
@@ -443,7 +486,7 @@ pub fn apply_finish(
     force: bool,
     others: &OtherVersions,
 ) -> Result<Value, Conflicts> {
-    let Merged { live, mut merged, mut entries, me, previous } = applied;
+    let Merged { live, mut merged, mut entries, me, previous, last_applied } = applied;
     let changes = Changes::new(typed::compare(&live, &merged, scope.schema), others, scope);
     let mut conflicts = Vec::new();
     for entry in &entries {
@@ -453,8 +496,18 @@ pub fn apply_finish(
         }
     }
     if !conflicts.is_empty() && !force {
-        conflicts.sort();
-        return Err(Conflicts(conflicts));
+        // kubectl's server-side apply takes over, without conflicts, what its client-side
+        // apply set and nobody changed since, as upstream's `lastAppliedManager` does.
+        if me.manager == KUBECTL
+            && let Some(allowed) = allowed_from_last_applied(&live, scope)
+        {
+            let allowed: std::collections::HashSet<String> = allowed.paths().iter().map(|p| set::display(p)).collect();
+            conflicts.retain(|(_, path)| !allowed.contains(path));
+        }
+        if !conflicts.is_empty() {
+            conflicts.sort();
+            return Err(Conflicts(conflicts));
+        }
     }
     for entry in &mut entries {
         let (changed, removed) = changes.seen_by(entry);
@@ -462,6 +515,11 @@ pub fn apply_finish(
     }
     entries.push(keep_time_if_unchanged(me, previous));
     encode(&mut merged, entries);
+    if let Some(last_applied) = last_applied {
+        let metadata = crate::object::object_mut(&mut merged, "metadata");
+        let annotations = metadata.entry("annotations").or_insert_with(|| json!({}));
+        crate::object::set(annotations, LAST_APPLIED, Value::String(last_applied));
+    }
     Ok(merged)
 }
 

@@ -14,6 +14,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::fieldmanager;
 use crate::negotiate::{BodyType, PATCH_TYPES};
 use crate::registry::builtin::documents::compiled_in;
+use crate::registry::builtin::go_decode;
 use crate::registry::builtin::service::Reserved;
 use crate::registry::builtin::{Part, Written};
 use crate::registry::custom_resource;
@@ -166,10 +167,10 @@ pub async fn update(
             writes.store().delete(&key, Some(current.mod_revision)).await.map(|event| event.prev)
         } else {
             let value = encode(&stored)?;
-            // As upstream: an update that would store the same bytes writes nothing and keeps
-            // the resourceVersion. Bytes in an older storage version differ, so a no-op update
-            // is how storage migration rewrites an object.
-            if value == current.value {
+            // As upstream: an update that would store the same object writes nothing and keeps
+            // the resourceVersion. An object in an older storage version differs, so a no-op
+            // update is how storage migration rewrites an object.
+            if stores_the_same(&value, &current.value) {
                 return Ok(Reply::of(StatusCode::OK, endpoint.reply_entry(&current).await?, warnings));
             }
             let mut stored = stored;
@@ -198,6 +199,16 @@ pub async fn update(
         }
     }
     Err(ApiError::conflict(endpoint.subject(name)))
+}
+
+/// Whether `new` encodes the object `held` holds. Go's encoder writes an object's fields in one
+/// order, so upstream compares bytes; a patch here may order keys differently, so bytes of the
+/// same length that differ are compared as JSON (the same value always encodes to the same
+/// length).
+fn stores_the_same(new: &[u8], held: &[u8]) -> bool {
+    new == held
+        || (new.len() == held.len()
+            && serde_json::from_slice::<Value>(new).ok() == serde_json::from_slice::<Value>(held).ok())
 }
 
 /// Server-side apply of `config` onto `live` (None: the object does not exist yet).
@@ -315,7 +326,14 @@ fn apply_patch(schema: Option<&Schema>, current: &Value, body_type: BodyType, pa
                     crdctl_conversion::response::json_type(patch)
                 )));
             };
-            patched = Value::Object(strategic_merge::apply(current, patch, schema).map_err(strategic_merge_error)?);
+            let merged = strategic_merge::apply(current, patch.clone(), schema).map_err(strategic_merge_error)?;
+            patched = Value::Object(merged);
+            // As upstream's handler reading the result back into its type (`applyPatchToObject`):
+            // a value its field cannot hold is an invalid `patch`, shown as Go prints the patch.
+            if let Some(err) = go_decode::restore_error(&patched, schema) {
+                let shown = field::Raw(crdctl_model::go::quote(&crdctl_model::go::display_map(&patch)));
+                return Err(ApiError::invalid("", "", "", &[Path::new("patch").invalid(shown, err)]));
+            }
         }
         BodyType::MergePatch => json_patch::merge(&mut patched, patch),
         BodyType::ApplyPatch => return Err(ApiError::bad_request("apply patches are not applied as merge patches")),

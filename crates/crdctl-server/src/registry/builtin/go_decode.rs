@@ -12,49 +12,81 @@
 use crdctl_schema::{Additional, Schema};
 use serde_json::Value;
 
+/// Which of Go's decoders reads an object into its typed struct; they accept nearly the same
+/// values and word their refusals differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decoder {
+    /// `encoding/json`, which reads a request body.
+    Json,
+    /// apimachinery's unstructured converter (`runtime.DefaultUnstructuredConverter`), which
+    /// reads the object a strategic merge patch produced.
+    Unstructured,
+}
+
 /// Go's error for the first wrongly typed value of `object`, a `kind` whose schema is `schema`.
 pub fn type_error(object: &Value, schema: &Schema, kind: &str) -> Option<String> {
+    first_error(object, schema, kind, Decoder::Json)
+}
+
+/// The unstructured converter's error for the first value of `object` its field cannot hold
+/// (`cannot restore map from string`), as upstream's strategic merge patch handler meets it
+/// when it reads the patched object back into its type.
+pub fn restore_error(object: &Value, schema: &Schema) -> Option<String> {
+    first_error(object, schema, "", Decoder::Unstructured)
+}
+
+fn first_error(object: &Value, schema: &Schema, kind: &str, decoder: Decoder) -> Option<String> {
     let Value::Object(fields) = object else { return None };
     let mut path = Vec::new();
     fields
         .iter()
         .filter(|(name, _)| !matches!(name.as_str(), "apiVersion" | "kind"))
-        .find_map(|(name, value)| field(value, schema.properties.get(name)?, kind, name, &mut path))
+        .find_map(|(name, value)| field(value, schema.properties.get(name)?, (kind, decoder), name, &mut path))
 }
 
 /// The error of one field of the struct `structure`.
 fn field<'a>(
     value: &'a Value,
     schema: &'a Schema,
-    structure: &str,
+    (structure, decoder): (&str, Decoder),
     name: &'a str,
     path: &mut Vec<&'a str>,
 ) -> Option<String> {
     path.push(name);
-    let error = check(value, schema, structure, path);
+    let error = check(value, schema, (structure, decoder), path);
     path.pop();
     error
 }
 
-fn check<'a>(value: &'a Value, schema: &'a Schema, structure: &str, path: &mut Vec<&'a str>) -> Option<String> {
+fn check<'a>(
+    value: &'a Value,
+    schema: &'a Schema,
+    (structure, decoder): (&str, Decoder),
+    path: &mut Vec<&'a str>,
+) -> Option<String> {
     let go_type = go_type(schema)?;
-    let refused = |value: &Value| Some(error(value, structure, path, &go_type));
+    let refused = |value: &Value| match decoder {
+        Decoder::Json => Some(error(value, structure, path, &go_type)),
+        Decoder::Unstructured => Some(restore_message(value, schema, &go_type)),
+    };
     match (schema.types.first().map(String::as_str), value) {
         (_, Value::Null) => None,
         (Some("string"), Value::String(_)) | (Some("boolean"), Value::Bool(_)) => None,
         (Some("number"), Value::Number(_)) => None,
-        (Some("integer"), Value::Number(n)) if fits(n, &go_type) => None,
+        (Some("integer"), Value::Number(n)) if fits(n, &go_type, decoder) => None,
         (Some("array"), Value::Array(items)) => {
             let item = schema.items.as_deref()?;
-            items.iter().find_map(|value| check(value, item, structure, path))
+            items.iter().find_map(|value| check(value, item, (structure, decoder), path))
         }
         (Some("object"), Value::Object(fields)) => match (&schema.go_type, &schema.additional_properties) {
             (Some(struct_type), _) => {
                 let inner = struct_type.rsplit('.').next().unwrap_or(struct_type);
-                fields.iter().find_map(|(name, value)| field(value, schema.properties.get(name)?, inner, name, path))
+                fields
+                    .iter()
+                    .find_map(|(name, value)| field(value, schema.properties.get(name)?, (inner, decoder), name, path))
             }
             (None, Some(Additional::Schema(values))) => {
-                fields.values().find_map(|value| check(value, values, structure, path))
+                fields.values().find_map(|value| check(value, values, (structure, decoder), path))
             }
             _ => None,
         },
@@ -86,12 +118,14 @@ fn go_type(schema: &Schema) -> Option<String> {
     })
 }
 
-/// Whether an integer field of `go_type` holds the number (Go refuses fractions and overflow).
-fn fits(number: &serde_json::Number, go_type: &str) -> bool {
-    match (number.as_i64(), go_type) {
-        (Some(n), "int32") => i32::try_from(n).is_ok(),
-        (Some(_), _) => true,
-        (None, _) => false,
+/// Whether an integer field of `go_type` holds the number: `encoding/json` refuses fractions
+/// and overflow; the converter refuses fractions only (it converts with Go's wrapping).
+fn fits(number: &serde_json::Number, go_type: &str, decoder: Decoder) -> bool {
+    match (number.as_i64(), go_type, decoder) {
+        (Some(n), "int32", Decoder::Json) => i32::try_from(n).is_ok(),
+        (Some(_), _, _) => true,
+        (None, _, Decoder::Unstructured) => number.as_f64().is_some_and(|f| f.fract() == 0.0),
+        (None, _, Decoder::Json) => false,
     }
 }
 
@@ -108,6 +142,34 @@ fn error(value: &Value, structure: &str, path: &[&str], go_type: &str) -> String
         Value::Null => "null".to_string(),
     };
     format!("json: cannot unmarshal {what} into Go struct field {structure}.{} of type {go_type}", path.join("."))
+}
+
+/// The converter's refusal of `value` for a field of `go_type` (its `fromUnstructured`): by the
+/// field's kind — struct, map, slice — or, for a scalar, the conversion Go's reflection allows
+/// and the converter does not.
+fn restore_message(value: &Value, schema: &Schema, go_type: &str) -> String {
+    // The reflect kind of a decoded JSON value (integral numbers decode as int64).
+    let kind = match value {
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.as_i64().is_some() => "int64",
+        Value::Number(_) => "float64",
+        Value::String(_) => "string",
+        Value::Array(_) => "slice",
+        Value::Object(_) => "map",
+        Value::Null => "invalid",
+    };
+    let scalar = !go_type.starts_with('[') && schema.types.first().is_none_or(|t| t != "object");
+    match (schema.go_type.is_some(), go_type, kind) {
+        (true, _, _) => format!("cannot restore struct from: {kind}"),
+        (false, _, _) if go_type.starts_with("map[") => format!("cannot restore map from {kind}"),
+        (false, _, _) if go_type.starts_with('[') => format!("cannot restore slice from {kind}"),
+        // Go converts integers to strings and floats to integers, and the converter allows
+        // neither (a float is fine only when integral, which `fits` accepted).
+        (false, "string", "int64") | (false, "int32" | "int64", "float64") if scalar => {
+            format!("cannot convert {kind} to {go_type}")
+        }
+        _ => format!("unrecognized type: {go_type}"),
+    }
 }
 
 #[cfg(test)]
@@ -166,5 +228,30 @@ mod tests {
             type_error(&json!({"data": {"a": 1}}), secret, "Secret").as_deref(),
             Some("json: cannot unmarshal number into Go struct field Secret.data of type []uint8")
         );
+    }
+
+    /// Each case: a patched Deployment with one value its field cannot hold, and the
+    /// converter's error, as upstream's tests (`test/cmd/core.sh`) and its source word them.
+    #[test]
+    fn wrongly_typed_values_read_as_the_unstructured_converter_reports_them() {
+        let schema = find("apps", "v1", "deployments").and_then(|d| d.schema()).unwrap();
+        let cases = [
+            (json!({"metadata": {"labels": "invalid"}}), "cannot restore map from string"),
+            (json!({"metadata": {"finalizers": {"a": "b"}}}), "cannot restore slice from map"),
+            (json!({"spec": "x"}), "cannot restore struct from: string"),
+            (json!({"spec": {"replicas": "three"}}), "unrecognized type: int32"),
+            (json!({"spec": {"replicas": 1.5}}), "cannot convert float64 to int32"),
+            (json!({"metadata": {"name": 5}}), "cannot convert int64 to string"),
+            (json!({"metadata": {"name": true}}), "unrecognized type: string"),
+            (json!({"spec": {"paused": 1}}), "unrecognized type: bool"),
+        ];
+        for (object, expected) in cases {
+            assert_eq!(restore_error(&object, schema).as_deref(), Some(expected), "{object}");
+        }
+        // What converts: an integral float into an integer, nulls, int-or-string, quantities.
+        let fine = json!({"metadata": {"labels": null}, "spec": {"replicas": 2.0,
+            "strategy": {"rollingUpdate": {"maxSurge": "25%"}},
+            "template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": 1}}}]}}}});
+        assert_eq!(restore_error(&fine, schema), None);
     }
 }

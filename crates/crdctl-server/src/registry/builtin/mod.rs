@@ -19,7 +19,7 @@ mod admissionregistration;
 mod autoscaling;
 mod data;
 pub mod documents;
-mod go_decode;
+pub(crate) mod go_decode;
 pub mod migration;
 mod qos;
 pub mod review;
