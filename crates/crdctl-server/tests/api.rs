@@ -1481,7 +1481,54 @@ async fn horizontal_pod_autoscalers(backend: Backend) {
     assert_eq!(item_names(&api.get(v1).await), ["bare", "cpu", "memory"]);
 }
 
+/// A PUT without a `resourceVersion` (or with `0`, which upstream reads as none) replaces the
+/// object where the kind's strategy allows unconditional updates — Nodes, ConfigMaps, nearly
+/// every built-in — and is 422 for custom resources, CRDs and APIServices; only a stale one
+/// conflicts.
+async fn unconditional_updates(backend: Backend) {
+    let api = Api::on(backend).await.with_crd().await;
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}});
+    assert_eq!(api.post("/api/v1/nodes", &node).await.code, 201);
+    let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}});
+    assert_eq!(api.post("/api/v1/namespaces/default/configmaps", &configmap).await.code, 201);
+    for (path, mut object) in [("/api/v1/nodes/n1", node), ("/api/v1/namespaces/default/configmaps/c", configmap)] {
+        for (at, rv) in [None, Some(""), Some("0")].into_iter().enumerate() {
+            object["metadata"]["labels"] = json!({"at": at.to_string()});
+            if let Some(rv) = rv {
+                object["metadata"]["resourceVersion"] = json!(rv);
+            }
+            let replaced = api.put(path, &object).await;
+            assert_eq!(replaced.code, 200, "{path} with {rv:?}: {replaced:?}");
+            assert_eq!(replaced.body["metadata"]["labels"]["at"], at.to_string());
+        }
+        object["metadata"]["resourceVersion"] = json!("1");
+        assert_eq!(api.put(path, &object).await.code, 409, "{path} with a stale resourceVersion");
+    }
+    assert_eq!(api.post(CRONTABS_V1, &crontab("x", "v1")).await.code, 201);
+    for rv in [None, Some("0")] {
+        let mut object = crontab("x", "v1");
+        if let Some(rv) = rv {
+            object["metadata"]["resourceVersion"] = json!(rv);
+        }
+        let refused = api.put(&format!("{CRONTABS_V1}/x"), &object).await;
+        assert_eq!(refused.code, 422, "{refused:?}");
+        assert_eq!(
+            refused.body["message"],
+            "crontabs.example.com \"x\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+        );
+    }
+    let crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com";
+    let mut crd = api.get(crd_path).await.body;
+    crd["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+    let refused = api.put(crd_path, &crd).await;
+    assert_eq!(refused.code, 422, "{refused:?}");
+    assert!(refused.body["message"].as_str().unwrap().starts_with(
+        "customresourcedefinitions.apiextensions.k8s.io \"crontabs.example.com\" is invalid: metadata.resourceVersion"
+    ));
+}
+
 on_each_backend!(
+    unconditional_updates,
     horizontal_pod_autoscalers,
     workloads,
     strategic_merge_patches,

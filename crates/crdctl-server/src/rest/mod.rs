@@ -389,6 +389,15 @@ impl Endpoint {
         Ok(others)
     }
 
+    /// Whether a PUT without a `resourceVersion` replaces the stored object (upstream's
+    /// `AllowUnconditionalUpdate`: not for custom resources, CRDs and APIServices).
+    pub fn allows_unconditional_update(&self) -> bool {
+        match &self.kind {
+            Kind::BuiltIn(resource) => resource.unconditional_update,
+            Kind::Custom(_) => false,
+        }
+    }
+
     /// Whether the resource has a verb, as discovery lists it.
     pub fn allows(&self, verb: &str) -> bool {
         match &self.kind {

@@ -253,17 +253,21 @@ fn change_object(endpoint: &Endpoint, name: &str, old: &Value, change: &Change) 
             )));
         }
         Change::Replace(body) => {
-            let rv = crate::object::meta_str(body, "resourceVersion").map(str::to_string);
-            if rv.is_none() && matches!(endpoint.kind, Kind::Custom(_)) {
+            // `0` is no resourceVersion, as upstream parses it.
+            let rv = crate::object::meta_str(body, "resourceVersion").filter(|rv| !rv.is_empty() && *rv != "0");
+            if rv.is_none() && !endpoint.allows_unconditional_update() {
+                // Upstream names the resource where the kind belongs (its TODO #18526), and
+                // prints the uint64 0 as Go's `%#v` does.
                 return Err(ApiError::invalid(
                     &endpoint.group,
-                    &endpoint.type_kind,
+                    &endpoint.resource,
                     name,
                     &[Path::new("metadata")
                         .child("resourceVersion")
                         .invalid(field::Raw("0x0".into()), "must be specified for an update")],
                 ));
             }
+            let rv = rv.map(str::to_string);
             (body.clone(), rv)
         }
         Change::Patch(body_type, patch) => {

@@ -81,6 +81,9 @@ pub struct BuiltIn {
     /// Set on a version stored as another version of the same resource (upstream stores each
     /// resource in one version whatever version is asked for).
     pub stored_as: Option<StoredAs>,
+    /// Whether a PUT without `metadata.resourceVersion` replaces whatever is stored (upstream's
+    /// `AllowUnconditionalUpdate`); else it is refused.
+    pub unconditional_update: bool,
 }
 
 /// The version a resource's objects are stored in, and the conversions to and from it.

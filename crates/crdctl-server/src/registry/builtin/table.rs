@@ -53,6 +53,7 @@ const fn resource(
         strategy: Strategy::Plain,
         columns: crate::table::created_at_columns,
         stored_as: None,
+        unconditional_update: true,
     }
 }
 
@@ -181,6 +182,7 @@ pub const CUSTOM_RESOURCE_DEFINITIONS: BuiltIn = BuiltIn {
     subresources: STATUS,
     generation: true,
     strategy: Strategy::CustomResourceDefinition,
+    unconditional_update: false,
     ..resource(
         crd::GROUP,
         "customresourcedefinitions",
@@ -406,6 +408,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
     BuiltIn {
         categories: API_EXTENSIONS,
         subresources: STATUS,
+        unconditional_update: false,
         ..resource(
             "apiregistration.k8s.io",
             "apiservices",
