@@ -340,6 +340,47 @@ fn with_fraction(n: u64, scale: u64) -> String {
     format!("{whole}.{}", fraction.trim_end_matches('0'))
 }
 
+/// The error Go's `encoding/json` gives for `text` where serde_json failed with `err`: its
+/// scanner's words (`unexpected end of JSON input`, `invalid character 'x' looking for
+/// beginning of value`), told from the offending character and what serde expected there.
+pub fn json_syntax_error(text: &str, err: &serde_json::Error) -> String {
+    if err.is_eof() {
+        return "unexpected end of JSON input".into();
+    }
+    let line = text.lines().nth(err.line().saturating_sub(1)).unwrap_or_default();
+    let Some(found) = line.chars().nth(err.column().saturating_sub(1)) else {
+        return "unexpected end of JSON input".into();
+    };
+    let expected = err.to_string();
+    let context = [
+        ("key must be a string", "looking for beginning of object key string"),
+        ("expected `:`", "after object key"),
+        ("expected `,` or `}`", "after object key:value pair"),
+        ("expected `,` or `]`", "after array element"),
+        ("trailing characters", "after top-level value"),
+        ("trailing comma", "looking for beginning of value"),
+        ("invalid escape", "in string escape code"),
+        ("control character", "in string literal"),
+        ("invalid number", "in numeric literal"),
+    ]
+    .into_iter()
+    .find(|(serde, _)| expected.starts_with(serde))
+    .map_or("looking for beginning of value", |(_, go)| go);
+    format!("invalid character {} {context}", quote_char(found))
+}
+
+/// A character as Go's scanner quotes it (`quoteChar`): `'x'`, `'\''`, `'"'`, `'\n'`.
+fn quote_char(c: char) -> String {
+    match c {
+        '\'' => r"'\''".into(),
+        '"' => "'\"'".into(),
+        _ => {
+            let quoted = quote(&c.to_string());
+            format!("'{}'", quoted.trim_start_matches('"').trim_end_matches('"'))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -405,5 +446,25 @@ mod tests {
             (parse_duration("1h30m"), parse_duration("1x"), parse_duration("")),
             (Some(5_400_000_000_000), None, None)
         );
+    }
+
+    /// Go's scanner's words for bodies that are not JSON, as `encoding/json` answers them.
+    #[test]
+    fn json_syntax_errors_read_as_gos_scanner_words_them() {
+        let cases = [
+            ("{", "unexpected end of JSON input"),
+            ("", "unexpected end of JSON input"),
+            ("{x", "invalid character 'x' looking for beginning of object key string"),
+            ("{\"a\" 1}", "invalid character '1' after object key"),
+            ("{\"a\":1 \"b\"}", "invalid character '\"' after object key:value pair"),
+            ("[1 2]", "invalid character '2' after array element"),
+            ("{} x", "invalid character 'x' after top-level value"),
+            ("hello", "invalid character 'h' looking for beginning of value"),
+            ("{'a': 1}", "invalid character '\\'' looking for beginning of object key string"),
+        ];
+        for (text, expected) in cases {
+            let err = serde_json::from_str::<Value>(text).unwrap_err();
+            assert_eq!(json_syntax_error(text, &err), expected, "{text:?}: serde said {err}");
+        }
     }
 }

@@ -107,7 +107,11 @@ async fn route(
         if body_type == BodyType::Protobuf && !endpoint.speaks_protobuf() {
             return Err(ApiError::unsupported_media_type(&["application/json", "application/yaml"]));
         }
-        Ok((body_type, negotiate::decode_body(body, body_type)?))
+        let object = match &endpoint.kind {
+            Kind::BuiltIn(resource) => negotiate::decode_object(body, body_type, resource.kind)?,
+            Kind::Custom(_) => negotiate::decode_body(body, body_type)?,
+        };
+        Ok((body_type, object))
     };
     let reply = match (method.clone(), name) {
         (Method::GET, None) if params.is_watch() => {

@@ -3,8 +3,8 @@
 //! get JSON whatever the client prefers, as upstream), `Table` and `PartialObjectMetadata` when
 //! asked.
 
-use axum::http::HeaderMap;
 use axum::http::header::{ACCEPT, CONTENT_TYPE};
+use axum::http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
 use crate::error::{ApiError, MAX_REQUEST_BYTES};
@@ -154,6 +154,51 @@ pub fn decode_body(bytes: &[u8], body_type: BodyType) -> Result<Value, ApiError>
     Ok(document.value)
 }
 
+/// A built-in object's body (`kind` objects), as upstream's typed decoder reads it: what does
+/// not decode to an object is 400 `the object provided is unrecognized (must be of type
+/// Namespace): <why> (<the body's start>)` (`transformDecodeError`).
+pub fn decode_object(bytes: &[u8], body_type: BodyType, kind: &str) -> Result<Value, ApiError> {
+    let unrecognized = |why: &str| {
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {kind}): {why} ({})",
+            summarize(bytes)
+        ))
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) && body_type != BodyType::Protobuf {
+        return Err(unrecognized("couldn't get version/kind; json parse error: unexpected end of JSON input"));
+    }
+    let value = decode_body(bytes, body_type).map_err(|err| match err.code {
+        StatusCode::BAD_REQUEST => unrecognized(&err.message),
+        _ => err,
+    })?;
+    let what = match &value {
+        Value::Object(_) | Value::Null => return Ok(value),
+        Value::Array(_) => "array",
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+    };
+    // Upstream first reads only `apiVersion` and `kind`, into an anonymous struct.
+    Err(unrecognized(&format!(
+        r#"json: cannot unmarshal {what} into Go value of type struct {{ APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }}"#
+    )))
+}
+
+/// The start of a body as upstream's `summarizeData` shows it: up to 30 bytes, as text when it
+/// starts with `{`, else in hex, with ` ...` when there is more.
+fn summarize(bytes: &[u8]) -> String {
+    const SHOWN: usize = 30;
+    let (shown, more) = match bytes.get(..SHOWN) {
+        Some(shown) if bytes.len() > SHOWN => (shown, " ..."),
+        _ => (bytes, ""),
+    };
+    match bytes.first() {
+        None => "<empty>".into(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(shown)),
+        Some(_) => format!("{}{more}", shown.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+    }
+}
+
 /// Parses JSON, refusing nesting deeper than the API server's limit.
 pub fn decode_json(text: &str) -> Result<Value, ApiError> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
@@ -164,7 +209,10 @@ pub fn decode_json(text: &str) -> Result<Value, ApiError> {
             let message = if err.to_string().contains("recursion limit") {
                 format!("json: exceeded max depth: {err}")
             } else {
-                format!("couldn't get version/kind; json parse error: {err}")
+                format!(
+                    "couldn't get version/kind; json parse error: {}",
+                    crdctl_model::go::json_syntax_error(text, &err)
+                )
             };
             ApiError::bad_request(message)
         })?;

@@ -838,7 +838,10 @@ async fn built_in_types_and_their_field_selectors(backend: Backend) {
     wrong["kind"] = json!("Pod");
     let refused = api.post(EVENTS, &wrong).await;
     assert_eq!(refused.code, 400);
-    assert_eq!(refused.body["message"], "the kind in the data (Pod) does not match the expected kind (Event)");
+    assert_eq!(
+        refused.body["message"],
+        "Pod in version \"v1\" cannot be handled as a Event: converting (v1.Pod) to (core.Event): unknown conversion"
+    );
     let namespace = api.post("/api/v1/namespaces", &json!({"metadata": {"name": "team-b"}})).await;
     assert_eq!((namespace.code, namespace.body["kind"].as_str()), (201, Some("Namespace")), "{namespace:?}");
 
@@ -1527,7 +1530,33 @@ async fn unconditional_updates(backend: Backend) {
     ));
 }
 
+/// A body that does not decode to a Namespace is 400 with upstream's words: the typed
+/// decoder's `transformDecodeError` (what it could not read, and the body's start), or, for an
+/// object of another kind, why it cannot be handled as one.
+async fn undecodable_bodies(backend: Backend) {
+    let api = Api::on(backend).await;
+    let unreadable = "the object provided is unrecognized (must be of type Namespace)";
+    let gvk_struct = r#"Go value of type struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }"#;
+    let cases = [
+        ("application/json", "{", format!("{unreadable}: couldn't get version/kind; json parse error: unexpected end of JSON input ({{)")),
+        ("application/json", "", format!("{unreadable}: couldn't get version/kind; json parse error: unexpected end of JSON input (<empty>)")),
+        ("application/json", "{\"kind\" \"Namespace\"}", format!("{unreadable}: couldn't get version/kind; json parse error: invalid character '\"' after object key ({{\"kind\" \"Namespace\"}})")),
+        ("application/json", "[1]", format!("{unreadable}: json: cannot unmarshal array into {gvk_struct} (5b315d)")),
+        ("application/yaml", "hello", format!("{unreadable}: json: cannot unmarshal string into {gvk_struct} (68656c6c6f)")),
+        ("application/json", r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"q"}}"#,
+            r#"ConfigMap in version "v1" cannot be handled as a Namespace: converting (v1.ConfigMap) to (core.Namespace): unknown conversion"#.into()),
+        ("application/json", r#"{"apiVersion":"v1","kind":"namespace","metadata":{"name":"q"}}"#,
+            r#"namespace in version "v1" cannot be handled as a Namespace: no kind "namespace" is registered for version "v1" in scheme "pkg/api/legacyscheme/scheme.go:30""#.into()),
+    ];
+    for (content_type, body, message) in cases {
+        let answer = api.send("POST", "/api/v1/namespaces", content_type, Some(body.as_bytes().to_vec())).await;
+        assert_eq!((answer.code, answer.body["reason"].as_str()), (400, Some("BadRequest")), "{body}: {answer:?}");
+        assert_eq!(answer.body["message"], message, "{body}");
+    }
+}
+
 on_each_backend!(
+    undecodable_bodies,
     unconditional_updates,
     horizontal_pod_autoscalers,
     workloads,

@@ -218,7 +218,7 @@ async fn bad_protobuf_is_refused_and_nothing_is_stored(backend: Backend) {
         (
             envelope("v1", "Secret", &Secret { metadata: config_map().metadata, ..Default::default() }),
             400,
-            "the kind in the data (Secret) does not match the expected kind (ConfigMap)",
+            "Secret in version \"v1\" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion",
         ),
         (envelope("v1", "Secret", &config_map()), 400, "field \"type\": a string is not valid UTF-8"),
         (

@@ -413,7 +413,7 @@ impl BuiltIn {
         validation: FieldValidation,
         decoded: Decoded,
     ) -> ApiResult<Vec<String>> {
-        crate::object::check_type(object, &self.api_version(), self.kind)?;
+        self.check_type(object)?;
         let Some(schema) = self.schema() else {
             crate::object::drop_nulls(object);
             return Ok(Vec::new());
@@ -467,6 +467,35 @@ impl BuiltIn {
     }
 
     /// 400 for a body the typed decoder would refuse (a `data` value that is not base64).
+    /// The body's `apiVersion` and `kind` (filled in from the URL where it leaves them out). An
+    /// object of another kind is refused as upstream's decoder refuses it: a kind the server
+    /// serves cannot be converted to this one, any other is not registered.
+    fn check_type(&self, object: &mut Value) -> ApiResult<()> {
+        let sent = |field: &str| object.get(field).and_then(Value::as_str).unwrap_or_default().to_string();
+        let (api_version, kind) = (sent("apiVersion"), sent("kind"));
+        let other_kind = !kind.is_empty() && kind != self.kind;
+        let other_group = !api_version.is_empty() && api_version.rsplit_once('/').map_or("", |(g, _)| g) != self.group;
+        if !other_kind && !other_group {
+            return crate::object::check_type(object, &self.api_version(), self.kind);
+        }
+        // What the body leaves out is the URL's, as upstream's decoder defaults it.
+        let api_version = if api_version.is_empty() { self.api_version() } else { api_version };
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+        let kind = if kind.is_empty() { self.kind } else { kind.as_str() };
+        let why = match RESOURCES.iter().find(|r| r.group == group && r.version == version && r.kind == kind) {
+            // Go names the versioned type by its package (`v1`) and the internal one by its
+            // group's (`core`, `apps`).
+            Some(_) => {
+                let internal = self.group.split('.').next().filter(|g| !g.is_empty()).unwrap_or("core");
+                format!("converting ({version}.{kind}) to ({internal}.{}): unknown conversion", self.kind)
+            }
+            None => format!(
+                "no kind {kind:?} is registered for version {api_version:?} in scheme \"pkg/api/legacyscheme/scheme.go:30\""
+            ),
+        };
+        Err(ApiError::bad_request(format!("{kind} in version {version:?} cannot be handled as a {}: {why}", self.kind)))
+    }
+
     fn undecodable(&self, err: &str) -> ApiError {
         let kind = self.kind;
         ApiError::bad_request(format!("{kind} in version {:?} cannot be handled as a {kind}: {err}", self.version))
