@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::registry::namespace;
+use crate::registry::builtin;
 
 /// Stored objects per resource and `apiVersion`.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
@@ -72,16 +72,28 @@ impl Tally {
     }
 }
 
-/// The resource a store key belongs to: `/registry/namespaces/<name>` is `namespaces`,
-/// `/registry/<group>/<plural>/…` is `<plural>.<group>` (a CRD group always has a dot, so it
-/// is never `namespaces`).
+/// The resource a store key belongs to, named `<plural>.<group>` (`<plural>` in the core
+/// group) whatever version its objects are served in: a built-in resource by the table's store
+/// prefixes (`/registry/minions/` holds `nodes`, `/registry/deployments/` `deployments.apps`);
+/// otherwise `/registry/<group>/<plural>/…` (a CRD's group always has a dot), or the key's
+/// first segment for what the server keeps beside the resources (`servicenodeports`).
 pub fn resource_of(key: &str) -> Option<String> {
-    if key.starts_with(namespace::PREFIX) {
-        return Some("namespaces".to_string());
+    let built_in = builtin::RESOURCES
+        .iter()
+        .filter(|resource| !resource.prefix.is_empty() && key.starts_with(resource.prefix))
+        .max_by_key(|resource| resource.prefix.len());
+    if let Some(resource) = built_in {
+        return Some(match resource.group {
+            "" => resource.resource.to_string(),
+            group => format!("{}.{group}", resource.resource),
+        });
     }
     let mut parts = key.strip_prefix("/registry/")?.split('/');
-    let (group, plural) = (parts.next()?, parts.next()?);
-    Some(format!("{plural}.{group}"))
+    let first = parts.next().filter(|first| !first.is_empty())?;
+    match parts.next() {
+        Some(plural) if first.contains('.') => Some(format!("{plural}.{first}")),
+        _ => Some(first.to_string()),
+    }
 }
 
 #[cfg(test)]
@@ -97,11 +109,36 @@ mod tests {
         tally.add("/registry/example.com/crontabs/other/c", br#"{"kind":"CronTab","apiVersion":"example.com/v1"}"#);
         tally.add("/registry/example.com/crontabs/other/d", b"\xff not json");
         tally.add("/elsewhere", b"{}");
+        tally.add("/registry/configmaps/default/x", br#"{"apiVersion":"v1"}"#);
+        tally.add("/registry/minions/node-1", br#"{"apiVersion":"v1"}"#);
+        tally.add("/registry/deployments/default/web", br#"{"apiVersion":"apps/v1"}"#);
+        tally.add("/registry/services/endpoints/default/kubernetes", br#"{"apiVersion":"v1"}"#);
+        tally.add("/registry/services/specs/default/kubernetes", br#"{"apiVersion":"v1"}"#);
+        tally.add("/registry/horizontalpodautoscalers/default/h", br#"{"apiVersion":"autoscaling/v2"}"#);
+        tally.add(
+            "/registry/apiextensions.k8s.io/customresourcedefinitions/crontabs.example.com",
+            br#"{"apiVersion":"apiextensions.k8s.io/v1"}"#,
+        );
+        tally.add("/registry/servicenodeports/30080", br#"{"namespace":"default"}"#);
         let stats = tally.finish(7);
         assert_eq!(stats.revision, 7);
         let names: Vec<&str> = stats.resources.iter().map(|r| r.resource.as_str()).collect();
-        assert_eq!(names, ["crontabs.example.com", "namespaces"]);
-        let crontabs = &stats.resources[0];
+        assert_eq!(
+            names,
+            [
+                "configmaps",
+                "crontabs.example.com",
+                "customresourcedefinitions.apiextensions.k8s.io",
+                "deployments.apps",
+                "endpoints",
+                "horizontalpodautoscalers.autoscaling",
+                "namespaces",
+                "nodes",
+                "servicenodeports",
+                "services"
+            ]
+        );
+        let crontabs = &stats.resources[1];
         assert_eq!(crontabs.objects, 4);
         let versions: Vec<(&str, u64)> = crontabs.api_versions.iter().map(|(v, n)| (v.as_str(), *n)).collect();
         assert_eq!(versions, [("(not JSON)", 1), ("example.com/v1", 2), ("example.com/v1beta1", 1)]);
