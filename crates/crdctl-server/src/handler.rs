@@ -144,10 +144,12 @@ async fn route(
             rest::update(state, &endpoint, name, Change::Patch(body_type, patch), subresource, &params).await?
         }
         (Method::DELETE, Some(name)) if main => {
-            rest::delete(state, &endpoint, name, &rest::DeleteOptions::read(body, &params)?).await?
+            let options = rest::DeleteOptions::read(body, negotiate::body_type(headers)?, &params)?;
+            rest::delete(state, &endpoint, name, &options).await?
         }
         (Method::DELETE, None) if main => {
-            rest::delete_collection(state, &endpoint, &params, &rest::DeleteOptions::read(body, &params)?).await?
+            let options = rest::DeleteOptions::read(body, negotiate::body_type(headers)?, &params)?;
+            rest::delete_collection(state, &endpoint, &params, &options).await?
         }
         _ => return Err(ApiError::method_not_allowed()),
     };

@@ -31,6 +31,7 @@
 //! ```
 
 pub mod admission;
+pub mod bootstrap;
 pub mod discovery;
 pub mod error;
 pub mod fieldmanager;
@@ -225,8 +226,6 @@ impl AppState {
             }
             registry::namespace::create_default_service_account(&*store, name).await;
         }
-        let port = config.listen.port();
-        registry::builtin::service::create_kubernetes_service(&*store, &config.service_ranges, port).await;
         let tokens = registry::builtin::token::TokenSigner::load_or_create(&*store).await.map_err(StartError::Store)?;
         let resolver = Arc::new(MappedServices(config.webhook_services.clone()));
         let registry = Registry::start(Arc::clone(&store), resolver).await.map_err(|e| StartError::Store(e.message))?;
@@ -240,7 +239,7 @@ impl AppState {
                 tokio::spawn(registry::namespace::finalize(Arc::clone(&store), registry.clone(), name));
             }
         }
-        Ok(AppState(Arc::new(Shared {
+        let state = AppState(Arc::new(Shared {
             store,
             registry,
             config: Arc::new(config),
@@ -249,7 +248,9 @@ impl AppState {
             watch_lines: Arc::default(),
             tokens,
             admission: admission::Kept::default(),
-        })))
+        }));
+        bootstrap::ensure(&state).await;
+        Ok(state)
     }
 }
 

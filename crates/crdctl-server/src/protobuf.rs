@@ -10,14 +10,20 @@
 //! generated types (JSON to protobuf in `write`, a serde visitor that reads a parsed value and
 //! stored text alike). The few types whose JSON is not their message's fields are done once here:
 //! `Time`/`MicroTime` (RFC 3339), `Duration` (Go's `1h2m3s`), `Quantity` (its string),
-//! `IntOrString`, and `RawExtension`/`FieldsV1`/apiextensions' `JSON` (embedded JSON bytes).
+//! `IntOrString`, `RawExtension`/`FieldsV1`/apiextensions' `JSON` (embedded JSON bytes), and
+//! `ExtraValue` (a list of strings).
 //!
 //! Go's protobuf encoder writes the zero value of every value field, where its JSON encoder
 //! leaves optional (`omitempty`) ones out; only a pointer field (`replicas: 0`) or a required
 //! one keeps a zero in JSON. Decoding drops the zero scalars and times the JSON side would not
-//! have, reading which fields keep theirs from `upstream/proto/zero-fields.txt` (generated from
-//! upstream's Go types by `zero-fields.py`). Unknown field numbers are skipped, as upstream's
+//! have, reading which fields keep theirs from `upstream/proto/zero-fields.txt`. Unknown field numbers are skipped, as upstream's
 //! generated decoders skip them.
+//!
+//! Embedded Go structs (`json:",inline"`, listed in `upstream/proto/inline-fields.txt`) are a
+//! field of their own in the message and part of the parent's object in JSON: a
+//! `SecretKeySelector`'s `name` is its field 1, a `LocalObjectReference`. A few fields are
+//! named otherwise in JSON than in their message (`webhooks` is `Webhooks`; listed in
+//! `renamed-fields.txt`). All three lists come from upstream's Go types (`go-fields.py`).
 //!
 //! Watch streams are frames of a 4-byte big-endian length and a `WatchEvent` message (no
 //! envelope), whose `object.raw` is the object in the envelope.
@@ -51,11 +57,75 @@ const INT_OR_STRING: &str = "k8s.io.apimachinery.pkg.util.intstr.IntOrString";
 const RAW_EXTENSION: &str = "k8s.io.apimachinery.pkg.runtime.RawExtension";
 const JSON: &str = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSON";
 
-/// `<message>.<field number>` of the fields whose zero value JSON keeps.
+/// Whether a message is a Go `[]string` type of its own (a user's `extra` values), whose JSON
+/// is the list and whose message holds it in `items`.
+fn is_string_list(message: &str) -> bool {
+    message.ends_with(".ExtraValue")
+}
+
+/// A list of fields, one `<message>.<field number>` a line (and, for renamed fields, a JSON
+/// name after a space), read once into each message's fields (looked up without building a
+/// key).
+type FieldList = OnceLock<std::collections::HashMap<&'static str, Vec<(u32, &'static str)>>>;
+
+fn fields_of(
+    list: &'static FieldList,
+    text: &'static str,
+    message: &MessageDescriptor,
+) -> &'static [(u32, &'static str)] {
+    let fields = list.get_or_init(|| {
+        let mut fields = std::collections::HashMap::<&'static str, Vec<(u32, &'static str)>>::new();
+        for line in text.lines() {
+            let (field, json_name) = line.split_once(' ').unwrap_or((line, ""));
+            if let Some((message, number)) = field.rsplit_once('.')
+                && let Ok(number) = number.parse()
+            {
+                fields.entry(message).or_default().push((number, json_name));
+            }
+        }
+        fields
+    });
+    fields.get(message.full_name()).map_or(&[], Vec::as_slice)
+}
+
+fn listed(list: &'static FieldList, text: &'static str, message: &MessageDescriptor, field: &FieldDescriptor) -> bool {
+    fields_of(list, text, message).iter().any(|(number, _)| *number == field.number())
+}
+
+/// The fields whose JSON name is not their protobuf name (`webhooks` is `Webhooks`).
+fn renamed(message: &MessageDescriptor) -> &'static [(u32, &'static str)] {
+    static RENAMED: FieldList = OnceLock::new();
+    fields_of(&RENAMED, include_str!("../upstream/proto/renamed-fields.txt"), message)
+}
+
+/// A field's name in JSON.
+fn json_name<'a>(message: &MessageDescriptor, field: &'a FieldDescriptor) -> &'a str {
+    match renamed(message).iter().find(|(number, _)| *number == field.number()) {
+        Some((_, json_name)) => json_name,
+        None => field.name(),
+    }
+}
+
+/// The field a JSON name names.
+fn field_by_json_name(message: &MessageDescriptor, name: &str) -> Option<FieldDescriptor> {
+    match renamed(message).iter().find(|(_, json_name)| *json_name == name) {
+        Some((number, _)) => message.get_field(*number),
+        None => message.get_field_by_name(name).filter(|field| json_name(message, field) == name),
+    }
+}
+
+/// Whether JSON keeps the zero value of `message`'s `field`.
 fn keeps_zero(message: &MessageDescriptor, field: &FieldDescriptor) -> bool {
-    static KEPT: OnceLock<std::collections::HashSet<&'static str>> = OnceLock::new();
-    let kept = KEPT.get_or_init(|| include_str!("../upstream/proto/zero-fields.txt").lines().collect());
-    kept.contains(format!("{}.{}", message.full_name(), field.number()).as_str())
+    static KEPT: FieldList = OnceLock::new();
+    listed(&KEPT, include_str!("../upstream/proto/zero-fields.txt"), message, field)
+}
+
+/// Whether `message`'s `field` is an embedded Go struct whose fields JSON holds in the
+/// message's own object (`json:",inline"`: a `SecretKeySelector`'s `name` is its
+/// `LocalObjectReference`'s).
+fn inlined(message: &MessageDescriptor, field: &FieldDescriptor) -> bool {
+    static INLINE: FieldList = OnceLock::new();
+    listed(&INLINE, include_str!("../upstream/proto/inline-fields.txt"), message, field)
 }
 
 fn is_zero(value: &Value) -> bool {
@@ -280,7 +350,7 @@ fn to_json(descriptor: &MessageDescriptor, mut buf: &[u8]) -> Result<Value, Deco
             skip(wire_type, &mut buf)?;
             continue;
         };
-        let name = field.name().to_string();
+        let name = json_name(descriptor, &field).to_string();
         if matches!(field.kind(), Kind::Message(_)) && wire_type != WireType::LengthDelimited {
             return Err(error(format!("wire type {wire_type:?} does not fit the message field {name:?}")));
         }
@@ -290,6 +360,12 @@ fn to_json(descriptor: &MessageDescriptor, mut buf: &[u8]) -> Result<Value, Deco
                 let (key, value) = map_entry(&entry, bytes)?;
                 let map = fields.entry(name).or_insert_with(|| json!({}));
                 crate::object::fields_mut(map).insert(key, value);
+            }
+            Kind::Message(message) if inlined(descriptor, &field) => {
+                let bytes = length_delimited(&mut buf)?;
+                if let Value::Object(inner) = to_json(&message, bytes)? {
+                    fields.extend(inner);
+                }
             }
             Kind::Message(message) => {
                 let bytes = length_delimited(&mut buf)?;
@@ -390,6 +466,7 @@ fn special_to_json(message: &MessageDescriptor, bytes: &[u8]) -> Result<Value, D
             Some(1) => decoded.get("strVal").cloned().unwrap_or(json!("")),
             _ => decoded.get("intVal").cloned().unwrap_or(json!(0)),
         },
+        name if is_string_list(name) => decoded.get("items").cloned().unwrap_or_else(|| json!([])),
         RAW_EXTENSION | JSON => embedded("raw")?,
         FIELDS_V1 => embedded("Raw")?,
         _ => decoded,
@@ -458,5 +535,145 @@ mod tests {
         assert!(decode(&bytes[..bytes.len() - 3]).is_err(), "truncated");
         let custom = json!({"apiVersion": "example.com/v1", "kind": "CronTab"});
         assert!(encode(&custom).is_none(), "custom resources have no message");
+    }
+
+    /// The Pod (`kubectl describe` printed `in secret ''`), a webhook configuration whose
+    /// JSON names its list otherwise than its message, and a binding's rules two embeddings deep.
+    #[test]
+    fn embedded_and_renamed_fields_round_trip() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "env": [{"name": "E", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
+                "readinessProbe": {"httpGet": {"path": "/", "port": 80}}}], "volumes": [{"name": "v", "configMap": {"name": "cm"}}]}});
+        let webhooks = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "w"}, "webhooks": [{"name": "w.example.com", "rules": [{"operations": ["CREATE"], "apiGroups": [""], "resources": ["pods"]}]}]});
+        let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "b"}, "spec": {"matchResources": {"resourceRules": [{"resourceNames": ["x"], "operations": ["UPDATE"], "resources": ["deployments"]}]}}});
+        for object in [pod, webhooks, binding] {
+            assert_eq!(round_trip(object.clone()), object);
+        }
+    }
+
+    /// A deterministic stream of numbers (xorshift), so every run generates the same objects.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    /// A value for `schema` as Go's JSON encoder could have written it: every scalar non-zero
+    /// (zeros are a separate rule, tested above), every list and map non-empty, about half of
+    /// an object's properties, nothing below `depth` 0.
+    fn generate(schema: &crdctl_schema::Schema, rng: &mut Rng, depth: usize) -> Option<Value> {
+        if schema.int_or_string {
+            return Some(if rng.below(2) == 0 { json!(7) } else { json!("7%") });
+        }
+        if let Some(values) = &schema.enumeration {
+            let values: Vec<&Value> = values.iter().filter(|v| !is_zero(v)).collect();
+            if !values.is_empty() {
+                return Some(values[rng.below(values.len())].clone());
+            }
+        }
+        Some(match schema.types.first().map(String::as_str) {
+            Some("string") => match schema.format_name.as_str() {
+                "date-time" => json!("2026-12-03T08:00:00Z"),
+                "byte" => json!("eA=="),
+                _ => json!(format!("s{}", rng.below(100))),
+            },
+            Some("integer") => json!(1 + rng.below(100)),
+            Some("number") => json!(1.5),
+            Some("boolean") => json!(true),
+            Some("array") if depth > 0 => {
+                let items = schema.items.as_deref()?;
+                let values: Vec<Value> =
+                    (0..1 + rng.below(2)).filter_map(|_| generate(items, rng, depth - 1)).collect();
+                if values.is_empty() {
+                    return None;
+                }
+                Value::Array(values)
+            }
+            Some("object") if depth > 0 => {
+                // An object of no known fields is embedded JSON (`RawExtension`, `FieldsV1`),
+                // unless it is an empty struct.
+                if schema.properties.is_empty() && schema.additional_properties.is_none() && schema.go_type.is_none() {
+                    return Some(json!({"embedded": "json"}));
+                }
+                let mut fields = Map::new();
+                // An object's type is its envelope's (or its list's); a nested one's is lost
+                // in protobuf upstream too (`TypeMeta` has no field number).
+                let whole_object = schema.properties.contains_key("metadata");
+                for (name, property) in &schema.properties {
+                    if whole_object && matches!(name.as_str(), "apiVersion" | "kind") {
+                        continue;
+                    }
+                    if rng.below(2) == 0
+                        && let Some(value) = generate(property, rng, depth - 1)
+                    {
+                        fields.insert(name.clone(), value);
+                    }
+                }
+                if let Some(crdctl_schema::Additional::Schema(values)) = &schema.additional_properties {
+                    for key in 0..1 + rng.below(2) {
+                        if let Some(value) = generate(values, rng, depth - 1) {
+                            fields.insert(format!("k{key}"), value);
+                        }
+                    }
+                    // An empty map is no map to Go's encoder.
+                    if fields.is_empty() {
+                        return None;
+                    }
+                }
+                Value::Object(fields)
+            }
+            _ => return None,
+        })
+    }
+
+    /// Times compared as instants: a `MicroTime` comes back with its microseconds written out.
+    fn instants(value: &mut Value) {
+        match value {
+            Value::String(text) => {
+                if let Ok(at) = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339) {
+                    *text = at.unix_timestamp_nanos().to_string();
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(instants),
+            Value::Object(fields) => fields.values_mut().for_each(instants),
+            _ => {}
+        }
+    }
+
+    /// JSON to protobuf to JSON is the identity for every kind that has a message, over objects
+    /// generated from the kind's OpenAPI schema: every field, embedded structs' fields
+    /// (`SecretKeySelector.name`, `Volume`'s source, `Probe`'s handler) included.
+    #[test]
+    fn every_kind_round_trips_objects_generated_from_its_schema() {
+        let mut kinds = 0;
+        for resource in crate::registry::builtin::RESOURCES.iter() {
+            let (api_version, kind) = (resource.api_version(), resource.kind);
+            let (Some(schema), Some(_)) = (resource.schema(), message(&api_version, kind)) else { continue };
+            // CRDs are served in JSON only.
+            if kind == crdctl_model::crd::KIND {
+                continue;
+            }
+            kinds += 1;
+            for seed in 1..=12u64 {
+                let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+                let Some(Value::Object(mut object)) = generate(schema, &mut rng, 12) else { continue };
+                object.insert("apiVersion".into(), json!(api_version));
+                object.insert("kind".into(), json!(kind));
+                let mut expected = Value::Object(object);
+                let encoded = encode(&expected).unwrap_or_else(|| panic!("{kind} does not encode"));
+                let mut read = decode(&encoded).unwrap_or_else(|err| panic!("{kind}: {err}"));
+                instants(&mut expected);
+                instants(&mut read);
+                assert_eq!(read, expected, "{api_version} {kind}, seed {seed}");
+            }
+        }
+        assert!(kinds > 40, "only {kinds} kinds have a message");
     }
 }

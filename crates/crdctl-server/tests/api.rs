@@ -1555,7 +1555,34 @@ async fn undecodable_bodies(backend: Backend) {
     }
 }
 
+/// What kube-apiserver makes itself when it starts and tools look for, each made through the
+/// create path (defaulted, owned by `kube-apiserver`).
+async fn objects_the_server_makes_itself(backend: Backend) {
+    let api = Api::on(backend).await;
+    for namespace in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        assert_eq!(api.get(&format!("/api/v1/namespaces/{namespace}")).await.code, 200, "{namespace}");
+    }
+    let service = api.get("/api/v1/namespaces/default/services/kubernetes").await.body;
+    assert_eq!(service["spec"]["clusterIP"], "10.96.0.1", "{service}");
+    assert_eq!(api.get("/api/v1/namespaces/default/endpoints/kubernetes").await.code, 200);
+    let slice = api.get("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes").await.body;
+    assert_eq!(slice["metadata"]["labels"]["kubernetes.io/service-name"], "kubernetes", "{slice}");
+    assert_eq!(slice["endpoints"][0]["conditions"]["ready"], true, "{slice}");
+    assert_eq!(slice["metadata"]["managedFields"][0]["manager"], "kube-apiserver", "{slice}");
+    let authentication = api.get("/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication").await;
+    assert_eq!(authentication.code, 200, "{authentication:?}");
+    for (name, value) in [("system-node-critical", 2_000_001_000), ("system-cluster-critical", 2_000_000_000)] {
+        let class = api.get(&format!("/apis/scheduling.k8s.io/v1/priorityclasses/{name}")).await.body;
+        assert_eq!(
+            (class["value"].as_i64(), class["preemptionPolicy"].as_str()),
+            (Some(value), Some("PreemptLowerPriority")),
+            "{class}"
+        );
+    }
+}
+
 on_each_backend!(
+    objects_the_server_makes_itself,
     undecodable_bodies,
     unconditional_updates,
     horizontal_pod_autoscalers,

@@ -278,4 +278,32 @@ async fn bad_protobuf_is_refused_and_nothing_is_stored(backend: Backend) {
     assert_eq!((code, content_type.as_str()), (200, "application/json"));
 }
 
-on_each_backend!(objects_lists_and_watches_in_protobuf, bad_protobuf_is_refused_and_nothing_is_stored);
+/// client-go (Helm's purge among its users) sends `DeleteOptions` in protobuf: a dry run in
+/// them deletes nothing, and without one the object goes.
+async fn delete_options_in_protobuf(backend: Backend) {
+    let (server, _keep) = backend.start().await;
+    let client = Client { url: server.url(), http: reqwest::Client::new() };
+    let created = client
+        .send(reqwest::Method::POST, CONFIG_MAPS, Some(envelope("v1", "ConfigMap", &config_map())), ACCEPT_PROTOBUF)
+        .await;
+    assert_eq!(created.0, 201);
+    let path = format!("{CONFIG_MAPS}/settings");
+    let options = |dry_run: Vec<String>| {
+        let options = k8s_pb::apimachinery::pkg::apis::meta::v1::DeleteOptions { dry_run, ..Default::default() };
+        envelope("meta.k8s.io/v1", "DeleteOptions", &options)
+    };
+    let (code, _, _) =
+        client.send(reqwest::Method::DELETE, &path, Some(options(vec!["All".into()])), ACCEPT_PROTOBUF).await;
+    assert_eq!(code, 200);
+    assert_eq!(client.json(&path).await["metadata"]["name"], "settings", "a dry run deleted");
+    let (code, _, _) = client.send(reqwest::Method::DELETE, &path, Some(options(Vec::new())), ACCEPT_PROTOBUF).await;
+    assert_eq!(code, 200);
+    let (code, _, _) = client.send(reqwest::Method::GET, &path, None, "application/json").await;
+    assert_eq!(code, 404);
+}
+
+on_each_backend!(
+    objects_lists_and_watches_in_protobuf,
+    bad_protobuf_is_refused_and_nothing_is_stored,
+    delete_options_in_protobuf
+);

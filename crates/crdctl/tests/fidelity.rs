@@ -179,7 +179,120 @@ fn strategic_merge_patches_of_the_wrong_type_are_refused(backend: Backend) {
     }
 }
 
+/// What an update may not change is refused as upstream's `test/cmd` expects, and `apply
+/// --force` recreates the object instead; what a write leaves out is defaulted as upstream's
+/// `SetDefaults_*` do.
+fn immutable_fields_and_defaults(backend: Backend) {
+    for version in kubectl_versions() {
+        // Upstream's command-line tests run with this range, which the test data's address is in.
+        let served = Served::start_on(backend, &["--service-cluster-ip-range", "10.0.0.0/24"]);
+        let k = Kubectl::new(&version, &served);
+        let service = |ip: &str| {
+            format!(
+                "apiVersion: v1\nkind: Service\nmetadata: {{name: a}}\nspec:\n  selector: {{app: test}}\n  clusterIP: {ip}\n  ports: [{{port: 80}}]\n"
+            )
+        };
+        k.apply(&service("None"));
+        let refused = k.run_with(&["apply", "-f", "-"], Some(&service("10.0.0.12")));
+        assert!(
+            refused.code != 0
+                && refused.stderr.contains(
+                    r#"The Service "a" is invalid: spec.clusterIP: Invalid value: "10.0.0.12": field is immutable"#
+                ),
+            "{}: {refused:?}",
+            k.name()
+        );
+        let forced = k.run_with(&["apply", "--force", "-f", "-"], Some(&service("10.0.0.12")));
+        assert_eq!(forced.code, 0, "{}: {forced:?}", k.name());
+        assert_eq!(k.json(&["get", "service", "a"])["spec"]["clusterIP"], "10.0.0.12", "{}", k.name());
+
+        let deployment = |app: &str| {
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  selector: {{matchLabels: {{app: {app}}}}}\n  template:\n    metadata: {{labels: {{app: {app}}}}}\n    spec: {{containers: [{{name: web, image: nginx}}]}}\n"
+            )
+        };
+        k.apply(&deployment("a"));
+        let refused = k.run_with(&["apply", "-f", "-"], Some(&deployment("b")));
+        assert!(
+            refused.code != 0 && refused.stderr.contains(r#"spec.selector: Invalid value: &v1.LabelSelector{MatchLabels:map[string]string{"app":"b"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"#),
+            "{}: {refused:?}",
+            k.name()
+        );
+
+        k.apply("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: nginx}]\n  volumes: [{name: scratch}]\n");
+        let pod = k.json(&["get", "pod", "p"]);
+        assert_eq!(pod["spec"]["volumes"], serde_json::json!([{"name": "scratch", "emptyDir": {}}]), "{}", k.name());
+        let refused = k.run(&["patch", "pod", "p", "-p", r#"{"spec":{"restartPolicy":"Never"}}"#]);
+        assert!(
+            refused.code != 0 && refused.stderr.contains("pod updates may not change fields other than"),
+            "{}: {refused:?}",
+            k.name()
+        );
+        k.ok(&["set", "image", "pod/p", "c=nginx:1.28"]);
+
+        k.apply("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n");
+        assert_eq!(
+            k.json(&["get", "priorityclass", "high"])["preemptionPolicy"],
+            "PreemptLowerPriority",
+            "{}",
+            k.name()
+        );
+        let refused = k.run_with(
+            &["apply", "-f", "-"],
+            Some("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 2000\n"),
+        );
+        assert!(
+            refused.code != 0 && refused.stderr.contains("value: Forbidden: may not be changed in an update."),
+            "{}: {refused:?}",
+            k.name()
+        );
+    }
+}
+
+/// `kubectl get` of built-in kinds prints upstream's columns, and `-o wide` the wide ones.
+fn built_in_kinds_print_upstreams_columns(backend: Backend) {
+    let header = |k: &Kubectl, args: &[&str]| -> Vec<String> {
+        let out = k.ok(args).stdout;
+        let first = out.lines().next().unwrap_or_default().to_string();
+        first.split("  ").map(str::trim).filter(|c| !c.is_empty()).map(str::to_string).collect()
+    };
+    for version in kubectl_versions() {
+        let served = Served::start_on(backend, &[]);
+        let k = Kubectl::new(&version, &served);
+        k.ok(&["run", "p", "--image=nginx"]);
+        k.ok(&["create", "deployment", "web", "--image=nginx"]);
+        k.ok(&["create", "job", "once", "--image=busybox"]);
+        k.apply("apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {node-role.kubernetes.io/worker: ''}}\n");
+        let cases: [(&[&str], &[&str]); 6] = [
+            (&["get", "pods"], &["NAME", "READY", "STATUS", "RESTARTS", "AGE"]),
+            (
+                &["get", "pods", "-o", "wide"],
+                &["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED NODE", "READINESS GATES"],
+            ),
+            (
+                &["get", "deployments", "-o", "wide"],
+                &["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"],
+            ),
+            (&["get", "jobs"], &["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]),
+            (&["get", "nodes"], &["NAME", "STATUS", "ROLES", "AGE", "VERSION"]),
+            (
+                &["get", "services", "-o", "wide"],
+                &["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE", "SELECTOR"],
+            ),
+        ];
+        for (args, expected) in cases {
+            assert_eq!(header(&k, args), expected, "{}: kubectl {args:?}", k.name());
+        }
+        let pods = k.ok(&["get", "pods", "--no-headers"]).stdout;
+        assert!(pods.starts_with("p ") && pods.contains("0/1") && pods.contains("Pending"), "{}: {pods}", k.name());
+        let nodes = k.ok(&["get", "nodes", "--no-headers"]).stdout;
+        assert!(nodes.contains("Unknown") && nodes.contains("worker"), "{}: {nodes}", k.name());
+    }
+}
+
 on_each_backend!(
+    built_in_kinds_print_upstreams_columns,
+    immutable_fields_and_defaults,
     server_dry_runs_change_nothing,
     writes_that_change_nothing_write_nothing,
     server_side_apply_takes_over_from_client_side_apply,

@@ -101,6 +101,36 @@ pub fn message<'de, D: Deserializer<'de>>(
     deserializer.deserialize_any(Fields { descriptor, out })
 }
 
+/// The embedded structs of `descriptor` (outermost first) that hold the JSON field `name`, and
+/// that field.
+fn inlined_field(descriptor: &MessageDescriptor, name: &str) -> Option<(Vec<FieldDescriptor>, FieldDescriptor)> {
+    descriptor.fields().filter(|field| super::inlined(descriptor, field)).find_map(|embedded| {
+        let Kind::Message(message) = embedded.kind() else { return None };
+        match super::field_by_json_name(&message, name).filter(|field| !super::inlined(&message, field)) {
+            Some(field) => Some((vec![embedded], field)),
+            None => inlined_field(&message, name).map(|(mut embeddings, field)| {
+                embeddings.insert(0, embedded);
+                (embeddings, field)
+            }),
+        }
+    })
+}
+
+/// Writes the map's next value as `field` inside the `embeddings` that hold it.
+fn write_embedded<'de, A: MapAccess<'de>>(
+    embeddings: &[FieldDescriptor],
+    field: &FieldDescriptor,
+    map: &mut A,
+    out: &mut Vec<u8>,
+) -> Result<(), A::Error> {
+    match embeddings.split_first() {
+        None => map.next_value_seed(Field { field, out, element: false }),
+        Some((embedding, inner)) => {
+            write_nested(embedding.number(), out, |out| write_embedded(inner, field, map, out).map(|()| true))
+        }
+    }
+}
+
 /// A message's fields, from a JSON object.
 struct Fields<'a> {
     descriptor: &'a MessageDescriptor,
@@ -116,11 +146,19 @@ impl<'de> Visitor<'de> for Fields<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(Key(name)) = map.next_key()? {
-            match self.descriptor.get_field_by_name(&name) {
-                Some(field) => map.next_value_seed(Field { field: &field, out: self.out, element: false })?,
-                None => {
-                    map.next_value::<IgnoredAny>()?;
+            match super::field_by_json_name(self.descriptor, &name) {
+                Some(field) if !super::inlined(self.descriptor, &field) => {
+                    map.next_value_seed(Field { field: &field, out: self.out, element: false })?
                 }
+                // A field of an embedded struct is written inside its field (inside each
+                // embedding, for a struct embedded in an embedded one), once per JSON field: a
+                // parser merges the occurrences of a message field.
+                _ => match inlined_field(self.descriptor, &name) {
+                    Some((embeddings, field)) => write_embedded(&embeddings, &field, &mut map, self.out)?,
+                    None => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                },
             }
         }
         Ok(())
@@ -217,6 +255,12 @@ fn value<'de, D: Deserializer<'de>>(
                 Ok(true)
             }
         },
+        // A list of strings in JSON, a message of them in protobuf.
+        name if super::is_string_list(name) => {
+            let Some(items) = Option::<Vec<Cow<'de, str>>>::deserialize(deserializer)? else { return Ok(false) };
+            items.iter().for_each(|item| write_string(1, item, out));
+            Ok(true)
+        }
         _ => Ok(deserializer.deserialize_any(NullOr(Fields { descriptor: &message, out }))?.is_some()),
     })
 }

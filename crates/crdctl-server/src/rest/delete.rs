@@ -29,13 +29,14 @@ pub struct DeleteOptions {
 }
 
 impl DeleteOptions {
-    /// Reads the options of a DELETE with `body` and the query `params`.
-    pub fn read(body: &[u8], params: &Params) -> ApiResult<DeleteOptions> {
+    /// Reads the options of a DELETE with `body` (of `body_type`: client-go sends protobuf
+    /// when it speaks it) and the query `params`.
+    pub fn read(body: &[u8], body_type: BodyType, params: &Params) -> ApiResult<DeleteOptions> {
         const KIND: &str = "DeleteOptions";
         if body.is_empty() {
             return Ok(DeleteOptions { sent: None, dry_run: params.dry_run_of(KIND)? });
         }
-        let sent = negotiate::decode_body(body, BodyType::Json)?;
+        let sent = negotiate::decode_body(body, body_type)?;
         let not_a_list = |value: &Value| {
             ApiError::bad_request(format!(
                 "json: cannot unmarshal {} into Go struct field {KIND}.dryRun of type []string",

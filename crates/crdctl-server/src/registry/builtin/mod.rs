@@ -18,9 +18,12 @@
 mod admissionregistration;
 mod autoscaling;
 mod data;
+mod defaults;
 pub mod documents;
 pub(crate) mod go_decode;
+mod immutable;
 pub mod migration;
+mod printers;
 mod qos;
 pub mod review;
 pub mod service;
@@ -439,9 +442,11 @@ impl BuiltIn {
     /// or an update (of `status` alone, or of the rest).
     fn write(&'static self, object: &mut Value, old: Option<&Value>, part: Part) -> ApiResult<field::ErrorList> {
         let mut errors = match self.strategy {
-            Strategy::Plain | Strategy::Review(_) | Strategy::Event | Strategy::CustomResourceDefinition => {
+            Strategy::Plain => {
+                defaults::default(self.kind, object);
                 field::ErrorList::new()
             }
+            Strategy::Review(_) | Strategy::Event | Strategy::CustomResourceDefinition => field::ErrorList::new(),
             Strategy::Namespace => {
                 namespace::default(object, old, part);
                 field::ErrorList::new()
@@ -460,13 +465,15 @@ impl BuiltIn {
                 field::ErrorList::new()
             }
         };
+        if let (Some(old), Part::Main) = (old, part) {
+            errors.extend(immutable::errors(self.kind, object, old));
+        }
         if let Some(schema) = self.schema() {
             errors.extend(crdctl_schema::check(object, old, schema).errors);
         }
         Ok(errors)
     }
 
-    /// 400 for a body the typed decoder would refuse (a `data` value that is not base64).
     /// The body's `apiVersion` and `kind` (filled in from the URL where it leaves them out). An
     /// object of another kind is refused as upstream's decoder refuses it: a kind the server
     /// serves cannot be converted to this one, any other is not registered.
@@ -496,6 +503,7 @@ impl BuiltIn {
         Err(ApiError::bad_request(format!("{kind} in version {version:?} cannot be handled as a {}: {why}", self.kind)))
     }
 
+    /// 400 for a body the typed decoder would refuse (a `data` value that is not base64).
     fn undecodable(&self, err: &str) -> ApiError {
         let kind = self.kind;
         ApiError::bad_request(format!("{kind} in version {:?} cannot be handled as a {kind}: {err}", self.version))

@@ -7,6 +7,7 @@
 use crdctl_model::names;
 use serde_json::{Value, json};
 
+use super::printers::{self, columns, count};
 use super::review::{allowed, every_rule, token_review, whoami};
 use super::{BuiltIn, StoredAs, Strategy, Subresource};
 use crate::registry::{CRD_PREFIX, crd, event, namespace};
@@ -206,6 +207,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         ..resource("", "configmaps", "configmap", "ConfigMap", "/registry/configmaps/", true)
     },
     BuiltIn {
+        columns: printers::endpoints,
         short_names: &["ep"],
         ..resource("", "endpoints", "endpoints", "Endpoints", "/registry/services/endpoints/", true)
     },
@@ -234,12 +236,14 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         ..resource("", "namespaces", "namespace", "Namespace", namespace::PREFIX, false)
     },
     BuiltIn {
+        columns: printers::node,
         short_names: &["no"],
         subresources: &[Subresource::Status, Subresource::Node("proxy")],
         fields: selectable(&["spec.unschedulable"]),
         ..resource("", "nodes", "node", "Node", "/registry/minions/", false)
     },
     BuiltIn {
+        columns: printers::persistent_volume_claim,
         short_names: &["pvc"],
         subresources: STATUS,
         ..resource(
@@ -252,6 +256,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         )
     },
     BuiltIn {
+        columns: printers::persistent_volume,
         short_names: &["pv"],
         subresources: STATUS,
         ..resource(
@@ -264,6 +269,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         )
     },
     BuiltIn {
+        columns: printers::pod,
         short_names: &["po"],
         categories: ALL,
         subresources: &[
@@ -288,10 +294,11 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         ..resource("", "pods", "pod", "Pod", "/registry/pods/", true)
     },
     BuiltIn {
-        strategy: Strategy::Workload(TEMPLATE),
+        strategy: Strategy::Workload(&["template", "spec"]),
         ..resource("", "podtemplates", "podtemplate", "PodTemplate", "/registry/podtemplates/", true)
     },
     BuiltIn {
+        columns: printers::replication_controller,
         subresources: SCALE_AND_STATUS,
         fields: selectable(&["status.replicas"]),
         ..workload(
@@ -335,7 +342,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         subresources: &[Subresource::Node("proxy"), Subresource::Status],
         strategy: Strategy::Service,
         name_rule: names::dns1035_label_errors,
-        columns: service_columns,
+        columns: printers::service,
         ..resource("", "services", "service", "Service", "/registry/services/specs/", true)
     },
     // apiextensions.k8s.io/v1
@@ -355,6 +362,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
     },
     // admissionregistration.k8s.io/v1
     BuiltIn {
+        columns: printers::webhook_configuration,
         categories: API_EXTENSIONS,
         strategy: Strategy::AdmissionRegistration,
         ..resource(
@@ -393,6 +401,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         )
     },
     BuiltIn {
+        columns: printers::webhook_configuration,
         categories: API_EXTENSIONS,
         strategy: Strategy::AdmissionRegistration,
         ..resource(
@@ -428,18 +437,23 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         true,
     ),
     BuiltIn {
+        columns: printers::daemon_set,
         subresources: STATUS,
         ..workload("apps", "daemonsets", "daemonset", "DaemonSet", "/registry/daemonsets/", &["ds"])
     },
     BuiltIn {
-        columns: workload_columns,
+        columns: printers::deployment,
         ..workload("apps", "deployments", "deployment", "Deployment", "/registry/deployments/", &["deploy"])
     },
     BuiltIn {
+        columns: printers::replica_set,
         fields: selectable(&["status.replicas"]),
         ..workload("apps", "replicasets", "replicaset", "ReplicaSet", "/registry/replicasets/", &["rs"])
     },
-    workload("apps", "statefulsets", "statefulset", "StatefulSet", "/registry/statefulsets/", &["sts"]),
+    BuiltIn {
+        columns: printers::stateful_set,
+        ..workload("apps", "statefulsets", "statefulset", "StatefulSet", "/registry/statefulsets/", &["sts"])
+    },
     // authentication.k8s.io/v1, authorization.k8s.io/v1
     review(AUTHENTICATION, "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", false, whoami),
     review(AUTHENTICATION, "tokenreviews", "tokenreview", "TokenReview", false, token_review),
@@ -481,11 +495,13 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
     ),
     // batch/v1
     BuiltIn {
+        columns: printers::cron_job,
         subresources: STATUS,
         strategy: Strategy::Workload(&["spec", "jobTemplate", "spec", "template", "spec"]),
         ..workload("batch", "cronjobs", "cronjob", "CronJob", "/registry/cronjobs/", &["cj"])
     },
     BuiltIn {
+        columns: printers::job,
         subresources: STATUS,
         fields: selectable(&["status.successful"]),
         ..workload("batch", "jobs", "job", "Job", "/registry/jobs/", &[])
@@ -513,7 +529,17 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         ..resource("coordination.k8s.io", "leases", "lease", "Lease", "/registry/leases/", true)
     },
     // discovery.k8s.io/v1
-    resource("discovery.k8s.io", "endpointslices", "endpointslice", "EndpointSlice", "/registry/endpointslices/", true),
+    BuiltIn {
+        columns: printers::endpoint_slice,
+        ..resource(
+            "discovery.k8s.io",
+            "endpointslices",
+            "endpointslice",
+            "EndpointSlice",
+            "/registry/endpointslices/",
+            true,
+        )
+    },
     // flowcontrol.apiserver.k8s.io/v1
     BuiltIn {
         subresources: STATUS,
@@ -531,8 +557,12 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         )
     },
     // networking.k8s.io/v1
-    resource(NETWORKING, "ingressclasses", "ingressclass", "IngressClass", "/registry/ingressclasses/", false),
     BuiltIn {
+        columns: printers::ingress_class,
+        ..resource(NETWORKING, "ingressclasses", "ingressclass", "IngressClass", "/registry/ingressclasses/", false)
+    },
+    BuiltIn {
+        columns: printers::ingress,
         short_names: &["ing"],
         subresources: STATUS,
         ..resource(NETWORKING, "ingresses", "ingress", "Ingress", "/registry/ingress/", true)
@@ -542,6 +572,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         ..resource(NETWORKING, "ipaddresses", "ipaddress", "IPAddress", "/registry/ipaddresses/", false)
     },
     BuiltIn {
+        columns: printers::network_policy,
         short_names: &["netpol"],
         generation: true,
         ..resource(NETWORKING, "networkpolicies", "networkpolicy", "NetworkPolicy", "/registry/networkpolicies/", true)
@@ -551,9 +582,13 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         ..resource(NETWORKING, "servicecidrs", "servicecidr", "ServiceCIDR", "/registry/servicecidrs/", false)
     },
     // node.k8s.io/v1
-    resource("node.k8s.io", "runtimeclasses", "runtimeclass", "RuntimeClass", "/registry/runtimeclasses/", false),
+    BuiltIn {
+        columns: printers::runtime_class,
+        ..resource("node.k8s.io", "runtimeclasses", "runtimeclass", "RuntimeClass", "/registry/runtimeclasses/", false)
+    },
     // policy/v1
     BuiltIn {
+        columns: printers::pod_disruption_budget,
         short_names: &["pdb"],
         subresources: STATUS,
         generation: true,
@@ -573,7 +608,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         "ClusterRoleBinding",
         "/registry/clusterrolebindings/",
         false,
-        binding_columns,
+        printers::binding,
     ),
     rbac(
         "clusterroles",
@@ -583,10 +618,11 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         false,
         crate::table::created_at_columns,
     ),
-    rbac("rolebindings", "rolebinding", "RoleBinding", "/registry/rolebindings/", true, binding_columns),
+    rbac("rolebindings", "rolebinding", "RoleBinding", "/registry/rolebindings/", true, printers::binding),
     rbac("roles", "role", "Role", "/registry/roles/", true, crate::table::created_at_columns),
     // scheduling.k8s.io/v1
     BuiltIn {
+        columns: printers::priority_class,
         short_names: &["pc"],
         ..resource(
             "scheduling.k8s.io",
@@ -609,6 +645,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         true,
     ),
     BuiltIn {
+        columns: printers::storage_class,
         short_names: &["sc"],
         ..resource(STORAGE, "storageclasses", "storageclass", "StorageClass", "/registry/storageclasses/", false)
     },
@@ -639,49 +676,6 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
 
 /// What the `Data` columns count.
 const DATA: &str = "The number of keys the object holds.";
-
-/// `Name`, a kind's own columns, then `Age`, as upstream's printers order them.
-fn columns(own: Vec<Column>) -> Vec<Column> {
-    let mut columns = vec![Column::name()];
-    columns.extend(own);
-    columns.push(Column::age());
-    columns
-}
-
-/// A RoleBinding's or ClusterRoleBinding's: `Name`, `Role`, `Age`.
-fn binding_columns() -> Vec<Column> {
-    columns(vec![Column::new("Role", "string", 0, "The role bound.", Source::Pair(".roleRef.kind", ".roleRef.name"))])
-}
-
-/// A count a Go printer reads from an `int32` field: 0 when missing.
-fn count(object: &Value, pointer: &str) -> i64 {
-    object.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
-}
-
-/// A Deployment's: `Ready` (ready of desired), `Up-to-date`, `Available`.
-fn workload_columns() -> Vec<Column> {
-    let ready = |d: &Value| json!(format!("{}/{}", count(d, "/status/readyReplicas"), count(d, "/spec/replicas")));
-    let up_to_date =
-        "Total number of non-terminated pods targeted by this deployment that have the desired template spec.";
-    let available = "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.";
-    columns(vec![
-        Column::new("Ready", "string", 0, "Number of the pod with ready state.", Source::Computed(ready)),
-        Column::new(
-            "Up-to-date",
-            "integer",
-            0,
-            up_to_date,
-            Source::Computed(|d| json!(count(d, "/status/updatedReplicas"))),
-        ),
-        Column::new(
-            "Available",
-            "integer",
-            0,
-            available,
-            Source::Computed(|d| json!(count(d, "/status/availableReplicas"))),
-        ),
-    ])
-}
 
 /// A HorizontalPodAutoscaler's: `Reference`, `Targets`, `MinPods`, `MaxPods`, `Replicas`.
 fn horizontal_pod_autoscaler_columns() -> Vec<Column> {
@@ -718,41 +712,5 @@ fn horizontal_pod_autoscaler_columns() -> Vec<Column> {
             "The current number of replicas.",
             Source::Computed(|h| json!(count(h, "/status/currentReplicas"))),
         ),
-    ])
-}
-
-/// A Service's: `Type`, `Cluster-IP`, `External-IP`, `Port(s)` (`80/TCP`, `80:30080/TCP`).
-fn service_columns() -> Vec<Column> {
-    let external = |s: &Value| {
-        let ips: Vec<&str> = s
-            .pointer("/spec/externalIPs")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        match s.pointer("/spec/type").and_then(Value::as_str) {
-            _ if !ips.is_empty() => json!(ips.join(",")),
-            Some("LoadBalancer") => json!("<pending>"),
-            Some("ExternalName") => s.pointer("/spec/externalName").cloned().unwrap_or(json!("<none>")),
-            _ => json!("<none>"),
-        }
-    };
-    let ports = |s: &Value| {
-        let ports = s.pointer("/spec/ports").and_then(Value::as_array).into_iter().flatten().map(|p| {
-            let protocol = p["protocol"].as_str().unwrap_or("TCP");
-            match p.get("nodePort") {
-                Some(node_port) => format!("{}:{node_port}/{protocol}", p["port"]),
-                None => format!("{}/{protocol}", p["port"]),
-            }
-        });
-        let ports: Vec<String> = ports.collect();
-        json!(if ports.is_empty() { "<none>".to_string() } else { ports.join(",") })
-    };
-    columns(vec![
-        Column::new("Type", "string", 0, "The type of the service.", Source::Path(".spec.type".into())),
-        Column::new("Cluster-IP", "string", 0, "The cluster IP.", Source::Path(".spec.clusterIP".into())),
-        Column::new("External-IP", "string", 0, "The external IPs of the service.", Source::Computed(external)),
-        Column::new("Port(s)", "string", 0, "The ports of the service.", Source::Computed(ports)),
     ])
 }

@@ -6,12 +6,12 @@ use crdctl_model::field::{self, Path, Raw};
 use serde_json::{Map, Value, json};
 
 /// Sets `key` to `value` where it is missing.
-fn or_insert(fields: &mut Map<String, Value>, key: &str, value: Value) {
+pub(super) fn or_insert(fields: &mut Map<String, Value>, key: &str, value: Value) {
     fields.entry(key.to_string()).or_insert(value);
 }
 
 /// The object at `path`, created (as `{}`) where missing.
-fn object_at<'a>(object: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, Value>> {
+pub(super) fn object_at<'a>(object: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, Value>> {
     let mut node = object;
     for key in path {
         node = node.as_object_mut()?.entry(key.to_string()).or_insert_with(|| json!({}));
@@ -20,7 +20,10 @@ fn object_at<'a>(object: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<Str
 }
 
 /// Every object in the list at `key`, if it is one.
-fn each<'a>(fields: &'a mut Map<String, Value>, key: &str) -> impl Iterator<Item = &'a mut Map<String, Value>> {
+pub(super) fn each<'a>(
+    fields: &'a mut Map<String, Value>,
+    key: &str,
+) -> impl Iterator<Item = &'a mut Map<String, Value>> {
     fields.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten().filter_map(Value::as_object_mut)
 }
 
@@ -130,15 +133,28 @@ fn default_pod_spec(pod: &mut Map<String, Value>) {
     or_insert(pod, "terminationGracePeriodSeconds", json!(30));
     or_insert(pod, "securityContext", json!({}));
     or_insert(pod, "schedulerName", json!("default-scheduler"));
+    let host_network = pod.get("hostNetwork") == Some(&json!(true));
     for list in ["containers", "initContainers"] {
-        each(pod, list).for_each(default_container);
-    }
-    for volume in each(pod, "volumes") {
-        for source in ["secret", "configMap", "downwardAPI", "projected"] {
-            if let Some(source) = volume.get_mut(source).and_then(Value::as_object_mut) {
-                or_insert(source, "defaultMode", json!(420));
+        for container in each(pod, list) {
+            default_container(container);
+            // `SetDefaults_PodSpec` for host-networked pods: each port is its host port.
+            if host_network {
+                for port in each(container, "ports") {
+                    if port.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0
+                        && let Some(number) = port.get("containerPort").cloned()
+                    {
+                        port.insert("hostPort".into(), number);
+                    }
+                }
             }
         }
+    }
+    for volume in each(pod, "volumes") {
+        // `SetDefaults_Volume`: a volume that names no source is an empty directory.
+        if volume.iter().all(|(key, value)| key == "name" || value.is_null()) {
+            volume.insert("emptyDir".into(), json!({}));
+        }
+        super::defaults::default_volume_source(volume);
     }
 }
 
@@ -155,9 +171,12 @@ fn default_container(container: &mut Map<String, Value>) {
             or_insert(probe, "periodSeconds", json!(10));
             or_insert(probe, "successThreshold", json!(1));
             or_insert(probe, "failureThreshold", json!(3));
-            if let Some(get) = probe.get_mut("httpGet").and_then(Value::as_object_mut) {
-                or_insert(get, "scheme", json!("HTTP"));
-            }
+            default_handler(probe);
+        }
+    }
+    if let Some(lifecycle) = container.get_mut("lifecycle").and_then(Value::as_object_mut) {
+        for hook in ["postStart", "preStop"] {
+            lifecycle.get_mut(hook).and_then(Value::as_object_mut).map(default_handler);
         }
     }
     for env in each(container, "env") {
@@ -165,6 +184,14 @@ fn default_container(container: &mut Map<String, Value>) {
         {
             or_insert(field, "apiVersion", json!("v1"));
         }
+    }
+}
+
+/// `SetDefaults_HTTPGetAction` in a probe or lifecycle handler: path `/`, scheme `HTTP`.
+fn default_handler(handler: &mut Map<String, Value>) {
+    if let Some(get) = handler.get_mut("httpGet").and_then(Value::as_object_mut) {
+        or_insert(get, "path", json!("/"));
+        or_insert(get, "scheme", json!("HTTP"));
     }
 }
 
@@ -193,6 +220,13 @@ pub fn default_service(object: &mut Value) -> field::ErrorList {
     }
     if kind == "NodePort" || kind == "LoadBalancer" {
         or_insert(spec, "externalTrafficPolicy", json!("Cluster"));
+    }
+    if kind == "LoadBalancer" {
+        or_insert(spec, "allocateLoadBalancerNodePorts", json!(true));
+    }
+    if spec.get("sessionAffinity").and_then(Value::as_str) == Some("ClientIP") {
+        let config = json!({"clientIP": {"timeoutSeconds": 10800}});
+        or_insert(spec, "sessionAffinityConfig", config);
     }
     for port in each(spec, "ports") {
         or_insert(port, "protocol", json!("TCP"));
@@ -280,6 +314,18 @@ mod tests {
             (Some("Always"), Some("/dev/termination-log"))
         );
         assert_eq!(container["ports"][0]["protocol"], "TCP");
+        // `SetDefaults_Volume`: a volume with no source is an empty directory.
+        let mut pod = json!({"spec": {"containers": [{"name": "c", "image": "i",
+            "readinessProbe": {"httpGet": {"port": 80}}}], "volumes": [{"name": "scratch"}, {"name": "h", "hostPath": {"path": "/d"}}]}});
+        default("Pod", &["spec"], &mut pod, None);
+        assert_eq!(
+            pod["spec"]["volumes"],
+            json!([{"name": "scratch", "emptyDir": {}}, {"name": "h", "hostPath": {"path": "/d", "type": ""}}])
+        );
+        assert_eq!(
+            pod["spec"]["containers"][0]["readinessProbe"]["httpGet"],
+            json!({"port": 80, "path": "/", "scheme": "HTTP"})
+        );
         let mut recreate = json!({"spec": {"strategy": {"type": "Recreate"}}});
         default("Deployment", &["spec", "template", "spec"], &mut recreate, None);
         assert_eq!(recreate["spec"]["strategy"], json!({"type": "Recreate"}));

@@ -1,0 +1,75 @@
+//! The objects kube-apiserver makes itself when it starts, which tools look for: the
+//! `kubernetes` Service in `default` with its Endpoints, EndpointSlice and ServiceCIDR (its
+//! endpoint reconciler), the `extension-apiserver-authentication` ConfigMap in `kube-system`
+//! (the client-CA post-start hook; it names no CA, as the server has no client CA), and the
+//! priority classes `system-node-critical` and `system-cluster-critical` (the scheduling
+//! post-start hook). The built-in namespaces come first ([`crate::registry::namespace::BUILT_IN`]).
+//!
+//! Each is created through the create path, as upstream's loopback client creates them —
+//! defaulted, validated and owned by the `kube-apiserver` field manager — and only if absent,
+//! so a user's changes survive restarts and replicas do not fight.
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::AppState;
+use crate::registry::builtin;
+use crate::rest::{self, Endpoint, Params};
+
+/// What upstream's post-start hooks write as.
+const MANAGER: &str = "kube-apiserver";
+
+/// Creates what is missing of the objects above.
+pub async fn ensure(state: &AppState) {
+    let port = state.config.listen.port();
+    builtin::service::create_kubernetes_service(&*state.store, &state.config.service_ranges, port).await;
+    let objects = [
+        (("discovery.k8s.io", "endpointslices"), Some("default"), kubernetes_endpoint_slice(port)),
+        (
+            ("", "configmaps"),
+            Some("kube-system"),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "extension-apiserver-authentication"}}),
+        ),
+        (("scheduling.k8s.io", "priorityclasses"), None, priority_class("system-node-critical")),
+        (("scheduling.k8s.io", "priorityclasses"), None, priority_class("system-cluster-critical")),
+    ];
+    let params = Params { field_manager: Some(MANAGER.into()), ..Params::default() };
+    for ((group, resource), namespace, object) in objects {
+        let Some(resource) = builtin::find(group, "v1", resource) else { continue };
+        let endpoint = Endpoint::built_in(resource, namespace.map(str::to_string));
+        let name = crate::object::name(&object).to_string();
+        match rest::create(state, &endpoint, object, &params, rest::Managed::Record).await {
+            Ok(_) => {}
+            Err(err) if err.code == StatusCode::CONFLICT => {}
+            Err(err) => tracing::warn!(resource = endpoint.resource, name, error = %err.message, "cannot create"),
+        }
+    }
+}
+
+/// The EndpointSlice upstream's endpoint reconciler mirrors from the `kubernetes` Endpoints:
+/// this server, ready, on its port.
+fn kubernetes_endpoint_slice(port: u16) -> Value {
+    json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "kubernetes", "labels": {"kubernetes.io/service-name": "kubernetes"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}],
+        "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+    })
+}
+
+/// One of upstream's system priority classes (`SystemPriorityClasses`).
+fn priority_class(name: &str) -> Value {
+    // `SystemCriticalPriority`, twice the highest a user may set; a node's pods a little more.
+    let (value, description) = match name {
+        "system-node-critical" => {
+            (2_000_001_000, "Used for system critical pods that must not be moved from their current node.")
+        }
+        _ => (
+            2_000_000_000,
+            "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+        ),
+    };
+    json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+        "value": value, "description": description})
+}
