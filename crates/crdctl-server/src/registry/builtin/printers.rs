@@ -786,6 +786,295 @@ pub fn ingress_class() -> Vec<Column> {
     ])
 }
 
+/// A PodTemplate's: `Containers`, `Images`, `Pod Labels` (no `Age`, as upstream).
+pub fn pod_template() -> Vec<Column> {
+    fn listed(template: &Value, field: &str) -> Value {
+        json!(items(template, "/template/spec/containers").map(|c| text(c, field)).collect::<Vec<_>>().join(","))
+    }
+    vec![
+        Column::name(),
+        string("Containers", 0, "Names of each container in the template.", |t| listed(t, "/name")),
+        string("Images", 0, "Images referenced by each container in the template.", |t| listed(t, "/image")),
+        string("Pod Labels", 0, "The labels for the pod template.", |t| {
+            format_labels(t.pointer("/template/metadata/labels"))
+        }),
+    ]
+}
+
+/// A ResourceQuota's: `Request` and `Limit`, `used/hard` per resource (limits apart).
+pub fn resource_quota() -> Vec<Column> {
+    fn usage(quota: &Value, limits: bool) -> Value {
+        let hard = quota.pointer("/status/hard").and_then(Value::as_object);
+        let mut names: Vec<&String> = hard.into_iter().flat_map(|h| h.keys()).collect();
+        names.sort();
+        let shown: Vec<String> = names
+            .into_iter()
+            .filter(|name| name.starts_with("limits.") == limits)
+            .map(|name| {
+                let used = quota.pointer(&format!("/status/used/{name}")).and_then(Value::as_str).unwrap_or("0");
+                let hard = quota.pointer(&format!("/status/hard/{name}")).and_then(Value::as_str).unwrap_or_default();
+                format!("{name}: {used}/{hard}")
+            })
+            .collect();
+        json!(shown.join(", "))
+    }
+    columns_around_age(
+        Vec::new(),
+        vec![
+            string(
+                "Request",
+                0,
+                "Request represents a minimum amount of cpu/memory that a container may consume.",
+                |q| usage(q, false),
+            ),
+            string(
+                "Limit",
+                0,
+                "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
+                |q| usage(q, true),
+            ),
+        ],
+    )
+}
+
+/// A CertificateSigningRequest's: `SignerName`, `Requestor`, `RequestedDuration`, `Condition`
+/// (after `Age`, as upstream).
+pub fn certificate_signing_request() -> Vec<Column> {
+    columns_around_age(
+        Vec::new(),
+        vec![
+            string("SignerName", 0, "Only requests with the specified signer name are matched.", |c| {
+                json!(text(c, "/spec/signerName"))
+            }),
+            string("Requestor", 0, "Name of the user that created the request.", |c| json!(text(c, "/spec/username"))),
+            string("RequestedDuration", 0, "Requested duration of the issued certificate.", |c| {
+                json!(
+                    c.pointer("/spec/expirationSeconds")
+                        .and_then(Value::as_i64)
+                        .map_or_else(|| "<none>".to_string(), crate::table::human_duration)
+                )
+            }),
+            string("Condition", 0, "Condition of the request.", |c| {
+                let conditions: Vec<&str> = items(c, "/status/conditions").map(|c| text(c, "/type")).collect();
+                json!(if conditions.is_empty() { "Pending".to_string() } else { conditions.join(",") })
+            }),
+        ],
+    )
+}
+
+/// A ControllerRevision's: `Controller` (its owner), `Revision`.
+pub fn controller_revision() -> Vec<Column> {
+    columns(vec![
+        string("Controller", 0, "Controller of the object.", |r| {
+            let owner = items(r, "/metadata/ownerReferences").find(|o| o.get("controller") == Some(&json!(true)));
+            json!(owner.map_or_else(
+                || "<none>".to_string(),
+                |o| {
+                    let group = text(o, "/apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+                    let kind = text(o, "/kind").to_lowercase();
+                    let kind = if group.is_empty() { kind } else { format!("{kind}.{group}") };
+                    format!("{kind}/{}", text(o, "/name"))
+                }
+            ))
+        }),
+        integer("Revision", "The revision represented by Data.", |r| json!(count(r, "/revision"))),
+    ])
+}
+
+/// A ValidatingAdmissionPolicy's: `Validations`, `ParamKind`.
+pub fn validating_admission_policy() -> Vec<Column> {
+    columns(vec![
+        integer(
+            "Validations",
+            "Validations indicates the number of validation rules defined in this configuration",
+            |p| json!(items(p, "/spec/validations").count()),
+        ),
+        string("ParamKind", 0, "ParamKind specifies the kind of resources used to parameterize this policy", |p| {
+            json!(match p.pointer("/spec/paramKind") {
+                Some(kind) => format!("{} {}", text(kind, "/apiVersion"), text(kind, "/kind")),
+                None => "<unset>".into(),
+            })
+        }),
+    ])
+}
+
+/// A ValidatingAdmissionPolicyBinding's: `PolicyName`, `ParamRef`.
+pub fn validating_admission_policy_binding() -> Vec<Column> {
+    columns(vec![
+        string("PolicyName", 0, "PolicyName indicates the policy definition which the policy binding binded to", |b| {
+            json!(text(b, "/spec/policyName"))
+        }),
+        string("ParamRef", 0, "ParamRef indicates the param resource which sets the configration param", |b| {
+            json!(match b.pointer("/spec/paramRef") {
+                Some(reference) if !text(reference, "/namespace").is_empty() => {
+                    format!("{}/{}", text(reference, "/namespace"), text(reference, "/name"))
+                }
+                Some(reference) if !text(reference, "/name").is_empty() => format!("*/{}", text(reference, "/name")),
+                Some(_) => "*/*".to_string(),
+                None => "<unset>".to_string(),
+            })
+        }),
+    ])
+}
+
+/// A CSINode's: how many drivers.
+pub fn csi_node() -> Vec<Column> {
+    columns(vec![integer("Drivers", "Drivers indicates the number of CSI drivers registered on the node", |n| {
+        json!(items(n, "/spec/drivers").count())
+    })])
+}
+
+/// A CSIDriver's: what it asks of the kubelet and the API.
+pub fn csi_driver() -> Vec<Column> {
+    fn flag(driver: &Value, field: &str) -> Value {
+        json!(driver.pointer(&format!("/spec/{field}")).and_then(Value::as_bool).unwrap_or(false).to_string())
+    }
+    columns(vec![
+        string("AttachRequired", 0, "Indicates this CSI volume driver requires an attach operation", |d| {
+            flag(d, "attachRequired")
+        }),
+        string("PodInfoOnMount", 0, "Indicates this CSI volume driver requires additional pod information", |d| {
+            flag(d, "podInfoOnMount")
+        }),
+        string("StorageCapacity", 0, "Indicates this CSI volume driver supports storage capacity tracking", |d| {
+            flag(d, "storageCapacity")
+        }),
+        string("TokenRequests", 0, "Indicates this CSI volume driver requires tokens for the audiences", |d| {
+            let audiences: Vec<&str> = items(d, "/spec/tokenRequests").map(|t| text(t, "/audience")).collect();
+            or_none(&audiences.join(","))
+        }),
+        string(
+            "RequiresRepublish",
+            0,
+            "Indicates this CSI volume driver requires NodePublishVolume being periodically called",
+            |d| flag(d, "requiresRepublish"),
+        ),
+        string("Modes", 0, "Indicates volume lifecycle modes supported by this CSI volume driver", |d| {
+            let modes: Vec<&str> = items(d, "/spec/volumeLifecycleModes").filter_map(Value::as_str).collect();
+            or_none(&modes.join(","))
+        }),
+    ])
+}
+
+/// A VolumeAttachment's: `Attacher`, `PV`, `Node`, `Attached`.
+pub fn volume_attachment() -> Vec<Column> {
+    columns(vec![
+        string("Attacher", 0, "Attacher indicates the name of the volume driver that MUST handle this request.", |v| {
+            json!(text(v, "/spec/attacher"))
+        }),
+        string("PV", 0, "Name of the persistent volume to attach.", |v| {
+            json!(text(v, "/spec/source/persistentVolumeName"))
+        }),
+        string("Node", 0, "The node that the volume should be attached to.", |v| json!(text(v, "/spec/nodeName"))),
+        string("Attached", 0, "Indicates the volume is successfully attached.", |v| {
+            json!(v.pointer("/status/attached").and_then(Value::as_bool).unwrap_or(false).to_string())
+        }),
+    ])
+}
+
+/// A CSIStorageCapacity's: `StorageClassName`, `Capacity` (no `Age`, as upstream).
+pub fn csi_storage_capacity() -> Vec<Column> {
+    vec![
+        Column::name(),
+        string("StorageClassName", 0, "The storage class the capacity is for.", |c| {
+            json!(text(c, "/storageClassName"))
+        }),
+        string("Capacity", 0, "The capacity.", |c| unset(text(c, "/capacity"))),
+    ]
+}
+
+/// A FlowSchema's: priority level, precedence, distinguisher, and whether the level is missing.
+pub fn flow_schema() -> Vec<Column> {
+    columns_around_age(
+        vec![
+            string("PriorityLevel", 0, "The name of the priority level configuration", |f| {
+                json!(text(f, "/spec/priorityLevelConfiguration/name"))
+            }),
+            integer("MatchingPrecedence", "The precedence of this flow schema", |f| {
+                json!(count(f, "/spec/matchingPrecedence"))
+            }),
+            string("DistinguisherMethod", 0, "The distinguisher method", |f| {
+                or_none(text(f, "/spec/distinguisherMethod/type"))
+            }),
+        ],
+        vec![string("MissingPL", 0, "references a broken or non-existent PriorityLevelConfiguration", |f| {
+            let dangling =
+                items(f, "/status/conditions").find(|c| text(c, "/type") == "Dangling").map(|c| text(c, "/status"));
+            json!(dangling.unwrap_or("?"))
+        })],
+    )
+}
+
+/// A PriorityLevelConfiguration's: type, shares, queues.
+pub fn priority_level_configuration() -> Vec<Column> {
+    fn queuing(level: &Value, field: &str) -> Value {
+        match level.pointer(&format!("/spec/limited/limitResponse/queuing/{field}")) {
+            Some(value) => json!(value.to_string()),
+            None => json!("<none>"),
+        }
+    }
+    columns(vec![
+        string("Type", 0, "The type of the priority level", |l| json!(text(l, "/spec/type"))),
+        string("NominalConcurrencyShares", 0, "The nominal concurrency shares", |l| {
+            let shares = l
+                .pointer("/spec/limited/nominalConcurrencyShares")
+                .or_else(|| l.pointer("/spec/exempt/nominalConcurrencyShares"));
+            json!(shares.map_or_else(|| "<none>".to_string(), ToString::to_string))
+        }),
+        string("Queues", 0, "Number of queues", |l| queuing(l, "queues")),
+        string("HandSize", 0, "The hand size", |l| queuing(l, "handSize")),
+        string("QueueLengthLimit", 0, "The queue length limit", |l| queuing(l, "queueLengthLimit")),
+    ])
+}
+
+/// An IPAddress's: `ParentRef` (no `Age`, as upstream).
+pub fn ip_address() -> Vec<Column> {
+    vec![
+        Column::name(),
+        string(
+            "ParentRef",
+            0,
+            "ParentRef references the resource (usually a Service) that an IPAddress is attached to.",
+            |a| {
+                let Some(parent) = a.pointer("/spec/parentRef") else { return json!("<none>") };
+                let resource = match text(parent, "/group") {
+                    "" => text(parent, "/resource").to_string(),
+                    group => format!("{}.{group}", text(parent, "/resource")),
+                };
+                json!(format!("{resource}/{}/{}", text(parent, "/namespace"), text(parent, "/name")))
+            },
+        ),
+    ]
+}
+
+/// A ServiceCIDR's: `CIDRs`.
+pub fn service_cidr() -> Vec<Column> {
+    columns(vec![string("CIDRs", 0, "list of IPv4 or IPv6 CIDRs", |c| {
+        let cidrs: Vec<&str> = items(c, "/spec/cidrs").filter_map(Value::as_str).collect();
+        json!(cidrs.join(","))
+    })])
+}
+
+/// An APIService's: `Service`, `Available`.
+pub fn api_service() -> Vec<Column> {
+    columns(vec![
+        string("Service", 0, "The reference to the service that hosts this API endpoint.", |a| {
+            json!(match a.pointer("/spec/service") {
+                Some(service) => format!("{}/{}", text(service, "/namespace"), text(service, "/name")),
+                None => "Local".to_string(),
+            })
+        }),
+        string("Available", 0, "Whether this service is available.", |a| {
+            let available = items(a, "/status/conditions").find(|c| text(c, "/type") == "Available");
+            json!(match available {
+                Some(condition) if text(condition, "/status") == "True" => "True".to_string(),
+                Some(condition) => format!("{} ({})", text(condition, "/status"), text(condition, "/reason")),
+                None => "Unknown".to_string(),
+            })
+        }),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -856,5 +1145,20 @@ mod tests {
             names,
             ["Name:0", "Ready:0", "Up-to-date:0", "Available:0", "Age:0", "Containers:1", "Images:1", "Selector:1"]
         );
+    }
+
+    #[test]
+    fn the_other_kinds_print_as_upstream() {
+        let quota = json!({"status": {"hard": {"pods": "4", "limits.cpu": "2"}, "used": {"pods": "1"}}});
+        assert_eq!(cells(&resource_quota(), &quota), [json!("pods: 1/4"), json!("limits.cpu: 0/2")]);
+        let names: Vec<String> = resource_quota().iter().map(|c| c.name.clone()).collect();
+        assert_eq!(names, ["Name", "Age", "Request", "Limit"]);
+        let revision = json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "controller": true}]}, "revision": 3});
+        assert_eq!(cells(&controller_revision(), &revision), [json!("statefulset.apps/db"), json!(3)]);
+        let binding = json!({"spec": {"policyName": "p", "paramRef": {"name": "limits"}}});
+        assert_eq!(cells(&validating_admission_policy_binding(), &binding), [json!("p"), json!("*/limits")]);
+        let service =
+            json!({"status": {"conditions": [{"type": "Available", "status": "False", "reason": "MissingEndpoints"}]}});
+        assert_eq!(cells(&api_service(), &service), [json!("Local"), json!("False (MissingEndpoints)")]);
     }
 }

@@ -294,6 +294,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         ..resource("", "pods", "pod", "Pod", "/registry/pods/", true)
     },
     BuiltIn {
+        columns: printers::pod_template,
         strategy: Strategy::Workload(&["template", "spec"]),
         ..resource("", "podtemplates", "podtemplate", "PodTemplate", "/registry/podtemplates/", true)
     },
@@ -311,6 +312,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         )
     },
     BuiltIn {
+        columns: printers::resource_quota,
         short_names: &["quota"],
         subresources: STATUS,
         ..resource("", "resourcequotas", "resourcequota", "ResourceQuota", "/registry/resourcequotas/", true)
@@ -375,6 +377,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         )
     },
     BuiltIn {
+        columns: printers::validating_admission_policy,
         categories: API_EXTENSIONS,
         subresources: STATUS,
         generation: true,
@@ -389,6 +392,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         )
     },
     BuiltIn {
+        columns: printers::validating_admission_policy_binding,
         categories: API_EXTENSIONS,
         strategy: Strategy::AdmissionRegistration,
         ..resource(
@@ -415,6 +419,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
     },
     // apiregistration.k8s.io/v1
     BuiltIn {
+        columns: printers::api_service,
         categories: API_EXTENSIONS,
         subresources: STATUS,
         unconditional_update: false,
@@ -428,14 +433,17 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         )
     },
     // apps/v1
-    resource(
-        "apps",
-        "controllerrevisions",
-        "controllerrevision",
-        "ControllerRevision",
-        "/registry/controllerrevisions/",
-        true,
-    ),
+    BuiltIn {
+        columns: printers::controller_revision,
+        ..resource(
+            "apps",
+            "controllerrevisions",
+            "controllerrevision",
+            "ControllerRevision",
+            "/registry/controllerrevisions/",
+            true,
+        )
+    },
     BuiltIn {
         columns: printers::daemon_set,
         subresources: STATUS,
@@ -508,6 +516,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
     },
     // certificates.k8s.io/v1
     BuiltIn {
+        columns: printers::certificate_signing_request,
         short_names: &["csr"],
         subresources: &[Subresource::Status],
         fields: selectable(&["spec.signerName"]),
@@ -542,10 +551,12 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
     },
     // flowcontrol.apiserver.k8s.io/v1
     BuiltIn {
+        columns: printers::flow_schema,
         subresources: STATUS,
         ..resource(FLOW_CONTROL, "flowschemas", "flowschema", "FlowSchema", "/registry/flowschemas/", false)
     },
     BuiltIn {
+        columns: printers::priority_level_configuration,
         subresources: STATUS,
         ..resource(
             FLOW_CONTROL,
@@ -568,6 +579,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         ..resource(NETWORKING, "ingresses", "ingress", "Ingress", "/registry/ingress/", true)
     },
     BuiltIn {
+        columns: printers::ip_address,
         short_names: &["ip"],
         ..resource(NETWORKING, "ipaddresses", "ipaddress", "IPAddress", "/registry/ipaddresses/", false)
     },
@@ -578,6 +590,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         ..resource(NETWORKING, "networkpolicies", "networkpolicy", "NetworkPolicy", "/registry/networkpolicies/", true)
     },
     BuiltIn {
+        columns: printers::service_cidr,
         subresources: STATUS,
         ..resource(NETWORKING, "servicecidrs", "servicecidr", "ServiceCIDR", "/registry/servicecidrs/", false)
     },
@@ -634,22 +647,32 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         )
     },
     // storage.k8s.io/v1
-    resource(STORAGE, "csidrivers", "csidriver", "CSIDriver", "/registry/csidrivers/", false),
-    resource(STORAGE, "csinodes", "csinode", "CSINode", "/registry/csinodes/", false),
-    resource(
-        STORAGE,
-        "csistoragecapacities",
-        "csistoragecapacity",
-        "CSIStorageCapacity",
-        "/registry/csistoragecapacities/",
-        true,
-    ),
+    BuiltIn {
+        columns: printers::csi_driver,
+        ..resource(STORAGE, "csidrivers", "csidriver", "CSIDriver", "/registry/csidrivers/", false)
+    },
+    BuiltIn {
+        columns: printers::csi_node,
+        ..resource(STORAGE, "csinodes", "csinode", "CSINode", "/registry/csinodes/", false)
+    },
+    BuiltIn {
+        columns: printers::csi_storage_capacity,
+        ..resource(
+            STORAGE,
+            "csistoragecapacities",
+            "csistoragecapacity",
+            "CSIStorageCapacity",
+            "/registry/csistoragecapacities/",
+            true,
+        )
+    },
     BuiltIn {
         columns: printers::storage_class,
         short_names: &["sc"],
         ..resource(STORAGE, "storageclasses", "storageclass", "StorageClass", "/registry/storageclasses/", false)
     },
     BuiltIn {
+        columns: printers::volume_attachment,
         subresources: STATUS,
         ..resource(
             STORAGE,
