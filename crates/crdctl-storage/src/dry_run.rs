@@ -4,7 +4,7 @@
 //! A dry run (`dryRun=All`) goes through every step of a write — decoding, defaulting,
 //! admission, validation, preconditions — and ends at this store instead of the real one. Each
 //! write is judged against the current state by the same rule a backend applies
-//! ([`crate::local::apply`]): a create fails on an existing key, an update or delete on a
+//! (`local::apply`): a create fails on an existing key, an update or delete on a
 //! missing key or an unexpected revision. A write that would succeed is answered as if applied,
 //! and nothing is written: no revision is spent and no watch sees an event. Reads go to the
 //! real store.
