@@ -74,8 +74,10 @@ pub async fn create(
             custom_resource::prepare_create(&mut object, served, &endpoint.version, endpoint.namespace.as_deref());
         }
         Kind::BuiltIn(resource) => {
-            warnings.extend(resource.admit_create(state, &mut object, field_validation)?);
+            // As upstream's store: the system fields first (`FillObjectMetaSystemFields`), so
+            // the strategy can read the uid (a Job's generated selector).
             crate::object::prepare_create(&mut object, endpoint.namespace.as_deref());
+            warnings.extend(resource.admit_create(state, &mut object, field_validation)?);
             super::observe(state, resource, &mut object);
         }
     }

@@ -33,6 +33,9 @@ pub fn default(kind: &str, pod_spec: &[&str], object: &mut Value, old: Option<&V
     if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
         default_spec(kind, spec);
     }
+    if kind == "Job" && old.is_none() && object.pointer("/spec/manualSelector") != Some(&json!(true)) {
+        generate_job_selector(object);
+    }
     if let Some(pod) = object_at(object, pod_spec) {
         default_pod_spec(pod);
     }
@@ -63,6 +66,27 @@ pub fn default(kind: &str, pod_spec: &[&str], object: &mut Value, old: Option<&V
         }
     }
     selector_errors(kind, object)
+}
+
+/// The Job strategy's `generateSelector`: the template labelled with the Job's name and uid
+/// (in the current and the legacy labels), and the selector selecting the uid. Labels the
+/// client set stay, and validation refuses what they break.
+fn generate_job_selector(job: &mut Value) {
+    let name = crate::object::name(job).to_string();
+    let uid = crate::object::meta_str(job, "uid").unwrap_or_default().to_string();
+    if let Some(labels) = object_at(job, &["spec", "template", "metadata", "labels"]) {
+        for (label, value) in [
+            ("job-name", &name),
+            ("batch.kubernetes.io/job-name", &name),
+            ("controller-uid", &uid),
+            ("batch.kubernetes.io/controller-uid", &uid),
+        ] {
+            or_insert(labels, label, json!(value));
+        }
+    }
+    if let Some(selector) = object_at(job, &["spec", "selector", "matchLabels"]) {
+        or_insert(selector, "batch.kubernetes.io/controller-uid", json!(uid));
+    }
 }
 
 /// `SetDefaults_Deployment`, `_ReplicaSet`, `_StatefulSet`, `_DaemonSet`, `_Job`, `_CronJob`,
@@ -251,7 +275,7 @@ fn go_string_map(map: &Map<String, Value>) -> String {
 /// labels.
 fn selector_errors(kind: &str, object: &Value) -> field::ErrorList {
     let mut errors = field::ErrorList::new();
-    if !matches!(kind, "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") {
+    if !matches!(kind, "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "Job") {
         return errors;
     }
     let Some(selector) = object.pointer("/spec/selector") else { return errors };
@@ -325,6 +349,14 @@ mod tests {
         assert_eq!(
             pod["spec"]["containers"][0]["readinessProbe"]["httpGet"],
             json!({"port": 80, "path": "/", "scheme": "HTTP"})
+        );
+        // A Job selects its pods by its uid, which its template's labels carry.
+        let mut job = json!({"metadata": {"name": "once", "uid": "u-1"}, "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+        assert!(default("Job", &["spec", "template", "spec"], &mut job, None).is_empty());
+        assert_eq!(job["spec"]["selector"], json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}}));
+        assert_eq!(
+            job["spec"]["template"]["metadata"]["labels"],
+            json!({"job-name": "once", "batch.kubernetes.io/job-name": "once", "controller-uid": "u-1", "batch.kubernetes.io/controller-uid": "u-1"})
         );
         let mut recreate = json!({"spec": {"strategy": {"type": "Recreate"}}});
         default("Deployment", &["spec", "template", "spec"], &mut recreate, None);
