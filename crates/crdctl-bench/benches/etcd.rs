@@ -37,12 +37,15 @@ const LATENCY_SAMPLES: usize = 200;
 
 /// Plain etcd puts of `value` from `clients` concurrent tasks.
 async fn etcd_puts(endpoints: &[String], value: &[u8], clients: usize) -> f64 {
-    let kv = etcd_client::Client::connect(endpoints, None).await.unwrap().kv_client();
+    use crdctl_storage::etcd::api::etcdserverpb::{PutRequest, kv_client::KvClient};
+    let endpoints = endpoints.iter().map(|e| tonic::transport::Endpoint::from_shared(e.clone()).unwrap());
+    let kv = KvClient::new(tonic::transport::Channel::balance_list(endpoints));
     let value = value.to_vec();
     load::rate(clients, move |task, i| {
         let (mut kv, value) = (kv.clone(), value.clone());
         async move {
-            kv.put(format!("/baseline/{task}/{i}"), value, None).await.unwrap();
+            let key = format!("/baseline/{task}/{i}").into_bytes();
+            kv.put(PutRequest { key, value, ..Default::default() }).await.unwrap();
         }
     })
     .await

@@ -17,18 +17,28 @@
 //! [`StoreError::Timeout`], since it may or may not have been applied — a transaction is never
 //! half applied either way.
 
+pub mod api;
 pub mod cluster;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use etcd_client::{
-    Certificate, Client, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions, Identity, KeyValue,
-    KvClient, PutOptions, TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
-};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::{Code, Status};
 
 use crate::{Entry, Event, EventKind, ListOptions, ListPage, Revision, Stats, Store, StoreError, Watch, Write};
+use api::etcdserverpb::compare::{CompareResult, CompareTarget, TargetUnion};
+use api::etcdserverpb::kv_client::KvClient;
+use api::etcdserverpb::request_op::Request;
+use api::etcdserverpb::response_op::Response;
+use api::etcdserverpb::watch_client::WatchClient;
+use api::etcdserverpb::{
+    CompactionRequest, Compare, DeleteRangeRequest, PutRequest, RangeRequest, RangeResponse, RequestOp, TxnRequest,
+    TxnResponse, WatchCreateRequest, WatchRequest, watch_request,
+};
+use api::mvccpb::KeyValue;
+use api::mvccpb::event::EventType;
 
 /// The key kube-apiserver's compactor coordinates through; shared by every replica on the
 /// cluster whatever its prefix, because compaction is cluster-wide.
@@ -42,33 +52,27 @@ const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
 /// Whether a failed call may be tried again: a read when etcd (this member) was unavailable, a
 /// write only when no connection was made, so it cannot have been applied.
-fn retryable(err: &etcd_client::Error, write: bool) -> bool {
-    match err {
-        etcd_client::Error::TransportError(_) => true,
-        etcd_client::Error::GRpcStatus(status) if status.code() == tonic::Code::Unavailable => {
-            let message = status.message().to_ascii_lowercase();
-            !write || message.contains("connect") || message.contains("connection refused")
-        }
-        _ => false,
+fn retryable(status: &Status, write: bool) -> bool {
+    if status.code() != Code::Unavailable {
+        return false;
     }
+    let message = status.message().to_ascii_lowercase();
+    !write || message.contains("connect") || message.contains("connection refused")
 }
 
-fn error(err: etcd_client::Error, write: bool) -> StoreError {
-    if let etcd_client::Error::GRpcStatus(status) = &err {
-        // The two ways etcd refuses a value too large (apiserver's `isTooLargeError`).
-        let too_large = (status.code() == tonic::Code::InvalidArgument
-            && status.message() == "etcdserver: request is too large")
-            || (status.code() == tonic::Code::ResourceExhausted
-                && status.message().contains("trying to send message larger than max"));
-        if too_large {
-            return StoreError::TooLarge(status.message().to_string());
-        }
-        let uncertain = matches!(status.code(), tonic::Code::DeadlineExceeded | tonic::Code::Cancelled);
-        if write && uncertain {
-            return StoreError::Timeout(status.message().to_string());
-        }
+fn error(status: Status, write: bool) -> StoreError {
+    // The two ways etcd refuses a value too large (apiserver's `isTooLargeError`).
+    let too_large = (status.code() == Code::InvalidArgument && status.message() == "etcdserver: request is too large")
+        || (status.code() == Code::ResourceExhausted
+            && status.message().contains("trying to send message larger than max"));
+    if too_large {
+        return StoreError::TooLarge(status.message().to_string());
     }
-    StoreError::Unavailable(format!("etcd: {err}"))
+    let uncertain = matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled);
+    if write && uncertain {
+        return StoreError::Timeout(status.message().to_string());
+    }
+    StoreError::Unavailable(format!("etcd: {:?}: {}", status.code(), status.message()))
 }
 
 /// How to reach etcd and how much history to keep.
@@ -112,7 +116,7 @@ pub struct EtcdStore {
 }
 
 struct Shared {
-    client: Client,
+    channel: Channel,
     prefix: String,
     timeout: Duration,
 }
@@ -124,27 +128,42 @@ impl Drop for EtcdStore {
 }
 
 /// Connects to etcd. The connection is lazy: a store opened while etcd is down answers
-/// `Unavailable` until etcd is reachable, then recovers by itself.
+/// `Unavailable` until etcd is reachable, then recovers by itself. Calls are balanced over the
+/// endpoints, as etcd's own client balances them.
 pub async fn open(config: EtcdConfig) -> Result<EtcdStore, StoreError> {
-    let mut options = ConnectOptions::new()
-        .with_connect_timeout(config.timeout)
-        .with_keep_alive(Duration::from_secs(2), config.timeout)
-        .with_keep_alive_while_idle(true);
-    if config.ca.is_some() || config.identity.is_some() {
-        let mut tls = TlsOptions::new();
+    let unusable =
+        |err: &dyn std::fmt::Display| StoreError::Unavailable(format!("etcd {}: {err}", config.endpoints.join(",")));
+    // An https endpoint is verified against the given CA only (none: nothing is trusted).
+    let https = config.endpoints.iter().any(|url| url.starts_with("https://"));
+    let tls = (https || config.ca.is_some() || config.identity.is_some()).then(|| {
+        let mut tls = ClientTlsConfig::new();
         if let Some(ca) = &config.ca {
             tls = tls.ca_certificate(Certificate::from_pem(ca));
         }
         if let Some((cert, key)) = &config.identity {
             tls = tls.identity(Identity::from_pem(cert, key));
         }
-        options = options.with_tls(tls);
+        tls
+    });
+    let mut endpoints = Vec::with_capacity(config.endpoints.len());
+    for url in &config.endpoints {
+        let mut endpoint = Endpoint::from_shared(url.clone())
+            .map_err(|err| unusable(&err))?
+            .connect_timeout(config.timeout)
+            .http2_keep_alive_interval(Duration::from_secs(2))
+            .keep_alive_timeout(config.timeout)
+            .keep_alive_while_idle(true);
+        if let Some(tls) = &tls {
+            endpoint = endpoint.tls_config(tls.clone()).map_err(|err| unusable(&err))?;
+        }
+        endpoints.push(endpoint);
     }
-    let client = Client::connect(&config.endpoints, Some(options))
-        .await
-        .map_err(|err| StoreError::Unavailable(format!("etcd {}: {err}", config.endpoints.join(","))))?;
+    if endpoints.is_empty() {
+        return Err(unusable(&"no endpoints"));
+    }
+    let channel = Channel::balance_list(endpoints.into_iter());
     let shared =
-        Arc::new(Shared { client, prefix: config.prefix.trim_end_matches('/').to_string(), timeout: config.timeout });
+        Arc::new(Shared { channel, prefix: config.prefix.trim_end_matches('/').to_string(), timeout: config.timeout });
     let compactor = tokio::spawn(Arc::clone(&shared).compact_forever(config.window, config.compaction_interval));
     Ok(EtcdStore { shared, compactor })
 }
@@ -171,8 +190,8 @@ fn signed(revision: Revision) -> i64 {
 }
 
 impl Shared {
-    fn kv(&self) -> KvClient {
-        self.client.kv_client()
+    fn kv(&self) -> KvClient<Channel> {
+        KvClient::new(self.channel.clone())
     }
 
     fn etcd_key(&self, key: &str) -> String {
@@ -180,15 +199,15 @@ impl Shared {
     }
 
     fn entry(&self, kv: &KeyValue) -> Result<Entry, StoreError> {
-        let key = std::str::from_utf8(kv.key()).map_err(|_| StoreError::Corrupt("a key is not UTF-8".into()))?;
+        let key = std::str::from_utf8(&kv.key).map_err(|_| StoreError::Corrupt("a key is not UTF-8".into()))?;
         let key = key
             .strip_prefix(&self.prefix)
             .ok_or_else(|| StoreError::Corrupt(format!("{key} is outside the prefix")))?;
         Ok(Entry {
             key: key.to_string(),
-            value: kv.value().to_vec(),
-            create_revision: revision_of(kv.create_revision()),
-            mod_revision: revision_of(kv.mod_revision()),
+            value: kv.value.clone(),
+            create_revision: revision_of(kv.create_revision),
+            mod_revision: revision_of(kv.mod_revision),
         })
     }
 
@@ -198,13 +217,13 @@ impl Shared {
     /// never left this process (no connection could be made).
     async fn call<T, Call>(&self, write: bool, mut attempt: impl FnMut() -> Call) -> Result<T, StoreError>
     where
-        Call: std::future::Future<Output = Result<T, etcd_client::Error>>,
+        Call: std::future::Future<Output = Result<tonic::Response<T>, Status>>,
     {
         let now = tokio::time::Instant::now();
         let deadline = now.checked_add(self.timeout).unwrap_or(now);
         loop {
             let err = match tokio::time::timeout_at(deadline, attempt()).await {
-                Ok(Ok(value)) => return Ok(value),
+                Ok(Ok(value)) => return Ok(value.into_inner()),
                 Ok(Err(err)) => err,
                 Err(_) if write => {
                     return Err(StoreError::Timeout(format!("etcd did not answer within {:?}", self.timeout)));
@@ -221,16 +240,20 @@ impl Shared {
         }
     }
 
-    async fn get(&self, key: &str, options: Option<GetOptions>) -> Result<etcd_client::GetResponse, StoreError> {
+    async fn range_request(&self, request: RangeRequest) -> Result<RangeResponse, StoreError> {
         self.call(false, || {
-            let (mut kv, options) = (self.kv(), options.clone());
-            let key = key.to_string();
-            async move { kv.get(key, options).await }
+            let (mut kv, request) = (self.kv(), request.clone());
+            async move { kv.range(request).await }
         })
         .await
     }
 
-    async fn txn(&self, txn: Txn) -> Result<etcd_client::TxnResponse, StoreError> {
+    /// The key `key` (with the fields of `request` other than the key).
+    async fn get(&self, key: &str, request: RangeRequest) -> Result<RangeResponse, StoreError> {
+        self.range_request(RangeRequest { key: key.as_bytes().to_vec(), ..request }).await
+    }
+
+    async fn txn(&self, txn: TxnRequest) -> Result<TxnResponse, StoreError> {
         self.call(true, || {
             let (mut kv, txn) = (self.kv(), txn.clone());
             async move { kv.txn(txn).await }
@@ -239,16 +262,16 @@ impl Shared {
     }
 
     async fn revision(&self) -> Result<Revision, StoreError> {
-        let response = self.get(COMPACT_KEY, Some(GetOptions::new().with_count_only())).await?;
-        Ok(response.header().map(|h| revision_of(h.revision())).unwrap_or_default())
+        let response = self.get(COMPACT_KEY, RangeRequest { count_only: true, ..Default::default() }).await?;
+        Ok(header_revision(response.header.as_ref()))
     }
 
     /// The compaction recorded in `compact_rev_key`, if any, with the key's `mod_revision`.
     async fn recorded_compaction(&self) -> Result<(Revision, i64), StoreError> {
-        let response = self.get(COMPACT_KEY, None).await?;
-        let Some(kv) = response.kvs().first() else { return Ok((0, 0)) };
-        let compacted = std::str::from_utf8(kv.value()).ok().and_then(|v| v.parse().ok()).unwrap_or_default();
-        Ok((compacted, kv.mod_revision()))
+        let response = self.get(COMPACT_KEY, RangeRequest::default()).await?;
+        let Some(kv) = response.kvs.first() else { return Ok((0, 0)) };
+        let compacted = std::str::from_utf8(&kv.value).ok().and_then(|v| v.parse().ok()).unwrap_or_default();
+        Ok((compacted, kv.mod_revision))
     }
 
     /// Why a read at `requested` failed: compacted, in the future, or etcd unreachable.
@@ -276,19 +299,21 @@ impl Shared {
             Some(after) => format!("{}\0", self.etcd_key(after)),
             None => prefix.clone(),
         };
-        let mut get = GetOptions::new().with_range(range_end(prefix.as_bytes())).with_limit(limit);
-        if let Some(revision) = revision {
-            get = get.with_revision(signed(revision));
-        }
-        let response = match self.get(&start, Some(get)).await {
+        let request = RangeRequest {
+            range_end: range_end(prefix.as_bytes()),
+            limit,
+            revision: revision.map_or(0, signed),
+            ..Default::default()
+        };
+        let response = match self.get(&start, request).await {
             Ok(response) => response,
             Err(err) => return Err(self.read_error(revision.unwrap_or_default(), err).await),
         };
-        let entries = response.kvs().iter().map(|kv| self.entry(kv)).collect::<Result<Vec<_>, _>>()?;
-        let count = u64::try_from(response.count()).unwrap_or_default();
+        let entries = response.kvs.iter().map(|kv| self.entry(kv)).collect::<Result<Vec<_>, _>>()?;
+        let count = u64::try_from(response.count).unwrap_or_default();
         let remaining = count.saturating_sub(entries.len() as u64);
-        let at = revision.unwrap_or_else(|| response.header().map(|h| revision_of(h.revision())).unwrap_or_default());
-        Ok(ListPage { entries, revision: at, more: response.more(), remaining })
+        let at = revision.unwrap_or_else(|| header_revision(response.header.as_ref()));
+        Ok(ListPage { entries, revision: at, more: response.more, remaining })
     }
 
     /// Keeps the last `window` revisions: each `interval`, if the store moved past the window
@@ -314,28 +339,60 @@ impl Shared {
         if target <= compacted {
             return Ok(());
         }
-        let txn = Txn::new()
-            .when([Compare::mod_revision(COMPACT_KEY, CompareOp::Equal, key_revision)])
-            .and_then([TxnOp::put(COMPACT_KEY, target.to_string(), None)]);
-        if !self.txn(txn).await?.succeeded() {
+        let txn = TxnRequest {
+            compare: vec![compare(COMPACT_KEY, CompareResult::Equal, TargetUnion::ModRevision(key_revision))],
+            success: vec![put(COMPACT_KEY, target.to_string().into_bytes())],
+            failure: Vec::new(),
+        };
+        if !self.txn(txn).await?.succeeded {
             return Ok(()); // another replica compacts this time
         }
         // Revisions after `target` stay readable; etcd keeps the revision it compacts at.
         self.call(true, || {
             let mut kv = self.kv();
-            async move { kv.compact(signed(target.saturating_add(1)), None).await }
+            async move {
+                kv.compact(CompactionRequest { revision: signed(target.saturating_add(1)), physical: false }).await
+            }
         })
         .await?;
         Ok(())
     }
 }
 
+fn header_revision(header: Option<&api::etcdserverpb::ResponseHeader>) -> Revision {
+    header.map(|h| revision_of(h.revision)).unwrap_or_default()
+}
+
+/// A transaction's comparison of `key`'s revision (or version) with `target`.
+fn compare(key: &str, result: CompareResult, target: TargetUnion) -> Compare {
+    let kind = match target {
+        TargetUnion::Version(_) => CompareTarget::Version,
+        TargetUnion::CreateRevision(_) => CompareTarget::Create,
+        TargetUnion::ModRevision(_) => CompareTarget::Mod,
+        TargetUnion::Value(_) => CompareTarget::Value,
+        TargetUnion::Lease(_) => CompareTarget::Lease,
+    };
+    Compare {
+        result: result.into(),
+        target: kind.into(),
+        key: key.as_bytes().to_vec(),
+        range_end: Vec::new(),
+        target_union: Some(target),
+    }
+}
+
+/// A put of `value` under `key` that answers with the previous entry.
+fn put(key: &str, value: Vec<u8>) -> RequestOp {
+    let put = PutRequest { key: key.as_bytes().to_vec(), value, prev_kv: true, ..Default::default() };
+    RequestOp { request: Some(Request::RequestPut(put)) }
+}
+
 #[async_trait]
 impl Store for EtcdStore {
     async fn get(&self, key: &str) -> Result<Option<Entry>, StoreError> {
         let shared = &self.shared;
-        let response = shared.get(&shared.etcd_key(key), None).await?;
-        response.kvs().first().map(|kv| shared.entry(kv)).transpose()
+        let response = shared.get(&shared.etcd_key(key), RangeRequest::default()).await?;
+        response.kvs.first().map(|kv| shared.entry(kv)).transpose()
     }
 
     async fn list(&self, options: ListOptions<'_>) -> Result<ListPage, StoreError> {
@@ -362,34 +419,44 @@ impl Store for EtcdStore {
     async fn write(&self, write: Write) -> Result<Event, StoreError> {
         let shared = &self.shared;
         let key = shared.etcd_key(write.key());
-        let (compare, operation, value) = match &write {
+        let (condition, operation, value) = match &write {
             Write::Create { value, .. } => (
-                Compare::create_revision(key.clone(), CompareOp::Equal, 0),
-                TxnOp::put(key.clone(), value.clone(), Some(PutOptions::new().with_prev_key())),
+                compare(&key, CompareResult::Equal, TargetUnion::CreateRevision(0)),
+                put(&key, value.clone()),
                 Some(value.clone()),
             ),
             Write::Update { value, expected, .. } => (
-                Compare::mod_revision(key.clone(), CompareOp::Equal, signed(*expected)),
-                TxnOp::put(key.clone(), value.clone(), Some(PutOptions::new().with_prev_key())),
+                compare(&key, CompareResult::Equal, TargetUnion::ModRevision(signed(*expected))),
+                put(&key, value.clone()),
                 Some(value.clone()),
             ),
-            Write::Delete { expected, .. } => (
-                match expected {
-                    Some(expected) => Compare::mod_revision(key.clone(), CompareOp::Equal, signed(*expected)),
-                    None => Compare::create_revision(key.clone(), CompareOp::Greater, 0),
-                },
-                TxnOp::delete(key.clone(), Some(DeleteOptions::new().with_prev_key())),
-                None,
-            ),
+            Write::Delete { expected, .. } => {
+                let delete = DeleteRangeRequest { key: key.as_bytes().to_vec(), prev_kv: true, ..Default::default() };
+                (
+                    match expected {
+                        Some(expected) => {
+                            compare(&key, CompareResult::Equal, TargetUnion::ModRevision(signed(*expected)))
+                        }
+                        None => compare(&key, CompareResult::Greater, TargetUnion::CreateRevision(0)),
+                    },
+                    RequestOp { request: Some(Request::RequestDeleteRange(delete)) },
+                    None,
+                )
+            }
         };
-        let txn = Txn::new().when([compare]).and_then([operation]).or_else([TxnOp::get(key, None)]);
+        let read_back = RangeRequest { key: key.as_bytes().to_vec(), ..Default::default() };
+        let txn = TxnRequest {
+            compare: vec![condition],
+            success: vec![operation],
+            failure: vec![RequestOp { request: Some(Request::RequestRange(read_back)) }],
+        };
         let response = shared.txn(txn).await?;
-        let revision = response.header().map(|h| revision_of(h.revision())).unwrap_or_default();
-        let responses = response.op_responses();
+        let revision = header_revision(response.header.as_ref());
+        let first = response.responses.first().and_then(|r| r.response.as_ref());
         let name = write.key().to_string();
-        if !response.succeeded() {
-            let current = match responses.first() {
-                Some(TxnOpResponse::Get(get)) => get.kvs().first().map(|kv| revision_of(kv.mod_revision())),
+        if !response.succeeded {
+            let current = match first {
+                Some(Response::ResponseRange(range)) => range.kvs.first().map(|kv| revision_of(kv.mod_revision)),
                 _ => None,
             };
             return Err(match (&write, current) {
@@ -403,9 +470,11 @@ impl Store for EtcdStore {
                 }
             });
         }
-        let prev = match responses.first() {
-            Some(TxnOpResponse::Put(put)) => put.prev_key().map(|kv| shared.entry(kv)).transpose()?,
-            Some(TxnOpResponse::Delete(delete)) => delete.prev_kvs().first().map(|kv| shared.entry(kv)).transpose()?,
+        let prev = match first {
+            Some(Response::ResponsePut(put)) => put.prev_kv.as_ref().map(|kv| shared.entry(kv)).transpose()?,
+            Some(Response::ResponseDeleteRange(delete)) => {
+                delete.prev_kvs.first().map(|kv| shared.entry(kv)).transpose()?
+            }
             _ => None,
         };
         let entry = value.map(|value| Entry {
@@ -421,26 +490,35 @@ impl Store for EtcdStore {
     async fn watch(&self, prefix: &str, after: Revision) -> Result<Watch, StoreError> {
         let shared = Arc::clone(&self.shared);
         let etcd_prefix = shared.etcd_key(prefix);
-        let options = WatchOptions::new()
-            .with_range(range_end(etcd_prefix.as_bytes()))
-            .with_start_revision(signed(after.saturating_add(1)))
-            .with_prev_key();
+        let create = WatchCreateRequest {
+            key: etcd_prefix.as_bytes().to_vec(),
+            range_end: range_end(etcd_prefix.as_bytes()),
+            start_revision: signed(after.saturating_add(1)),
+            prev_kv: true,
+            ..Default::default()
+        };
         // etcd reports a compacted start only after the watch is created; a read at the start
         // revision says so at once, and a future one is fine to watch from.
-        let probe = GetOptions::new().with_count_only().with_revision(signed(after.saturating_add(1)));
-        if let Err(err) = shared.get(COMPACT_KEY, Some(probe)).await {
+        let probe = RangeRequest { count_only: true, revision: signed(after.saturating_add(1)), ..Default::default() };
+        if let Err(err) = shared.get(COMPACT_KEY, probe).await {
             match shared.read_error(after, err).await {
                 StoreError::FutureRevision { .. } => {}
                 err => return Err(err),
             }
         }
-        let mut stream = shared
-            .call(false, || {
-                let (mut client, prefix, options) =
-                    (shared.client.watch_client(), etcd_prefix.clone(), options.clone());
-                async move { client.watch(prefix, Some(options)).await }
-            })
-            .await?;
+        // The request stream stays open for the watch's life: closing it ends the watch.
+        let (requests, request_stream) = tokio::sync::mpsc::channel(1);
+        let request = WatchRequest { request_union: Some(watch_request::RequestUnion::CreateRequest(create)) };
+        requests.send(request).await.map_err(|_| StoreError::Unavailable("etcd watch: request not sent".into()))?;
+        let request_stream = tokio_stream::wrappers::ReceiverStream::new(request_stream);
+        let mut stream =
+            match tokio::time::timeout(shared.timeout, WatchClient::new(shared.channel.clone()).watch(request_stream))
+                .await
+            {
+                Ok(Ok(stream)) => stream.into_inner(),
+                Ok(Err(status)) => return Err(error(status, false)),
+                Err(_) => return Err(StoreError::Unavailable("etcd did not start the watch in time".into())),
+            };
         let (tx, rx) = tokio::sync::mpsc::channel(WATCH_BUFFER);
         let compacted = move |compact_revision: i64| StoreError::Compacted {
             requested: after,
@@ -448,16 +526,17 @@ impl Store for EtcdStore {
         };
         // etcd answers a watch at a compacted revision right away; say so before returning.
         let first = match tokio::time::timeout(shared.timeout, stream.message()).await {
-            Ok(first) => first.map_err(|err| error(err, false))?,
+            Ok(first) => first.map_err(|status| error(status, false))?,
             Err(_) => return Err(StoreError::Unavailable("etcd did not start the watch in time".into())),
         };
         let mut pending = Vec::new();
         match first {
-            Some(response) if response.compact_revision() > 0 => return Err(compacted(response.compact_revision())),
+            Some(response) if response.compact_revision > 0 => return Err(compacted(response.compact_revision)),
             Some(response) => pending.push(response),
             None => return Err(StoreError::Unavailable("etcd closed the watch".into())),
         }
         tokio::spawn(async move {
+            let _requests = requests;
             let mut next = pending.pop();
             loop {
                 let response = match next.take() {
@@ -474,16 +553,16 @@ impl Store for EtcdStore {
                         }
                     },
                 };
-                if response.compact_revision() > 0 {
-                    let _ = tx.send(Err(compacted(response.compact_revision()))).await;
+                if response.compact_revision > 0 {
+                    let _ = tx.send(Err(compacted(response.compact_revision))).await;
                     return;
                 }
-                if response.canceled() {
-                    let reason = response.cancel_reason().to_string();
+                if response.canceled {
+                    let reason = response.cancel_reason.clone();
                     let _ = tx.send(Err(StoreError::Unavailable(format!("etcd canceled the watch: {reason}")))).await;
                     return;
                 }
-                for event in response.events() {
+                for event in &response.events {
                     let converted = shared.event(event);
                     let failed = converted.is_err();
                     if tx.send(converted).await.is_err() || failed {
@@ -512,13 +591,14 @@ impl Store for EtcdStore {
 }
 
 impl Shared {
-    fn event(&self, event: &etcd_client::Event) -> Result<Event, StoreError> {
-        let kv = event.kv().ok_or_else(|| StoreError::Corrupt("a watch event without a key".into()))?;
-        let prev = event.prev_kv().map(|kv| self.entry(kv)).transpose()?;
+    fn event(&self, event: &api::mvccpb::Event) -> Result<Event, StoreError> {
+        let kv = event.kv.as_ref().ok_or_else(|| StoreError::Corrupt("a watch event without a key".into()))?;
+        let prev = event.prev_kv.as_ref().map(|kv| self.entry(kv)).transpose()?;
         let current = self.entry(kv)?;
-        let (kind, entry) = match event.event_type() {
-            EventType::Put => (EventKind::Put, Some(current.clone())),
-            EventType::Delete => (EventKind::Delete, None),
+        let (kind, entry) = match EventType::try_from(event.r#type) {
+            Ok(EventType::Put) => (EventKind::Put, Some(current.clone())),
+            Ok(EventType::Delete) => (EventKind::Delete, None),
+            Err(_) => return Err(StoreError::Corrupt(format!("a watch event of unknown type {}", event.r#type))),
         };
         Ok(Event { revision: current.mod_revision, kind, key: current.key, entry, prev })
     }
