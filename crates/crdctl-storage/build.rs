@@ -4,10 +4,10 @@
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=proto");
-    if std::env::var_os("CARGO_FEATURE_ETCD").is_none() {
-        return Ok(());
+    #[cfg(feature = "etcd")]
+    {
+        let descriptors = protox::compile(["etcd/api/etcdserverpb/rpc.proto"], ["proto"])?;
+        tonic_prost_build::configure().build_server(false).compile_fds(descriptors)?;
     }
-    let descriptors = protox::compile(["etcd/api/etcdserverpb/rpc.proto"], ["proto"])?;
-    tonic_prost_build::configure().build_server(false).compile_fds(descriptors)?;
     Ok(())
 }
