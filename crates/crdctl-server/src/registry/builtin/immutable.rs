@@ -112,7 +112,7 @@ fn dotted(pointer: &str) -> String {
 
 /// A value as `field.Error` shows it: `"null"` for an absent pointer, scalars as Go prints
 /// them, string lists as `[]string{…}`, other structures in Go's syntax for their JSON.
-fn shown(value: Option<&Value>) -> Raw {
+pub(super) fn shown(value: Option<&Value>) -> Raw {
     Raw(match value {
         None | Some(Value::Null) => crdctl_model::go::quote("null"),
         Some(Value::Array(items)) if items.iter().all(Value::is_string) => {
@@ -128,7 +128,7 @@ fn shown(value: Option<&Value>) -> Raw {
 fn label_selector(value: Option<&Value>) -> Raw {
     let Some(selector) = value.filter(|v| !v.is_null()) else { return shown(None) };
     let labels = match selector.get("matchLabels").and_then(Value::as_object) {
-        Some(labels) => go_string_map(labels),
+        Some(labels) => super::workload::go_string_map(labels),
         None => "map[string]string(nil)".into(),
     };
     let requirements: Vec<String> = selector
@@ -156,16 +156,6 @@ fn label_selector(value: Option<&Value>) -> Raw {
         format!("[]v1.LabelSelectorRequirement{{{}}}", requirements.join(", "))
     };
     Raw(format!("&v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}"))
-}
-
-/// Go's `%#v` of a `map[string]string` (keys sorted).
-fn go_string_map(map: &Map<String, Value>) -> String {
-    let mut keys: Vec<&String> = map.keys().collect();
-    keys.sort();
-    let quote = crdctl_model::go::quote;
-    let entries: Vec<String> =
-        keys.iter().map(|k| format!("{}:{}", quote(k), quote(map[*k].as_str().unwrap_or_default()))).collect();
-    format!("map[string]string{{{}}}", entries.join(", "))
 }
 
 /// A binding's `roleRef` as Go's `%#v` of `rbac.RoleRef` shows it.

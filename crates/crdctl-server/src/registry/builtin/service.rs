@@ -191,7 +191,7 @@ async fn allocate_into(
         {
             // A client that speaks the plural field is answered about it
             // (`validateUpgradeDowngradeClusterIPs`)…
-            let ips = Raw(crdctl_model::go::syntax(asked).replace("[]interface {}", "[]string"));
+            let ips = super::immutable::shown(Some(asked));
             return Err(invalid(vec![spec_path.child("clusterIPs").index(0).invalid(ips, "may not change once set")]));
         } else if !had.is_empty() && asked != had {
             // …one that changes the singular alone (`kubectl apply` of a manifest naming

@@ -262,7 +262,7 @@ pub fn default_service(object: &mut Value) -> field::ErrorList {
 }
 
 /// Go's `%#v` of a `map[string]string` (keys sorted), as upstream's messages print label maps.
-fn go_string_map(map: &Map<String, Value>) -> String {
+pub(super) fn go_string_map(map: &Map<String, Value>) -> String {
     let mut pairs: Vec<(&String, &Value)> = map.iter().collect();
     pairs.sort_by(|a, b| a.0.cmp(b.0));
     let text = |value: &Value| crdctl_model::go::quote(value.as_str().unwrap_or_default());
