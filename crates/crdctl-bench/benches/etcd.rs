@@ -181,7 +181,7 @@ async fn measure(
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let peer = Peer::new(2);
-    let etcd = LocalCluster::start(1).expect("etcd starts (Debian: apt-get install etcd-server)");
+    let etcd = LocalCluster::start(1).unwrap_or_else(|err| panic!("etcd starts: {err}"));
     let endpoints = etcd.endpoints();
 
     // The value size of a stored CronTab, read back from a server.

@@ -209,7 +209,7 @@ async fn restart_redb(dir: &str, count: usize) {
 }
 
 async fn etcd(count: usize) -> Measured {
-    let mut cluster = LocalCluster::start(1).expect("etcd starts (Debian: etcd-server)");
+    let mut cluster = LocalCluster::start(1).unwrap_or_else(|err| panic!("etcd starts: {err}"));
     let endpoints = cluster.endpoints();
     let config = || EtcdConfig::new(endpoints.clone());
     let peer = Peer::new(2);

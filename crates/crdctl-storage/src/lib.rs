@@ -49,6 +49,7 @@ pub mod dry_run;
 pub mod etcd;
 pub mod local;
 pub mod memory;
+pub mod peers;
 pub mod redb;
 
 use async_trait::async_trait;

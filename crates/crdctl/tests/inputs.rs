@@ -150,14 +150,15 @@ fn peak_rss_mib(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> (i
         Some(file) => std::process::Stdio::from(std::fs::File::open(dir.join(file)).unwrap()),
         None => std::process::Stdio::null(),
     };
-    let out = std::process::Command::new("/usr/bin/time")
+    let time = crdctl_storage::peers::binary("time").unwrap_or_else(|err| panic!("{err}"));
+    let out = std::process::Command::new(time)
         .args(["-f", "%M"])
         .arg(env!("CARGO_BIN_EXE_crdctl"))
         .args(args)
         .current_dir(dir)
         .stdin(stdin)
         .output()
-        .expect("GNU time is installed (/usr/bin/time; Debian package `time`)");
+        .expect("GNU time runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     let kib: u64 = stderr.lines().last().and_then(|l| l.trim().parse().ok()).unwrap_or_else(|| panic!("{stderr}"));
     (out.status.code().unwrap_or(-1), kib / 1024)

@@ -1,6 +1,6 @@
 //! `crdctl serve` driven by the real kubectl through the whole story of the Kubernetes page on
 //! CRD versions, with the oldest and newest kubectl by default; `CRDCTL_KUBECTL_VERSIONS`
-//! (e.g. `1.27,1.28,...,1.33`, as `scripts/kubectl-matrix.sh` sets it) picks others.
+//! (e.g. `1.28,1.29,...,1.35`, as `scripts/kubectl-matrix` sets it) picks others.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -148,30 +148,23 @@ macro_rules! on_each_backend {
 /// oldest and newest that ship).
 pub fn kubectl_versions() -> Vec<String> {
     std::env::var("CRDCTL_KUBECTL_VERSIONS")
-        .unwrap_or_else(|_| "1.27,1.33".to_string())
+        .unwrap_or_else(|_| "1.28,1.35".to_string())
         .split(',')
         .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty())
         .collect()
 }
 
-/// `kubectl.<version>` beside the `kubectl` on the PATH (the Google Cloud SDK's bin folder).
+/// `kubectl.<version>` from the test peers (`scripts/peers`).
 pub fn kubectl_binary(version: &str) -> PathBuf {
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .map(|dir| dir.join("kubectl"))
-        .find(|candidate| candidate.exists())
-        .expect("kubectl is on the PATH");
-    let dir = on_path.canonicalize().unwrap().parent().unwrap().to_path_buf();
-    let binary = dir.join(format!("kubectl.{version}"));
-    assert!(binary.exists(), "{} is missing: the kubectl versions ship beside kubectl", binary.display());
-    binary
+    crdctl_storage::peers::binary(&format!("kubectl.{version}")).unwrap_or_else(|err| panic!("{err}"))
 }
 
 /// One kubectl, pinned to a version, with its own cache directory.
 pub struct Kubectl {
     binary: PathBuf,
+    /// The minor release: 33 for kubectl 1.33.
+    minor: u32,
     kubeconfig: PathBuf,
     cache: tempfile::TempDir,
 }
@@ -186,10 +179,24 @@ pub struct Run {
 
 impl Kubectl {
     pub fn new(version: &str, served: &Served) -> Kubectl {
+        Kubectl::with_kubeconfig(version, served.kubeconfig.clone())
+    }
+
+    pub fn with_kubeconfig(version: &str, kubeconfig: PathBuf) -> Kubectl {
         Kubectl {
             binary: kubectl_binary(version),
-            kubeconfig: served.kubeconfig.clone(),
+            minor: version.strip_prefix("1.").and_then(|minor| minor.parse().ok()).expect("a version 1.N"),
+            kubeconfig,
             cache: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// What `kubectl delete` prints for a namespaced object: 1.35 names the namespace.
+    pub fn deleted(&self, object: &str, namespace: &str) -> String {
+        if self.minor >= 35 {
+            format!("{object} deleted from {namespace} namespace")
+        } else {
+            format!("{object} deleted")
         }
     }
 
@@ -399,7 +406,10 @@ fn seed_story(backend: Backend, version: &str) {
     assert_eq!(line.split_whitespace().collect::<Vec<_>>(), ["watched", "h", "9"]);
     let _ = watch.kill();
     let _ = watch.wait();
-    assert_eq!(k.ok(&["delete", "crontab", "watched"]).stdout.trim(), r#"crontab.example.com "watched" deleted"#);
+    assert_eq!(
+        k.ok(&["delete", "crontab", "watched"]).stdout.trim(),
+        k.deleted(r#"crontab.example.com "watched""#, "default")
+    );
     let gone = k.run(&["get", "crontab", "watched"]);
     assert!(gone.stderr.contains(r#"crontabs.example.com "watched" not found"#), "{gone:?}");
 
@@ -641,7 +651,7 @@ spec:
     }
 }
 
-/// kubectl's generators build typed objects and send them in protobuf (1.33; 1.27 sends JSON):
+/// kubectl's generators build typed objects and send them (newer releases in protobuf, older in JSON):
 /// namespaces, ConfigMaps, Secrets, ServiceAccounts, Deployments, tokens, and `auth can-i`.
 fn kubectl_generators_create_built_in_objects(backend: Backend) {
     for version in kubectl_versions() {
@@ -934,7 +944,7 @@ fn tls_token_kubeconfig_and_plain_kubernetes_mode() {
     let wrong = std::fs::read_to_string(&served.kubeconfig).unwrap().replace("token: s3cret", "token: wrong");
     let wrong_path = served.data().dir.path().join("wrong-token");
     std::fs::write(&wrong_path, wrong).unwrap();
-    let wrong = Kubectl { binary: kubectl_binary("1.33"), kubeconfig: wrong_path, cache: tempfile::tempdir().unwrap() };
+    let wrong = Kubectl::with_kubeconfig("1.33", wrong_path);
     let refused = wrong.run(&["get", "namespaces"]);
     assert!(refused.stderr.contains("You must be logged in to the server"), "{refused:?}");
     // --crd-upgrade-safety None: a type change OLM refuses is accepted, as by plain Kubernetes.
@@ -964,7 +974,7 @@ fn kubectl_shows_what_a_crd_update_does_to_stored_objects() {
     let ruled = stage.replacen(v1, &format!("{v1}{rule}"), 1);
     assert_ne!(ruled, stage);
     let named = "(default/ct-07, default/ct-42)";
-    for (safety, version) in [("None", "1.27"), ("Strict", "1.33")] {
+    for (safety, version) in [("None", "1.28"), ("Strict", "1.33")] {
         let served = Served::start_on(Backend::Redb, &["--crd-upgrade-safety", safety]);
         let k = Kubectl::new(version, &served);
         k.apply(&stage);

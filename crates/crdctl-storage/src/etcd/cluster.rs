@@ -2,7 +2,7 @@
 //! benchmarks: one member or several forming a cluster, each of which can be killed and
 //! restarted on its data.
 //!
-//! It runs the `etcd` binary on the `PATH` (Debian: `etcd-server`); without it,
+//! It runs the `etcd` that `scripts/peers` installs (see [`crate::peers`]); without it,
 //! [`LocalCluster::start`] fails and says so, it never pretends.
 
 #![expect(
@@ -134,7 +134,7 @@ impl LocalCluster {
         let peer = format!("http://127.0.0.1:{}", member.peer_port);
         let log = std::fs::OpenOptions::new().create(true).append(true).open(self.log(index))?;
         let log_start = usize::try_from(log.metadata()?.len()).unwrap_or(usize::MAX);
-        let mut command = Command::new("etcd");
+        let mut command = Command::new(crate::peers::binary("etcd")?);
         if let Some((cert, key)) = &self.tls {
             command.arg("--cert-file").arg(cert).arg("--key-file").arg(key);
         }
@@ -151,9 +151,7 @@ impl LocalCluster {
             .stdout(log.try_clone()?)
             .stderr(log)
             .spawn()
-            .map_err(|err| {
-                std::io::Error::new(err.kind(), format!("cannot run etcd (Debian: apt-get install etcd-server): {err}"))
-            })?;
+            .map_err(|err| std::io::Error::new(err.kind(), format!("cannot run etcd: {err}")))?;
         self.members[index].child = Some(child);
         self.members[index].log_start = log_start;
         Ok(())
