@@ -13,8 +13,9 @@ use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::negotiate::{self, BodyType, Representation};
 use crate::registry::builtin;
-use crate::request::{RequestInfo, parse_path};
-use crate::rest::{self, Body, Change, Endpoint, Kind, Params, Reply, Subresource};
+use crate::registry::resource;
+use crate::request::{RequestInfo, Verb, parse_path};
+use crate::rest::{self, Body, Change, Endpoint, Params, Reply, Subresource};
 
 /// Every `/api` and `/apis` request.
 pub async fn api(
@@ -73,9 +74,13 @@ async fn route(
         None => Subresource::Main,
         Some("status") if endpoint.has_status() => Subresource::Status,
         Some("scale") if endpoint.scale_paths().is_some() => Subresource::Scale,
-        Some("token") if endpoint.issues_tokens() => Subresource::Token,
-        Some("finalize") if endpoint.finalizes() && *method == Method::PUT => Subresource::Finalize,
-        Some("finalize") if endpoint.finalizes() => return Err(ApiError::method_not_allowed()),
+        Some("token") if endpoint.has(resource::Subresource::Token) => Subresource::Token,
+        Some("finalize") if endpoint.has(resource::Subresource::Finalize) && *method == Method::PUT => {
+            Subresource::Finalize
+        }
+        Some("finalize") if endpoint.has(resource::Subresource::Finalize) => {
+            return Err(ApiError::method_not_allowed());
+        }
         Some(sub) if endpoint.runs_on_a_node(sub) => {
             return Err(ApiError::bad_request(format!(
                 "{} {:?} has no node to {sub}: crdctl serve runs no kubelet, so no pod runs",
@@ -88,18 +93,8 @@ async fn route(
     let main = subresource == Subresource::Main;
     // A verb the resource lacks (discovery does not list it) is 405, as go-restful answers a
     // route that is not registered.
-    let verb = match (method.clone(), name) {
-        (Method::GET, None) if params.is_watch() => "watch",
-        (Method::GET, None) => "list",
-        (Method::GET, Some(_)) => "get",
-        (Method::POST, _) => "create",
-        (Method::PUT, _) => "update",
-        (Method::PATCH, _) => "patch",
-        (Method::DELETE, None) => "deletecollection",
-        (Method::DELETE, Some(_)) => "delete",
-        _ => return Err(ApiError::method_not_allowed()),
-    };
-    if main && !endpoint.allows(verb) {
+    let verb = Verb::of(method, name.is_some(), params.is_watch()).ok_or_else(ApiError::method_not_allowed)?;
+    if main && !endpoint.served.allows(verb.name()) {
         return Err(ApiError::method_not_allowed());
     }
     let decode = || -> ApiResult<(BodyType, Value)> {
@@ -107,9 +102,9 @@ async fn route(
         if body_type == BodyType::Protobuf && !endpoint.speaks_protobuf() {
             return Err(ApiError::unsupported_media_type(&["application/json", "application/yaml"]));
         }
-        let object = match &endpoint.kind {
-            Kind::BuiltIn(resource) => negotiate::decode_object(body, body_type, resource.kind)?,
-            Kind::Custom(_) => negotiate::decode_body(body, body_type)?,
+        let object = match endpoint.served.typed() {
+            true => negotiate::decode_object(body, body_type, &endpoint.type_kind)?,
+            false => negotiate::decode_body(body, body_type)?,
         };
         Ok((body_type, object))
     };
@@ -153,8 +148,8 @@ async fn route(
         }
         _ => return Err(ApiError::method_not_allowed()),
     };
-    let reply = match (&endpoint.kind, subresource) {
-        (_, Subresource::Scale) if !reply.body.is_status() => {
+    let reply = match subresource {
+        Subresource::Scale if !reply.body.is_status() => {
             let paths = endpoint.scale_paths().ok_or_else(|| ApiError::internal("the resource has no scale"))?;
             let scale = crate::registry::scale::of(&reply.body.into_value()?, paths);
             Reply { body: Body::Value(scale), ..reply }
@@ -179,17 +174,8 @@ fn endpoint(
             let served = served.ok_or_else(ApiError::no_route)?;
             let version = served.served_version(&path.version).ok_or_else(ApiError::no_route)?;
             let warnings = crate::warnings::deprecation_warning(&served.crd.definition, &version.name);
-            let endpoint = Endpoint {
-                group: path.group.clone(),
-                version: path.version.clone(),
-                resource: resource.to_string(),
-                namespace: path.namespace.clone(),
-                type_kind: served.kind().to_string(),
-                list_kind: served.list_kind(),
-                namespaced: served.namespaced(),
-                kind: Kind::Custom(served.clone()),
-            };
-            (endpoint, warnings.into_iter().collect())
+            let warnings = warnings.into_iter().collect();
+            (Endpoint::custom(served, &path.version, path.namespace.clone()), warnings)
         }
     };
     // Scope: cluster-scoped objects have no namespace; namespaced ones need one, except for

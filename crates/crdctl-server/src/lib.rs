@@ -5,9 +5,9 @@
 //! in and out (None or a webhook), `status.storedVersions`, deprecation warnings.
 //!
 //! The request path: [`handler`] routes a path to discovery or to a verb on an
-//! [`rest::Endpoint`] → [`negotiate`] decodes the body → the kind's strategy in [`registry`]
-//! prunes, defaults and validates at the request version, then converts to the storage version
-//! ([`registry::ServedCrd::to_storage`]) → [`crdctl_storage::Store`] compares and swaps →
+//! [`rest::Endpoint`] → [`negotiate`] decodes the body → the addressed
+//! [`registry::resource::Resource`] (a built-in row or a served CRD, one trait) prunes,
+//! defaults and validates at the request version, then converts to the storage version → [`crdctl_storage::Store`] compares and swaps →
 //! the stored object is read back, converted to the request version and rendered (object,
 //! `Table` or metadata) with deprecation [`warnings`]. Errors are [`error::ApiError`] values that
 //! become `Status` responses.
@@ -211,6 +211,19 @@ impl crdctl_conversion::webhook::ServiceResolver for MappedServices {
 }
 
 impl AppState {
+    /// What strategies may use of the server.
+    pub fn context(&self) -> registry::resource::Context<'_> {
+        registry::resource::Context {
+            store: &self.store,
+            registry: &self.registry,
+            upgrade_safety: self.config.upgrade_safety,
+            service_ranges: &self.config.service_ranges,
+            tokens: &self.tokens,
+            server_token: self.config.token.as_deref(),
+            type_check: admission::type_checking::record,
+        }
+    }
+
     /// Loads the CRDs, makes sure the built-in namespaces exist, and starts the registry.
     pub async fn new(config: Config, store: Arc<dyn Store>) -> Result<AppState, StartError> {
         let store: Arc<dyn Store> = match config.watch_cache {

@@ -25,7 +25,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::request::RequestInfo;
+use crate::request::{RequestInfo, Verb};
 use crate::rest::Params;
 
 /// The metric of the last-request timestamps, as `retire-version` looks it up.
@@ -222,16 +222,16 @@ impl Metrics {
 /// Upstream's verb label: `LIST` and `WATCH` for collection reads, `APPLY` for server-side
 /// apply, `DELETECOLLECTION`, otherwise the HTTP method.
 fn verb(method: &Method, path: &RequestInfo, params: &Params, content_type: &str) -> &'static str {
-    match *method {
-        Method::GET if params.is_watch() => "WATCH",
-        Method::GET if path.name.is_none() => "LIST",
-        Method::GET => "GET",
-        Method::POST => "POST",
-        Method::PUT => "PUT",
-        Method::PATCH if content_type.starts_with("application/apply-patch") => "APPLY",
-        Method::PATCH => "PATCH",
-        Method::DELETE if path.name.is_none() => "DELETECOLLECTION",
-        Method::DELETE => "DELETE",
-        _ => "CONNECT",
+    match Verb::of(method, path.name.is_some(), params.is_watch()) {
+        Some(Verb::Watch) => "WATCH",
+        Some(Verb::List) => "LIST",
+        Some(Verb::Get) => "GET",
+        Some(Verb::Create) => "POST",
+        Some(Verb::Update) => "PUT",
+        Some(Verb::Patch) if content_type.starts_with("application/apply-patch") => "APPLY",
+        Some(Verb::Patch) => "PATCH",
+        Some(Verb::DeleteCollection) => "DELETECOLLECTION",
+        Some(Verb::Delete) => "DELETE",
+        None => "CONNECT",
     }
 }

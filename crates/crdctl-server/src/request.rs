@@ -1,5 +1,62 @@
-//! The parsed path of an API request, as kube-apiserver's `RequestInfoFactory` splits it: what
-//! routing, metrics and the test server's request log read.
+//! The parsed path of an API request, as kube-apiserver's `RequestInfoFactory` splits it, and
+//! its [`Verb`]: what routing, metrics and the test server's request log read.
+
+use axum::http::Method;
+
+/// What a request does, as upstream's `RequestInfo.Verb`: computed once per request from the
+/// method, whether the path names an object, and `watch`; routing's verb check and the
+/// metrics' labels read the same value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    /// GET of an object.
+    Get,
+    /// GET of a collection.
+    List,
+    /// GET of a collection with `watch=true`.
+    Watch,
+    /// POST.
+    Create,
+    /// PUT.
+    Update,
+    /// PATCH.
+    Patch,
+    /// DELETE of an object.
+    Delete,
+    /// DELETE of a collection.
+    DeleteCollection,
+}
+
+impl Verb {
+    /// The verb of a request with `method` on an object (`named`) or a collection; `None` for
+    /// methods no resource serves.
+    pub fn of(method: &Method, named: bool, watch: bool) -> Option<Verb> {
+        Some(match *method {
+            Method::GET if named => Verb::Get,
+            Method::GET if watch => Verb::Watch,
+            Method::GET => Verb::List,
+            Method::POST => Verb::Create,
+            Method::PUT => Verb::Update,
+            Method::PATCH => Verb::Patch,
+            Method::DELETE if named => Verb::Delete,
+            Method::DELETE => Verb::DeleteCollection,
+            _ => return None,
+        })
+    }
+
+    /// The verb as discovery and RBAC name it (`deletecollection`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Patch => "patch",
+            Verb::Delete => "delete",
+            Verb::DeleteCollection => "deletecollection",
+        }
+    }
+}
 
 /// The parsed path of an API request (kube-apiserver's `RequestInfo`).
 #[derive(Debug, Default, PartialEq, Eq)]

@@ -44,29 +44,6 @@ use serde_json::Value;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult, Subject};
 
-/// A kind served at a group version: built in, or a custom resource's (upstream's RESTMapper,
-/// for what a policy names by kind: its `paramKind`, the kinds it is type checked against).
-pub enum ServedKind {
-    /// A built-in resource.
-    BuiltIn(&'static crate::registry::builtin::BuiltIn),
-    /// A CRD's, served at the version asked for.
-    Custom(Arc<crate::registry::ServedCrd>),
-}
-
-impl ServedKind {
-    /// The kind `kind` of `group`/`version`, if served.
-    pub fn find(state: &AppState, (group, version, kind): (&str, &str, &str)) -> Option<ServedKind> {
-        let builtin = crate::registry::builtin::RESOURCES.iter();
-        if let Some(builtin) = builtin.into_iter().find(|r| r.group == group && r.version == version && r.kind == kind)
-        {
-            return Some(ServedKind::BuiltIn(builtin));
-        }
-        let served = state.registry.all().values().find(|c| c.group() == group && c.kind() == kind).cloned()?;
-        served.served_version(version)?;
-        Some(ServedKind::Custom(served))
-    }
-}
-
 /// The group of the admission configurations, which no webhook sees (as upstream: a webhook
 /// could otherwise lock out its own removal).
 const CONFIGURATION_GROUP: &str = "admissionregistration.k8s.io";

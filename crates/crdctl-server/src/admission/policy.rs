@@ -494,16 +494,13 @@ async fn params(
     request: &Request<'_>,
 ) -> Result<Vec<Value>, String> {
     let (group, version) = kind.api_version.split_once('/').unwrap_or(("", kind.api_version.as_str()));
-    let (prefix, namespaced) = match super::ServedKind::find(state, (group, version, &kind.kind)) {
-        Some(super::ServedKind::BuiltIn(resource)) => (resource.prefix.to_string(), resource.namespaced),
-        Some(super::ServedKind::Custom(served)) => (served.prefix(None), served.namespaced()),
-        None => {
-            return Err(format!(
-                "failed to find resource referenced by paramKind: '{}, Kind={}'",
-                kind.api_version, kind.kind
-            ));
-        }
+    let Some(served) = state.registry.resource_of_kind((group, version, &kind.kind)) else {
+        return Err(format!(
+            "failed to find resource referenced by paramKind: '{}, Kind={}'",
+            kind.api_version, kind.kind
+        ));
     };
+    let (prefix, namespaced) = (served.prefix(None), served.namespaced());
     let namespace = reference.namespace.as_deref().filter(|n| !n.is_empty()).or(request.namespace);
     let scoped = match (namespaced, namespace) {
         (true, Some(namespace)) => format!("{prefix}{namespace}/"),

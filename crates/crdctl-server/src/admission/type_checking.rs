@@ -12,22 +12,21 @@
 
 use std::collections::HashMap;
 
-use crdctl_schema::Schema;
 use crdctl_schema::cel::checker::Variable;
 use crdctl_schema::cel::decl::{Decl, DeclKind};
 use serde_json::{Value, json};
 
 use super::policy::Policy;
-use crate::AppState;
+use crate::registry::Registry;
 use crate::registry::builtin;
 
 /// Upstream's `maxTypesToCheck`.
 const MAX_TYPES: usize = 10;
 
 /// Sets `status` of a written policy: `observedGeneration` and the type checker's warnings.
-pub fn record(state: &AppState, object: &mut Value) {
+pub fn record(registry: &Registry, object: &mut Value) {
     let Ok(policy) = serde_json::from_value::<Policy>(object.clone()) else { return };
-    let warnings: Vec<Value> = warnings(state, &policy)
+    let warnings: Vec<Value> = warnings(registry, &policy)
         .into_iter()
         .map(|(field_ref, warning)| json!({"fieldRef": field_ref, "warning": warning}))
         .collect();
@@ -40,16 +39,16 @@ pub fn record(state: &AppState, object: &mut Value) {
 }
 
 /// The warnings of each validation's expressions, by field (`spec.validations[0].expression`).
-fn warnings(state: &AppState, policy: &Policy) -> Vec<(String, String)> {
+fn warnings(registry: &Registry, policy: &Policy) -> Vec<(String, String)> {
     let params = policy.spec.param_kind.as_ref().map(|param| {
         let (group, version) = param.api_version.split_once('/').unwrap_or(("", param.api_version.as_str()));
-        object_decl(state, &Kind { group: group.into(), version: version.into(), kind: param.kind.clone() })
+        object_decl(registry, &Kind { group: group.into(), version: version.into(), kind: param.kind.clone() })
     });
     // Per kind: the object's type, and the variables' types with it.
-    let scopes: Vec<(Kind, Decl, Decl)> = kinds(state, policy)
+    let scopes: Vec<(Kind, Decl, Decl)> = kinds(registry, policy)
         .into_iter()
         .filter_map(|kind| {
-            let object = object_decl(state, &kind)?;
+            let object = object_decl(registry, &kind)?;
             let variables = variables(policy, &declared(&object, params.as_ref()));
             Some((kind, object, variables))
         })
@@ -124,7 +123,7 @@ impl std::fmt::Display for Kind {
 
 /// The kinds the policy's resource rules name exactly (upstream's `typesToCheck`): rules with a
 /// wildcard group or version name none, wildcard resources and subresources are skipped.
-fn kinds(state: &AppState, policy: &Policy) -> Vec<Kind> {
+fn kinds(registry: &Registry, policy: &Policy) -> Vec<Kind> {
     let Some(constraints) = &policy.spec.match_constraints else { return Vec::new() };
     let mut kinds: Vec<Kind> = Vec::new();
     for named in &constraints.resource_rules {
@@ -141,7 +140,7 @@ fn kinds(state: &AppState, policy: &Policy) -> Vec<Kind> {
         for group in &groups {
             for version in &versions {
                 for resource in &resources {
-                    let Some(kind) = kind_of(state, group, version, resource) else { continue };
+                    let Some(kind) = kind_of(registry, group, version, resource) else { continue };
                     if !kinds.contains(&kind) {
                         kinds.push(kind);
                     }
@@ -158,11 +157,11 @@ fn kinds(state: &AppState, policy: &Policy) -> Vec<Kind> {
 }
 
 /// The kind served as `resource` of `group`/`version`.
-fn kind_of(state: &AppState, group: &str, version: &str, resource: &str) -> Option<Kind> {
+fn kind_of(registry: &Registry, group: &str, version: &str, resource: &str) -> Option<Kind> {
     let kind = match builtin::find(group, version, resource) {
         Some(builtin) => builtin.kind.to_string(),
         None => {
-            let served = state.registry.by_resource(group, resource)?;
+            let served = registry.by_resource(group, resource)?;
             served.served_version(version)?;
             served.kind().to_string()
         }
@@ -173,20 +172,7 @@ fn kind_of(state: &AppState, group: &str, version: &str, resource: &str) -> Opti
 /// The type of an object of `kind`, from its published schema: a built-in kind's from upstream's
 /// OpenAPI document, a custom resource's from its CRD with the `ObjectMeta` every published
 /// schema refers to.
-fn object_decl(state: &AppState, kind: &Kind) -> Option<Decl> {
-    let served = match super::ServedKind::find(state, (&kind.group, &kind.version, &kind.kind))? {
-        super::ServedKind::BuiltIn(builtin) => return Decl::of(builtin.schema()?, true),
-        super::ServedKind::Custom(served) => served,
-    };
-    let mut schema = served.schema(&kind.version)?.clone();
-    let string = Schema { types: vec!["string".into()], ..Schema::default() };
-    schema.properties.insert("apiVersion".into(), string.clone());
-    schema.properties.insert("kind".into(), string);
-    schema.properties.insert("metadata".into(), object_meta()?.clone());
-    Decl::of(&schema, true)
-}
-
-/// `ObjectMeta`'s schema, as upstream's documents publish it for every kind.
-fn object_meta() -> Option<&'static Schema> {
-    builtin::documents::compiled("", "v1", "ConfigMap")?.properties.get("metadata")
+fn object_decl(registry: &Registry, kind: &Kind) -> Option<Decl> {
+    let served = registry.resource_of_kind((&kind.group, &kind.version, &kind.kind))?;
+    Decl::of(&*served.object_schema(&kind.version)?, true)
 }

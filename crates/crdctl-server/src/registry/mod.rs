@@ -10,6 +10,7 @@ pub mod crd;
 pub mod custom_resource;
 pub mod event;
 pub mod namespace;
+pub mod resource;
 pub mod scale;
 pub mod unknown_fields;
 pub mod upgrade;
@@ -29,6 +30,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::error::ApiError;
+use crate::registry::resource::Resource;
 
 /// Where CRDs are stored.
 pub const CRD_PREFIX: &str = "/registry/apiextensions.k8s.io/customresourcedefinitions/";
@@ -374,6 +376,19 @@ impl Registry {
     /// The CRD serving `<plural>.<group>`.
     pub fn by_resource(&self, group: &str, plural: &str) -> Option<Arc<ServedCrd>> {
         self.all().values().find(|crd| crd.group() == group && crd.plural() == plural).cloned()
+    }
+
+    /// The resource serving `kind` of `group`/`version`: a built-in one, or a CRD's at a served
+    /// version (upstream's RESTMapper, for what a policy names by kind).
+    pub fn resource_of_kind(&self, (group, version, kind): (&str, &str, &str)) -> Option<Arc<dyn Resource>> {
+        let builtin = builtin::RESOURCES.iter();
+        if let Some(builtin) = builtin.into_iter().find(|r| r.group == group && r.version == version && r.kind == kind)
+        {
+            return Some(Arc::new(builtin));
+        }
+        let served = self.all().values().find(|c| c.group() == group && c.kind() == kind).cloned()?;
+        served.served_version(version)?;
+        Some(served)
     }
 
     /// How webhook Services are reached (`--webhook-service`, else DNS).

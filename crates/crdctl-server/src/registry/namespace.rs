@@ -14,7 +14,8 @@ use crdctl_storage::{ListOptions, Store, StoreError};
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Subject};
-use crate::registry::builtin::{BuiltIn, Part};
+use crate::registry::builtin::Part;
+use crate::registry::resource::Resource;
 use crate::registry::{OnDelete, Registry};
 use crate::selector::{SelectableFields, field_value};
 
@@ -189,22 +190,18 @@ async fn finalized(store: &dyn Store, registry: &Registry, name: &str) -> Result
 /// One pass over the namespace's objects; how many are left.
 async fn remaining(store: &dyn Store, registry: &Registry, namespace: &str) -> Result<usize, StoreError> {
     let crds = registry.all();
-    let mut prefixes: Vec<(String, Option<&BuiltIn>)> =
-        crds.values().filter(|crd| crd.namespaced()).map(|crd| (crd.prefix(Some(namespace)), None)).collect();
+    let custom = crds.values().filter(|crd| crd.namespaced()).map(|crd| Arc::clone(crd) as Arc<dyn Resource>);
     let built_in = crate::registry::builtin::RESOURCES.iter().filter(|r| r.namespaced && r.owns_storage());
-    prefixes.extend(built_in.map(|resource| (resource.namespace_prefix(Some(namespace)), Some(resource))));
+    let resources = custom.chain(built_in.map(|resource| Arc::new(resource) as Arc<dyn Resource>));
     let mut left = 0;
-    for (prefix, built_in) in prefixes {
+    for resource in resources {
+        let prefix = resource.prefix(Some(namespace));
         let page = store.list(ListOptions { prefix: &prefix, ..Default::default() }).await?;
         for entry in page.entries {
             let Some(mut object) = crate::registry::decode(&entry.value, entry.mod_revision) else { continue };
             if crate::object::finalizers(&object).is_empty() {
                 match store.delete(&entry.key, Some(entry.mod_revision)).await {
-                    Ok(_) => {
-                        if let Some(resource) = built_in {
-                            resource.release(store, &object, None).await;
-                        }
-                    }
+                    Ok(_) => resource.release(store, &object, None).await,
                     Err(StoreError::NotFound { .. }) => {}
                     Err(StoreError::Conflict { .. }) => left += 1,
                     Err(err) => return Err(err),

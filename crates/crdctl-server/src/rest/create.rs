@@ -10,11 +10,11 @@ use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
 use crate::registry::builtin::Written;
-use crate::registry::unknown_fields::{Decoded, FieldValidation};
-use crate::registry::{custom_resource, namespace};
+use crate::registry::namespace;
+use crate::registry::unknown_fields::FieldValidation;
 
 use super::update::Subresource;
-use super::{Body, Endpoint, Kind, Params, Reply, Writes, decode_entry, encode, store_error, without_managed_fields};
+use super::{Body, Endpoint, Params, Reply, Writes, decode_entry, encode, store_error, without_managed_fields};
 
 /// Who owns the fields of a created object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,9 +38,7 @@ pub async fn create(
     managed: Managed,
 ) -> ApiResult<Reply> {
     let writes = Writes::new(state, params.dry_run_of("CreateOptions")?);
-    if let Kind::BuiltIn(resource) = &endpoint.kind
-        && let Some(answered) = resource.review(&mut object, state)?
-    {
+    if let Some(answered) = endpoint.served.review(state.context(), &mut object)? {
         return Ok(Reply::of(StatusCode::CREATED, Body::Value(answered), Vec::new()));
     }
     let mut warnings = Vec::new();
@@ -62,25 +60,8 @@ pub async fn create(
         endpoint.admission(Operation::Create, (&admitted_name, ""), writes.dry_run(), params.field_manager.as_deref());
     warnings.extend(admission::mutate(state, &admission, &mut object, None).await?);
     let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
-    match &endpoint.kind {
-        Kind::Custom(served) => {
-            warnings.extend(custom_resource::admit(
-                &mut object,
-                None,
-                served,
-                &endpoint.version,
-                (field_validation, Decoded::Body),
-            )?);
-            custom_resource::prepare_create(&mut object, served, &endpoint.version, endpoint.namespace.as_deref());
-        }
-        Kind::BuiltIn(resource) => {
-            // As upstream's store: the system fields first (`FillObjectMetaSystemFields`), so
-            // the strategy can read the uid (a Job's generated selector).
-            crate::object::prepare_create(&mut object, endpoint.namespace.as_deref());
-            warnings.extend(resource.admit_create(state, &mut object, field_validation)?);
-            super::observe(state, resource, &mut object);
-        }
-    }
+    let at = (endpoint.version.as_str(), endpoint.namespace.as_deref());
+    warnings.extend(endpoint.served.admit_create(state.context(), &mut object, at, field_validation)?);
     let validated = admission::validate(state, &admission, Some(&object), None).await;
     warnings.extend(validated.map_err(|err| err.after_warnings(&warnings))?);
     if managed == Managed::Record
@@ -91,12 +72,9 @@ pub async fn create(
         fieldmanager::record_update(None, &mut object, &scope, &params.manager(), &now, &none);
     }
     let mut name = crate::object::name(&object).to_string();
-    endpoint.refuse_if_terminating(&name)?;
-    let mut stored = match &endpoint.kind {
-        Kind::Custom(served) => served.to_storage(object).await?,
-        Kind::BuiltIn(resource) => resource.to_storage(object),
-    };
-    let reserved = endpoint.reserve(state, &writes, &mut stored, None).await?;
+    endpoint.served.refuse_create(endpoint.subject(&name))?;
+    let mut stored = endpoint.served.to_storage(object).await?;
+    let reserved = endpoint.served.reserve(state.context(), writes.store(), &mut stored, None).await?;
     // A generated name that exists already is drawn again, as kube-apiserver does since 1.32
     // (`RetryGenerateName`): the whole create is tried with a new name up to 8 times.
     let mut attempts = 1;

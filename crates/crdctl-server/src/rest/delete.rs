@@ -68,13 +68,13 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
         let admission = endpoint.admission(Operation::Delete, (name, ""), writes.dry_run(), None);
         let seen = async { Ok(endpoint.present(vec![object.clone()], Shape::Object).await?.pop()) };
         admission::validate_delete(state, &admission, seen).await?;
-        let result = match endpoint.on_delete(&mut object)? {
+        let result = match endpoint.served.on_delete(&mut object)? {
             OnDelete::AlreadyMarked => return Ok(Reply::ok(endpoint.present_entry(&current).await?)),
             OnDelete::Mark => writes.store().update(&key, encode(&object)?, current.mod_revision).await.map(Some),
             OnDelete::Remove => {
                 let deleted = writes.store().delete(&key, Some(current.mod_revision)).await;
                 if deleted.is_ok() {
-                    endpoint.release(writes.store(), &object, None).await;
+                    endpoint.served.release(writes.store(), &object, None).await;
                 }
                 deleted.map(|_| None)
             }

@@ -20,13 +20,11 @@ use crate::AppState;
 use crate::admission;
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
-use crate::registry::builtin::service::{self, Reserved};
-use crate::registry::builtin::{
-    BuiltIn, CUSTOM_RESOURCE_DEFINITIONS, Strategy, Subresource as BuiltInSubresource, Written,
-};
+use crate::registry::builtin::{BuiltIn, CUSTOM_RESOURCE_DEFINITIONS};
+use crate::registry::resource::{self, Resource, Written};
 use crate::registry::scale;
-use crate::registry::{Items, OnDelete, ServedCrd};
-use crate::selector::{FieldSelector, SelectableFields};
+use crate::registry::{Items, ServedCrd};
+use crate::selector::FieldSelector;
 use crate::table::Column;
 
 mod create;
@@ -44,20 +42,11 @@ pub use update::{Change, Subresource, update};
 /// through several replicas, lose many races).
 const UPDATE_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// What kind of resource a request addresses.
-#[derive(Debug, Clone)]
-pub enum Kind {
-    /// Objects of a CRD, at a served version.
-    Custom(Arc<ServedCrd>),
-    /// A resource of the built-in table (CRDs, namespaces and events included).
-    BuiltIn(&'static BuiltIn),
-}
-
 /// A resource at a version, in a namespace or across all of them.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     /// Which resource.
-    pub kind: Kind,
+    pub served: Arc<dyn Resource>,
     /// The group, empty for core.
     pub group: String,
     /// The request version.
@@ -186,11 +175,11 @@ impl Writes {
         self.dry_run
     }
 
-    /// What follows a write of a built-in kind (a namespace's default ServiceAccount or its
-    /// finalization, a CRD served); nothing follows a dry run.
+    /// What follows a write (a namespace's default ServiceAccount or its finalization, a CRD
+    /// served); nothing follows a dry run.
     async fn after_write(&self, state: &AppState, endpoint: &Endpoint, written: Written<'_>, revision: u64) {
-        if let (DryRun::No, Kind::BuiltIn(resource)) = (self.dry_run, &endpoint.kind) {
-            resource.after_write(state, written, revision).await;
+        if self.dry_run == DryRun::No {
+            endpoint.served.after_write(state.context(), written, revision).await;
         }
     }
 }
@@ -270,7 +259,7 @@ impl Endpoint {
     /// A resource of the built-in table, in `namespace` or across all.
     pub fn built_in(resource: &'static BuiltIn, namespace: Option<String>) -> Endpoint {
         Endpoint {
-            kind: Kind::BuiltIn(resource),
+            served: Arc::new(resource),
             group: resource.group.into(),
             version: resource.version.into(),
             resource: resource.resource.into(),
@@ -278,6 +267,20 @@ impl Endpoint {
             type_kind: resource.kind.into(),
             list_kind: format!("{}List", resource.kind),
             namespaced: resource.namespaced,
+        }
+    }
+
+    /// A CRD's objects at `version`, in `namespace` or across all.
+    pub fn custom(served: Arc<ServedCrd>, version: &str, namespace: Option<String>) -> Endpoint {
+        Endpoint {
+            group: served.group().to_string(),
+            version: version.to_string(),
+            resource: served.plural().to_string(),
+            namespace,
+            type_kind: served.kind().to_string(),
+            list_kind: served.list_kind(),
+            namespaced: served.namespaced(),
+            served,
         }
     }
 
@@ -325,23 +328,10 @@ impl Endpoint {
 
     /// The store prefix a list or watch reads.
     pub fn prefix(&self) -> String {
-        match &self.kind {
-            Kind::Custom(served) => served.prefix(self.namespace.as_deref()),
-            Kind::BuiltIn(resource) => resource.namespace_prefix(self.namespace.as_deref()),
-        }
+        self.served.prefix(self.namespace.as_deref())
     }
 
-    /// The schema upstream's OpenAPI document gives a built-in kind (`None` for custom
-    /// resources, whose schema is their CRD's).
-    pub fn built_in_schema(&self) -> Option<&'static crdctl_schema::Schema> {
-        match &self.kind {
-            Kind::BuiltIn(resource) => resource.schema(),
-            Kind::Custom(_) => None,
-        }
-    }
-
-    /// What a write at `subresource` may own in `managedFields`; events keep none. CRDs are
-    /// managed untyped (their schema nests itself).
+    /// What a write at `subresource` may own in `managedFields`.
     pub fn field_scope(&self, subresource: Subresource) -> Option<fieldmanager::Scope<'_>> {
         let sub = match subresource {
             Subresource::Main => "",
@@ -350,16 +340,8 @@ impl Endpoint {
             Subresource::Finalize => "finalize",
             Subresource::Token => return None,
         };
-        let schema = match &self.kind {
-            Kind::Custom(served) => served.schema(&self.version),
-            Kind::BuiltIn(resource) => match resource.strategy {
-                Strategy::Event => return None,
-                Strategy::CustomResourceDefinition => None,
-                _ => resource.schema(),
-            },
-        };
         Some(fieldmanager::Scope {
-            schema,
+            schema: self.served.managed_schema(&self.version)?,
             api_version: self.api_version(),
             subresource: sub,
             has_status: self.has_status(),
@@ -367,142 +349,50 @@ impl Endpoint {
     }
 
     /// A write from `old` to `new` (both at the request's version) converted to each other
-    /// version the managers of `managed` recorded fields in, and compared there, as upstream's
-    /// field manager converts a write to each manager's version; versions the CRD no longer has
-    /// are left out.
+    /// version the managers of `managed` recorded fields in.
     async fn in_manager_versions(
         &self,
         managed: &Value,
         old: &Value,
         new: &Value,
     ) -> ApiResult<fieldmanager::OtherVersions> {
-        let mut others = fieldmanager::OtherVersions::default();
-        let Kind::Custom(served) = &self.kind else { return Ok(others) };
-        for api_version in fieldmanager::other_manager_versions(managed, &self.api_version()) {
-            let version = api_version.strip_prefix(&format!("{}/", self.group)).filter(|v| served.has_version(v));
-            let Some(version) = version else { continue };
-            let converted = served.convert(vec![old.clone(), new.clone()], version, Shape::List).await?;
-            let [old, new] = <[Value; 2]>::try_from(converted)
-                .map_err(|_| ApiError::internal("conversion changed the number of objects"))?;
-            others.compared(&api_version, &old, &new, served.schema(version));
-        }
-        Ok(others)
+        self.served.in_manager_versions(&self.api_version(), managed, (old, new)).await
     }
 
-    /// Whether a PUT without a `resourceVersion` replaces the stored object (upstream's
-    /// `AllowUnconditionalUpdate`: not for custom resources, CRDs and APIServices).
-    pub fn allows_unconditional_update(&self) -> bool {
-        match &self.kind {
-            Kind::BuiltIn(resource) => resource.unconditional_update,
-            Kind::Custom(_) => false,
-        }
-    }
-
-    /// Whether the resource has a verb, as discovery lists it.
-    pub fn allows(&self, verb: &str) -> bool {
-        match &self.kind {
-            Kind::BuiltIn(resource) => resource.verbs.contains(&verb),
-            Kind::Custom(_) => true,
-        }
-    }
-
-    /// Reserves what a written object needs from shared ranges (a Service's ClusterIP and node
-    /// ports), given back with [`Reserved::release`] if the write fails.
-    async fn reserve(
-        &self,
-        state: &AppState,
-        writes: &Writes,
-        object: &mut Value,
-        old: Option<&Value>,
-    ) -> ApiResult<Reserved> {
-        match &self.kind {
-            Kind::BuiltIn(resource) if matches!(resource.strategy, Strategy::Service) => {
-                service::allocate(writes.store(), object, old, &state.config.service_ranges).await
-            }
-            _ => Ok(Reserved::default()),
-        }
-    }
-
-    /// Gives back what `old` held and `new` (if the object is still there) does not.
-    pub async fn release(&self, store: &dyn Store, old: &Value, new: Option<&Value>) {
-        if let Kind::BuiltIn(resource) = &self.kind {
-            resource.release(store, old, new).await;
-        }
-    }
-
-    /// Whether objects have a protobuf message (built-in kinds, not custom resources or CRDs).
+    /// Whether objects have a protobuf message.
     pub fn speaks_protobuf(&self) -> bool {
-        matches!(&self.kind, Kind::BuiltIn(resource) if !matches!(resource.strategy, Strategy::CustomResourceDefinition))
-            && crate::protobuf::message(&self.api_version(), &self.type_kind).is_some()
+        self.served.speaks_protobuf() && crate::protobuf::message(&self.api_version(), &self.type_kind).is_some()
     }
 
-    /// Whether an object marked for deletion goes once its `metadata.finalizers` are gone
-    /// (not namespaces and CRDs: their lifecycles remove them).
-    pub fn removed_when_finalized(&self) -> bool {
-        match &self.kind {
-            Kind::BuiltIn(resource) => resource.removed_when_finalized(),
-            Kind::Custom(_) => true,
-        }
+    /// Whether the request version has `subresource`.
+    pub fn has(&self, subresource: resource::Subresource) -> bool {
+        self.served.subresource(&self.version, subresource.name()) == Some(subresource)
     }
 
-    /// What a DELETE does to `object`; marks it when something holds it.
-    pub fn on_delete(&self, object: &mut Value) -> ApiResult<OnDelete> {
-        match &self.kind {
-            Kind::BuiltIn(resource) => resource.on_delete(object),
-            Kind::Custom(_) => Ok(crate::registry::on_delete(object)),
-        }
-    }
-
-    /// Whether `namespaces/<name>/finalize` is addressed.
-    pub fn finalizes(&self) -> bool {
-        matches!(&self.kind, Kind::BuiltIn(resource) if resource.has(BuiltInSubresource::Finalize))
-    }
-
-    /// Whether objects issue tokens (ServiceAccounts' `token` subresource).
-    pub fn issues_tokens(&self) -> bool {
-        matches!(&self.kind, Kind::BuiltIn(resource) if resource.has(BuiltInSubresource::Token))
+    /// Whether the request version has the status subresource.
+    pub fn has_status(&self) -> bool {
+        self.has(resource::Subresource::Status)
     }
 
     /// Whether `subresource` is one only a kubelet could answer (`pods/exec`, `log`, …).
     pub fn runs_on_a_node(&self, subresource: &str) -> bool {
-        let Kind::BuiltIn(resource) = &self.kind else { return false };
-        matches!(resource.subresource(subresource), Some(BuiltInSubresource::Node(_)))
+        matches!(self.served.subresource(&self.version, subresource), Some(resource::Subresource::Node(_)))
     }
 
     /// Where the `Scale` of the version's objects comes from, if it has the scale subresource.
     pub fn scale_paths(&self) -> Option<scale::Paths<'_>> {
-        match &self.kind {
-            Kind::Custom(served) => scale::Paths::of_crd(served, &self.version),
-            Kind::BuiltIn(resource) if resource.has(BuiltInSubresource::Scale) => {
-                Some(scale::Paths::of_workload(resource.kind))
-            }
-            _ => None,
-        }
-    }
-
-    /// Whether the version has the status subresource.
-    pub fn has_status(&self) -> bool {
-        match &self.kind {
-            Kind::Custom(served) => served.has_status(&self.version),
-            Kind::BuiltIn(resource) => resource.has(BuiltInSubresource::Status),
-        }
+        self.served.scale_paths(&self.version)
     }
 
     /// The field selector of a list or watch of this resource.
     pub fn field_selector(&self, params: &Params) -> ApiResult<FieldSelector> {
-        let fields = match &self.kind {
-            Kind::BuiltIn(resource) => resource.fields,
-            Kind::Custom(_) => SelectableFields::METADATA,
-        };
+        let fields = self.served.selectable_fields();
         FieldSelector::parse(params.field_selector.as_deref().unwrap_or_default(), self.namespaced, fields)
     }
 
     /// The Table columns.
     pub fn columns(&self) -> Vec<Column> {
-        match &self.kind {
-            Kind::Custom(served) => crate::table::custom_resource_columns(served.printer_columns(&self.version)),
-            Kind::BuiltIn(resource) => (resource.columns)(),
-        }
+        self.served.columns(&self.version)
     }
 
     /// Stored objects as the client sees them: converted to the request version for custom
@@ -513,28 +403,13 @@ impl Endpoint {
 
     /// [`Endpoint::present`], keeping what a webhook converted as text.
     pub async fn present_items(&self, objects: Vec<Value>, shape: Shape) -> ApiResult<Items> {
-        match &self.kind {
-            Kind::Custom(served) => served.read_items_as(objects, &self.version, shape).await,
-            Kind::BuiltIn(resource) => {
-                Ok(Items::Values(objects.into_iter().map(|object| resource.from_storage(object)).collect()))
-            }
-        }
+        self.served.present(objects, &self.version, shape).await
     }
 
-    /// [`Endpoint::present_items`] for objects as the store holds them: built-in objects read at
-    /// the version they are stored in go out as their stored text, unparsed.
+    /// [`Endpoint::present_items`] for objects as the store holds them, unparsed where the
+    /// stored text is what the client sees.
     pub async fn present_stored(&self, entries: &[Entry], shape: Shape) -> ApiResult<Items> {
-        let texts = match &self.kind {
-            Kind::Custom(served) => return served.read_stored_as(entries, &self.version, shape).await,
-            Kind::BuiltIn(resource) if resource.stored_as.is_none() => {
-                crate::registry::stored_texts(entries, &resource.api_version())
-            }
-            Kind::BuiltIn(_) => None,
-        };
-        match texts {
-            Some(texts) => Ok(Items::Json(texts)),
-            None => self.present_items(entries.iter().map(decode_entry).collect::<ApiResult<_>>()?, shape).await,
-        }
+        self.served.present_stored(entries, &self.version, shape).await
     }
 
     async fn present_one(&self, object: Value) -> ApiResult<Value> {
@@ -549,19 +424,16 @@ impl Endpoint {
     }
 
     /// The object just created as `entry`, without parsing back the bytes it was stored as:
-    /// with the value at hand, presenting it costs less than reading its text. A custom
-    /// resource created at the version it is stored in was pruned and defaulted with that
-    /// version's schema on its way in ([`custom_resource::admit`]): it is already what a read
-    /// would make of it.
+    /// with the value at hand, presenting it costs less than reading its text.
     async fn present_created(&self, mut object: Value, entry: &Entry) -> ApiResult<Value> {
         // A dry run's create has no revision, and its object no `resourceVersion`, as upstream's.
         if entry.mod_revision > 0 {
             crate::object::set_resource_version(&mut object, entry.mod_revision);
         }
-        match &self.kind {
-            Kind::Custom(served) if served.storage_version() == self.version => Ok(object),
-            _ => self.present_one(object).await,
+        if self.served.stored_as_presented(&self.version) {
+            return Ok(object);
         }
+        self.present_one(object).await
     }
 
     /// A stored object as a reply's body: text from the store to the response, unless it needs
@@ -572,19 +444,6 @@ impl Endpoint {
             Items::Values(mut values) => values.pop().map(Body::Value),
         }
         .ok_or_else(|| ApiError::internal("conversion lost the object"))
-    }
-
-    /// Creates a terminating CRD's refusal.
-    fn refuse_if_terminating(&self, name: &str) -> ApiResult<()> {
-        if let Kind::Custom(served) = &self.kind
-            && served.terminating()
-        {
-            return Err(ApiError::forbidden(
-                self.subject(name),
-                "create not allowed while custom resource definition is terminating",
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -601,14 +460,6 @@ pub(crate) fn encode(object: &Value) -> ApiResult<Vec<u8>> {
         }
     };
     encoded.map_err(|err| ApiError::internal(err.to_string()))
-}
-
-/// What the server records in `status` of a built-in object written outside `/status`, where
-/// upstream's controllers record it soon after: a policy's type checking.
-fn observe(state: &AppState, resource: &BuiltIn, object: &mut Value) {
-    if let Strategy::AdmissionPolicy = resource.strategy {
-        admission::type_checking::record(state, object);
-    }
 }
 
 fn store_error(endpoint: &Endpoint, name: &str) -> impl Fn(StoreError) -> ApiError {

@@ -17,12 +17,11 @@ use crate::registry::builtin::documents::compiled_in;
 use crate::registry::builtin::go_decode;
 use crate::registry::builtin::service::Reserved;
 use crate::registry::builtin::{Part, Written};
-use crate::registry::custom_resource;
 use crate::registry::scale;
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
 
 use super::create::{Managed, create};
-use super::{Endpoint, Kind, Params, Reply, UPDATE_RETRY_FOR, Writes, encode, store_error, without_managed_fields};
+use super::{Endpoint, Params, Reply, UPDATE_RETRY_FOR, Writes, encode, store_error, without_managed_fields};
 
 /// How an update computes the new object from the current one (both in the request version).
 pub enum Change {
@@ -73,20 +72,19 @@ pub async fn update(
             return Err(ApiError::not_found(endpoint.subject(name)));
         };
         let old = endpoint.present_entry(&current).await?;
-        let (new, precondition) = match (&change, &endpoint.kind) {
-            (_, _) if subresource == Subresource::Scale => {
+        let (new, precondition) = match &change {
+            _ if subresource == Subresource::Scale => {
                 let paths = endpoint.scale_paths().ok_or_else(|| ApiError::internal("the resource has no scale"))?;
                 let current_scale = scale::of(&old, paths);
                 let desired = match &change {
                     Change::Replace(body) => body.clone(),
                     Change::Patch(body_type, patch) => {
-                        let schema = match endpoint.kind {
-                            Kind::BuiltIn(resource) => {
-                                compiled_in((resource.group, resource.version), ("autoscaling", "v1", "Scale"))
-                            }
-                            _ => None,
-                        };
-                        apply_patch(schema, &current_scale, *body_type, patch)?
+                        // The Scale of a built-in kind is patched with its group version's schema.
+                        let scale_schema = endpoint.served.patch_schema().and_then(|_| {
+                            crate::registry::builtin::find(&endpoint.group, &endpoint.version, &endpoint.resource)
+                                .and_then(|row| compiled_in((row.group, row.version), ("autoscaling", "v1", "Scale")))
+                        });
+                        apply_patch(scale_schema, &current_scale, *body_type, patch)?
                     }
                 };
                 let rv = crate::object::meta_str(&desired, "resourceVersion").map(str::to_string);
@@ -94,7 +92,7 @@ pub async fn update(
                 scale::apply(&mut new, &desired, paths)?;
                 (new, rv)
             }
-            (Change::Patch(BodyType::ApplyPatch, config), _) => {
+            Change::Patch(BodyType::ApplyPatch, config) => {
                 let rv = crate::object::meta_str(config, "resourceVersion").map(str::to_string);
                 (server_side_apply(endpoint, Some(&old), config, subresource, params).await?, rv)
             }
@@ -156,11 +154,11 @@ pub async fn update(
         warnings.extend(admitted);
         let deleting = crate::object::meta_field(&stored, "deletionTimestamp").is_some()
             && crate::object::finalizers(&stored).is_empty()
-            && endpoint.removed_when_finalized();
+            && endpoint.served.removed_when_finalized();
         let reserved = if deleting {
             Reserved::default()
         } else {
-            endpoint.reserve(state, &writes, &mut stored, Some(&old)).await?
+            endpoint.served.reserve(state.context(), writes.store(), &mut stored, Some(&old)).await?
         };
         let kept = (!deleting).then(|| stored.clone());
         let result = if deleting {
@@ -186,7 +184,7 @@ pub async fn update(
         if result.is_err() {
             reserved.release(writes.store()).await;
         } else {
-            endpoint.release(writes.store(), &old, kept.as_ref()).await;
+            endpoint.served.release(writes.store(), &old, kept.as_ref()).await;
         }
         match result {
             Ok(entry) => {
@@ -255,7 +253,7 @@ fn change_object(endpoint: &Endpoint, name: &str, old: &Value, change: &Change) 
         Change::Replace(body) => {
             // `0` is no resourceVersion, as upstream parses it.
             let rv = crate::object::meta_str(body, "resourceVersion").filter(|rv| !rv.is_empty() && *rv != "0");
-            if rv.is_none() && !endpoint.allows_unconditional_update() {
+            if rv.is_none() && !endpoint.served.allows_unconditional_update() {
                 // Upstream names the resource where the kind belongs (its TODO #18526), and
                 // prints the uint64 0 as Go's `%#v` does.
                 return Err(ApiError::invalid(
@@ -272,7 +270,7 @@ fn change_object(endpoint: &Endpoint, name: &str, old: &Value, change: &Change) 
         }
         Change::Patch(body_type, patch) => {
             let rv = crate::object::meta_str(patch, "resourceVersion").map(str::to_string);
-            (apply_patch(endpoint.built_in_schema(), old, *body_type, patch)?, rv)
+            (apply_patch(endpoint.served.patch_schema(), old, *body_type, patch)?, rv)
         }
     })
 }
@@ -289,31 +287,13 @@ async fn admit_update(
     admission: &admission::Request<'_>,
 ) -> ApiResult<(Value, Vec<String>)> {
     let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
-    let mut warnings = match &endpoint.kind {
-        Kind::BuiltIn(resource) => {
-            let warnings = resource.admit_update(state, &mut new, old, part, (field_validation, decoded)).await?;
-            if part == Part::Main {
-                super::observe(state, resource, &mut new);
-            }
-            warnings
-        }
-        Kind::Custom(served) => {
-            let warnings =
-                custom_resource::admit(&mut new, Some(old), served, &endpoint.version, (field_validation, decoded))?;
-            if part == Part::Status {
-                crate::object::keep_all_but_status(&mut new, old);
-            } else {
-                custom_resource::prepare_update(&mut new, old, served, &endpoint.version);
-            }
-            warnings
-        }
-    };
+    let mut warnings = endpoint
+        .served
+        .admit_update(state.context(), (&mut new, old), (&endpoint.version, part), (field_validation, decoded))
+        .await?;
     let validated = admission::validate(state, admission, Some(&new), Some(old)).await;
     warnings.extend(validated.map_err(|err| err.after_warnings(&warnings))?);
-    let new = match &endpoint.kind {
-        Kind::BuiltIn(resource) => resource.to_storage(new),
-        Kind::Custom(served) => served.to_storage(new).await?,
-    };
+    let new = endpoint.served.to_storage(new).await?;
     Ok((new, warnings))
 }
 

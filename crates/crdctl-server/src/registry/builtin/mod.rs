@@ -31,18 +31,25 @@ mod table;
 pub mod token;
 mod workload;
 
+use std::borrow::Cow;
+
+use async_trait::async_trait;
+use crdctl_conversion::Shape;
 use crdctl_model::field;
 use crdctl_schema::Schema;
-use crdctl_storage::Revision;
+use crdctl_storage::{Entry, Revision, Store};
 use serde_json::Value;
 
-use crate::AppState;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Subject};
+use crate::fieldmanager::OtherVersions;
+use crate::registry::resource::{Context, Resource};
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
-use crate::registry::{OnDelete, crd, namespace};
+use crate::registry::{Items, OnDelete, crd, namespace, scale};
 use crate::selector::SelectableFields;
 use crate::table::Column;
+use service::Reserved;
 
+pub use super::resource::{Part, Subresource, Written};
 pub use table::{CUSTOM_RESOURCE_DEFINITIONS, RESOURCES};
 
 /// One built-in resource at one version.
@@ -102,59 +109,6 @@ pub struct StoredAs {
     pub from_storage: fn(Value) -> Value,
 }
 
-/// A subresource of a built-in resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Subresource {
-    /// `status`: writes there change only `status`, writes to the resource everything else.
-    Status,
-    /// `scale`: an `autoscaling/v1` `Scale` of `spec.replicas`.
-    Scale,
-    /// `serviceaccounts/<name>/token`: a `TokenRequest` answered with a signed token.
-    Token,
-    /// `namespaces/<name>/finalize`: writes there change only `spec.finalizers`.
-    Finalize,
-    /// What only a kubelet can answer (`pods/exec`, `log`, `attach`, `portforward`, `proxy`,
-    /// `nodes/proxy`, `services/proxy`): refused with a `Status` that says no node runs pods.
-    Node(&'static str),
-}
-
-impl Subresource {
-    /// The name in the URL.
-    pub fn name(self) -> &'static str {
-        match self {
-            Subresource::Status => "status",
-            Subresource::Scale => "scale",
-            Subresource::Token => "token",
-            Subresource::Finalize => "finalize",
-            Subresource::Node(name) => name,
-        }
-    }
-
-    /// The verbs discovery lists.
-    pub fn verbs(self) -> &'static [&'static str] {
-        match self {
-            Subresource::Status | Subresource::Scale => &["get", "patch", "update"],
-            Subresource::Node("log") => &["get"],
-            Subresource::Token => &["create"],
-            Subresource::Finalize => &["update"],
-            Subresource::Node(_) => &["create", "get"],
-        }
-    }
-
-    /// The response kind discovery names, when it is not the resource's own.
-    pub fn kind(self) -> Option<(&'static str, &'static str, &'static str)> {
-        match self {
-            Subresource::Scale => Some(("autoscaling", "v1", "Scale")),
-            Subresource::Token => Some(("authentication.k8s.io", "v1", "TokenRequest")),
-            Subresource::Node("exec") => Some(("", "v1", "PodExecOptions")),
-            Subresource::Node("attach") => Some(("", "v1", "PodAttachOptions")),
-            Subresource::Node("portforward") => Some(("", "v1", "PodPortForwardOptions")),
-            Subresource::Node("proxy") => Some(("", "v1", "PodProxyOptions")),
-            Subresource::Status | Subresource::Finalize | Subresource::Node(_) => None,
-        }
-    }
-}
-
 /// What a kind's writes do beyond the generic (upstream's `RESTCreateStrategy` and
 /// `RESTUpdateStrategy`).
 #[derive(Debug, Clone, Copy)]
@@ -172,7 +126,7 @@ pub enum Strategy {
     /// Services: `type`, `sessionAffinity`, port protocols and IP families defaulted.
     Service,
     /// A review: created, answered in `status`, never stored (the only verb is `create`).
-    Review(fn(&Value, &crate::AppState) -> Value),
+    Review(fn(&Value, Context<'_>) -> Value),
     /// A StorageVersionMigration: its resource is required and immutable, its status moves one way.
     StorageVersionMigration,
     /// Webhook configurations and policy bindings: upstream's defaults, expressions and actions
@@ -191,28 +145,6 @@ pub enum Strategy {
     /// A CustomResourceDefinition ([`super::crd`]): decoded by the CRD model rather than the
     /// generic decoder, status kept by the server, the upgrade-safety gate, the cleanup finalizer.
     CustomResourceDefinition,
-}
-
-/// Which part of an object a write changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    /// Everything but what subresources own (`status`).
-    Main,
-    /// `status`, through `/status`.
-    Status,
-    /// `spec.finalizers` of a namespace, through `/finalize`.
-    Finalizers,
-}
-
-/// What a write did, for the strategy's after-effects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Written<'a> {
-    /// The object `name` was created.
-    Created(&'a str),
-    /// It was updated.
-    Updated,
-    /// It was marked for deletion.
-    Marked(&'a str),
 }
 
 /// The resource `resource` of `group`/`version`, if built in.
@@ -281,38 +213,6 @@ impl BuiltIn {
         documents::compiled(self.group, self.version, self.kind)
     }
 
-    /// Gives back what `old` held from shared ranges and `new` (the object, if it is still
-    /// there) does not: a Service's ClusterIP and node ports.
-    pub async fn release(&self, store: &dyn crdctl_storage::Store, old: &Value, new: Option<&Value>) {
-        if let Strategy::Service = self.strategy {
-            service::release(store, old, new).await;
-        }
-    }
-
-    /// A review's answer: the review with its `status` (`None` for kinds that are stored).
-    pub fn review(&self, object: &mut Value, state: &crate::AppState) -> ApiResult<Option<Value>> {
-        let Strategy::Review(answer) = self.strategy else { return Ok(None) };
-        crate::object::check_type(object, &self.api_version(), self.kind)?;
-        let mut answered = object.clone();
-        crate::object::set(&mut answered, "status", answer(object, state));
-        Ok(Some(answered))
-    }
-
-    /// A created object through the strategy: CRDs through the CRD model, the others
-    /// [`BuiltIn::prepare_create`]; returns the warnings to send.
-    pub fn admit_create(
-        &'static self,
-        state: &AppState,
-        object: &mut Value,
-        validation: FieldValidation,
-    ) -> ApiResult<Vec<String>> {
-        if let Strategy::CustomResourceDefinition = self.strategy {
-            crd::prepare_create(object, &state.registry)?;
-            return Ok(Vec::new());
-        }
-        self.prepare_create(object, validation)
-    }
-
     /// Decodes, defaults and validates a created object (upstream's decoder, then
     /// `BeforeCreate`); returns the warnings to send.
     pub fn prepare_create(&'static self, object: &mut Value, validation: FieldValidation) -> ApiResult<Vec<String>> {
@@ -327,27 +227,6 @@ impl BuiltIn {
             crate::object::start_generation(object);
         }
         Ok(warnings)
-    }
-
-    /// A replacement of `old` changing `part` of it through the strategy: CRDs through the CRD
-    /// model and the upgrade-safety gate, the others [`BuiltIn::prepare_update`]; returns the
-    /// warnings to send.
-    pub async fn admit_update(
-        &'static self,
-        state: &AppState,
-        object: &mut Value,
-        old: &Value,
-        part: Part,
-        decoding: (FieldValidation, Decoded<'_>),
-    ) -> ApiResult<Vec<String>> {
-        if let Strategy::CustomResourceDefinition = self.strategy {
-            let gate = (&*state.store, &state.registry);
-            return match part {
-                Part::Status => crd::prepare_status_update(object, old).map(|()| Vec::new()),
-                _ => crd::prepare_update(object, old, gate, state.config.upgrade_safety).await,
-            };
-        }
-        self.prepare_update(object, old, part, decoding)
     }
 
     /// Decodes, defaults and validates a replacement of `old` (`BeforeUpdate`) changing `part`
@@ -376,37 +255,6 @@ impl BuiltIn {
             crate::object::count_generation(object, old, self.has(Subresource::Status));
         }
         Ok(warnings)
-    }
-
-    /// What a DELETE of `object` does; marks it when something holds it.
-    pub fn on_delete(&self, object: &mut Value) -> ApiResult<OnDelete> {
-        match self.strategy {
-            Strategy::Namespace => namespace::on_delete(object),
-            Strategy::CustomResourceDefinition => Ok(crd::on_delete(object)),
-            _ => Ok(super::on_delete(object)),
-        }
-    }
-
-    /// What follows a write once it is stored: a new namespace's `default` ServiceAccount, a
-    /// deleted namespace emptied, a CRD served as written before the reply.
-    pub async fn after_write(&self, state: &AppState, written: Written<'_>, revision: Revision) {
-        match (self.strategy, written) {
-            (Strategy::Namespace, Written::Created(name)) => {
-                namespace::create_default_service_account(&*state.store, name).await
-            }
-            (Strategy::Namespace, Written::Marked(name)) => {
-                let (store, registry) = (std::sync::Arc::clone(&state.store), state.registry.clone());
-                tokio::spawn(namespace::finalize(store, registry, name.to_string()));
-            }
-            (Strategy::CustomResourceDefinition, _) => state.registry.wait_for(revision).await,
-            _ => {}
-        }
-    }
-
-    /// Whether an object marked for deletion is removed once its `metadata.finalizers` are
-    /// gone; namespaces and CRDs are removed by their lifecycles instead, once emptied.
-    pub fn removed_when_finalized(&self) -> bool {
-        !matches!(self.strategy, Strategy::Namespace | Strategy::CustomResourceDefinition)
     }
 
     /// The typed decoder's part: type from the URL, `null`s dropped, unknown fields pruned.
@@ -507,6 +355,203 @@ impl BuiltIn {
     fn undecodable(&self, err: &str) -> ApiError {
         let kind = self.kind;
         ApiError::bad_request(format!("{kind} in version {:?} cannot be handled as a {kind}: {err}", self.version))
+    }
+}
+
+/// Built-in resources are served through their table row, `&'static` so a request holds one
+/// without copying it.
+#[async_trait]
+impl Resource for &'static BuiltIn {
+    fn prefix(&self, namespace: Option<&str>) -> String {
+        self.namespace_prefix(namespace)
+    }
+
+    fn namespaced(&self) -> bool {
+        self.namespaced
+    }
+
+    fn stored_as_presented(&self, _: &str) -> bool {
+        self.stored_as.is_none()
+    }
+
+    fn allows(&self, verb: &str) -> bool {
+        self.verbs.contains(&verb)
+    }
+
+    fn allows_unconditional_update(&self) -> bool {
+        self.unconditional_update
+    }
+
+    fn subresource(&self, _: &str, name: &str) -> Option<Subresource> {
+        BuiltIn::subresource(self, name)
+    }
+
+    fn scale_paths(&self, _: &str) -> Option<scale::Paths<'_>> {
+        self.has(Subresource::Scale).then(|| scale::Paths::of_workload(self.kind))
+    }
+
+    fn selectable_fields(&self) -> SelectableFields {
+        self.fields
+    }
+
+    fn columns(&self, _: &str) -> Vec<Column> {
+        (self.columns)()
+    }
+
+    fn patch_schema(&self) -> Option<&Schema> {
+        self.schema()
+    }
+
+    /// Events keep no `managedFields`; CRDs are managed untyped (their schema nests itself).
+    fn managed_schema(&self, _: &str) -> Option<Option<&Schema>> {
+        match self.strategy {
+            Strategy::Event => None,
+            Strategy::CustomResourceDefinition => Some(None),
+            _ => Some(self.schema()),
+        }
+    }
+
+    fn object_schema(&self, _: &str) -> Option<Cow<'_, Schema>> {
+        self.schema().map(Cow::Borrowed)
+    }
+
+    fn typed(&self) -> bool {
+        true
+    }
+
+    fn speaks_protobuf(&self) -> bool {
+        !matches!(self.strategy, Strategy::CustomResourceDefinition)
+    }
+
+    fn removed_when_finalized(&self) -> bool {
+        !matches!(self.strategy, Strategy::Namespace | Strategy::CustomResourceDefinition)
+    }
+
+    fn on_delete(&self, object: &mut Value) -> ApiResult<OnDelete> {
+        match self.strategy {
+            Strategy::Namespace => namespace::on_delete(object),
+            Strategy::CustomResourceDefinition => Ok(crd::on_delete(object)),
+            _ => Ok(super::on_delete(object)),
+        }
+    }
+
+    fn refuse_create(&self, _: Subject<'_>) -> ApiResult<()> {
+        Ok(())
+    }
+
+    fn review(&self, context: Context<'_>, object: &mut Value) -> ApiResult<Option<Value>> {
+        let Strategy::Review(answer) = self.strategy else { return Ok(None) };
+        crate::object::check_type(object, &self.api_version(), self.kind)?;
+        let mut answered = object.clone();
+        crate::object::set(&mut answered, "status", answer(object, context));
+        Ok(Some(answered))
+    }
+
+    /// As upstream's store: the system fields first (`FillObjectMetaSystemFields`), so the
+    /// strategy can read the uid (a Job's generated selector). CRDs go through the CRD model.
+    fn admit_create(
+        &self,
+        context: Context<'_>,
+        object: &mut Value,
+        (_, namespace): (&str, Option<&str>),
+        validation: FieldValidation,
+    ) -> ApiResult<Vec<String>> {
+        crate::object::prepare_create(object, namespace);
+        if let Strategy::CustomResourceDefinition = self.strategy {
+            crd::prepare_create(object, context.registry)?;
+            return Ok(Vec::new());
+        }
+        let warnings = self.prepare_create(object, validation)?;
+        self.observe(context, object);
+        Ok(warnings)
+    }
+
+    async fn admit_update(
+        &self,
+        context: Context<'_>,
+        (new, old): (&mut Value, &Value),
+        (_, part): (&str, Part),
+        decoding: (FieldValidation, Decoded<'_>),
+    ) -> ApiResult<Vec<String>> {
+        if let Strategy::CustomResourceDefinition = self.strategy {
+            let gate = (&**context.store, context.registry);
+            return match part {
+                Part::Status => crd::prepare_status_update(new, old).map(|()| Vec::new()),
+                _ => crd::prepare_update(new, old, gate, context.upgrade_safety).await,
+            };
+        }
+        let warnings = self.prepare_update(new, old, part, decoding)?;
+        if part == Part::Main {
+            self.observe(context, new);
+        }
+        Ok(warnings)
+    }
+
+    async fn to_storage(&self, object: Value) -> ApiResult<Value> {
+        Ok(BuiltIn::to_storage(self, object))
+    }
+
+    async fn present(&self, objects: Vec<Value>, _: &str, _: Shape) -> ApiResult<Items> {
+        Ok(Items::Values(objects.into_iter().map(|object| self.from_storage(object)).collect()))
+    }
+
+    /// Objects stored at the row's version go out as their stored text.
+    async fn present_stored(&self, entries: &[Entry], version: &str, shape: Shape) -> ApiResult<Items> {
+        if self.stored_as.is_none()
+            && let Some(texts) = crate::registry::stored_texts(entries, &self.api_version())
+        {
+            return Ok(Items::Json(texts));
+        }
+        let objects = entries.iter().map(crate::registry::decode_entry).collect::<ApiResult<_>>()?;
+        self.present(objects, version, shape).await
+    }
+
+    /// Built-in kinds have one version each here: nothing to convert.
+    async fn in_manager_versions(&self, _: &str, _: &Value, _: (&Value, &Value)) -> ApiResult<OtherVersions> {
+        Ok(OtherVersions::default())
+    }
+
+    async fn reserve(
+        &self,
+        context: Context<'_>,
+        store: &dyn Store,
+        object: &mut Value,
+        old: Option<&Value>,
+    ) -> ApiResult<Reserved> {
+        match self.strategy {
+            Strategy::Service => service::allocate(store, object, old, context.service_ranges).await,
+            _ => Ok(Reserved::default()),
+        }
+    }
+
+    async fn release(&self, store: &dyn Store, old: &Value, new: Option<&Value>) {
+        if let Strategy::Service = self.strategy {
+            service::release(store, old, new).await;
+        }
+    }
+
+    async fn after_write(&self, context: Context<'_>, written: Written<'_>, revision: Revision) {
+        match (self.strategy, written) {
+            (Strategy::Namespace, Written::Created(name)) => {
+                namespace::create_default_service_account(&**context.store, name).await
+            }
+            (Strategy::Namespace, Written::Marked(name)) => {
+                let (store, registry) = (std::sync::Arc::clone(context.store), context.registry.clone());
+                tokio::spawn(namespace::finalize(store, registry, name.to_string()));
+            }
+            (Strategy::CustomResourceDefinition, _) => context.registry.wait_for(revision).await,
+            _ => {}
+        }
+    }
+}
+
+impl BuiltIn {
+    /// What the server records in `status` of an object written outside `/status`, where
+    /// upstream's controllers record it soon after: a policy's type checking.
+    fn observe(&self, context: Context<'_>, object: &mut Value) {
+        if let Strategy::AdmissionPolicy = self.strategy {
+            (context.type_check)(context.registry, object);
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::printers::{self, columns, count};
 use super::review::{allowed, every_rule, token_review, whoami};
 use super::{BuiltIn, StoredAs, Strategy, Subresource};
+use crate::registry::resource::Context;
 use crate::registry::{CRD_PREFIX, crd, event, namespace};
 use crate::selector::SelectableFields;
 use crate::table::{Column, Source};
@@ -84,7 +85,7 @@ const fn review(
     singular: &'static str,
     kind: &'static str,
     namespaced: bool,
-    answer: fn(&Value, &crate::AppState) -> Value,
+    answer: fn(&Value, Context<'_>) -> Value,
 ) -> BuiltIn {
     BuiltIn {
         verbs: CREATE_ONLY,
