@@ -338,11 +338,39 @@ async fn main() {
         }
         run_on(&all);
         let gets_16 = load.gets(sample, 16).await;
-        blocks.push((label, creates_1, config_maps_1, creates_16, gets_1, gets_16, total, listed, listed_converted));
+        blocks.push(Block {
+            label,
+            creates_1,
+            config_maps_1,
+            creates_16,
+            gets_1,
+            gets_16,
+            total,
+            listed,
+            listed_converted,
+        });
     }
 
-    println!("{:<48}{:>10}   ÷ raw there", format!("baseline (durable, redb, {} bytes)", value.len()), "writes/s");
-    for placement in &placements {
+    report(value.len(), &placements, (store_1, store_16), blocks);
+}
+
+/// One conversion strategy's measurements.
+struct Block {
+    label: &'static str,
+    creates_1: Vec<Tally>,
+    config_maps_1: Vec<Tally>,
+    creates_16: f64,
+    gets_1: Vec<f64>,
+    gets_16: f64,
+    total: usize,
+    listed: Duration,
+    listed_converted: Duration,
+}
+
+/// Prints each rate beside its baseline of the same run.
+fn report(value_len: usize, placements: &[Placement], (store_1, store_16): (f64, f64), blocks: Vec<Block>) {
+    println!("{:<48}{:>10}   ÷ raw there", format!("baseline (durable, redb, {value_len} bytes)"), "writes/s");
+    for placement in placements {
         let (raw, ceiling) = (placement.raw.rate(), placement.ceiling.rate());
         row(&format!("raw redb, 1 writer, {}", placement.label), raw, "100%".into());
         row(&format!("HTTP + raw redb commit, 1 client, {}", placement.label), ceiling, ratio(ceiling, raw));
@@ -350,7 +378,9 @@ async fn main() {
     let raw = placements[0].raw.rate();
     row("store engine, 1 writer", store_1, ratio(store_1, raw));
     row("store engine, 16 writers", store_16, ratio(store_16, raw));
-    for (label, creates_1, config_maps_1, creates_16, gets_1, gets_16, total, listed, listed_converted) in blocks {
+    for Block { label, creates_1, config_maps_1, creates_16, gets_1, gets_16, total, listed, listed_converted } in
+        blocks
+    {
         println!("{:<48}{:>10}   ÷ raw there", format!("server, conversion {label}"), "per second");
         for ((placement, creates), config_maps) in placements.iter().zip(creates_1).zip(config_maps_1) {
             let creates = creates.rate();

@@ -180,6 +180,15 @@ fn report(group: &str, watchers: usize, writes: usize, seen: &[Seen]) {
     );
 }
 
+/// What each watcher of a group saw, once all are done.
+async fn all_seen(watchers: Vec<tokio::task::JoinHandle<Seen>>) -> Vec<Seen> {
+    let mut seen = Vec::with_capacity(watchers.len());
+    for watcher in watchers {
+        seen.push(watcher.await.unwrap());
+    }
+    seen
+}
+
 #[tokio::main]
 async fn main() {
     let peer = Peer::new(2);
@@ -239,18 +248,7 @@ async fn main() {
     let (small_writes_took, ()) =
         tokio::join!(small_writes, write(&base, "blobs", "Blob", LARGE_OBJECTS, LARGE_SIZE, start));
     let watched = (2 * (HOT_OBJECTS + COLD_OBJECTS)) as f64 / small_writes_took.as_secs_f64();
-    let mut hot_seen = Vec::new();
-    for task in hot {
-        hot_seen.push(task.await.unwrap());
-    }
-    let mut cold_seen = Vec::new();
-    for task in cold {
-        cold_seen.push(task.await.unwrap());
-    }
-    let mut large_seen = Vec::new();
-    for task in large {
-        large_seen.push(task.await.unwrap());
-    }
+    let (hot_seen, cold_seen, large_seen) = (all_seen(hot).await, all_seen(cold).await, all_seen(large).await);
     let delivered_in = began.elapsed();
     let after_kib = memory::resident_kib("self");
 

@@ -124,10 +124,62 @@ enum Outcome {
     Failed(String),
 }
 
+impl Summary {
+    /// Counts a page's outcomes, by object key.
+    fn count(&mut self, outcomes: Vec<(String, Outcome)>) {
+        for (key, outcome) in outcomes {
+            match outcome {
+                Outcome::Rewritten => self.rewritten += 1,
+                Outcome::Unchanged => self.unchanged += 1,
+                Outcome::Gone => self.gone += 1,
+                Outcome::Failed(error) => self.failed.push(Failure { object: key, error }),
+            }
+        }
+    }
+}
+
 /// Counters shared by the concurrent rewrites of a page.
 #[derive(Default)]
 struct Counts {
     conflicts: AtomicU64,
+}
+
+/// The record of an earlier run of this migration to resume from (same server, same storage
+/// version), else a new one, and where it is kept (`None` without `--record-dir`).
+fn resume(
+    options: &Options,
+    name: &str,
+    (crd, storage): (&Crd, &str),
+    summary: &mut Summary,
+    progress: &dyn Progress,
+) -> Result<(Option<PathBuf>, Record), Error> {
+    let record_path = options.record_dir.as_ref().map(|dir| record::path(dir, name, crd.uid()));
+    let record = match &record_path {
+        Some(path) => match record::load(path)? {
+            Some(old) if old.server == options.server && old.storage_version == storage => {
+                progress.note(&format!(
+                    "resuming from {}: {} objects done, up to {}",
+                    path.display(),
+                    old.done,
+                    old.last_key.as_deref().unwrap_or("the start")
+                ));
+                summary.resumed = old.done;
+                old
+            }
+            _ => Record {
+                server: options.server.clone(),
+                crd: name.to_string(),
+                uid: crd.uid().to_string(),
+                storage_version: storage.to_string(),
+                ..Record::default()
+            },
+        },
+        None => Record::default(),
+    };
+    if !options.dry_run {
+        summary.record.clone_from(&record_path);
+    }
+    Ok((record_path, record))
 }
 
 /// Migrates every object of the CRD `name` to its storage version and trims
@@ -170,32 +222,7 @@ pub async fn migrate(
         summary.seconds = started.elapsed().as_secs_f64();
         return Ok(summary);
     }
-    let record_path = options.record_dir.as_ref().map(|dir| record::path(dir, name, crd.uid()));
-    let mut record = match &record_path {
-        Some(path) => match record::load(path)? {
-            Some(old) if old.server == options.server && old.storage_version == storage => {
-                progress.note(&format!(
-                    "resuming from {}: {} objects done, up to {}",
-                    path.display(),
-                    old.done,
-                    old.last_key.as_deref().unwrap_or("the start")
-                ));
-                summary.resumed = old.done;
-                old
-            }
-            _ => Record {
-                server: options.server.clone(),
-                crd: name.to_string(),
-                uid: crd.uid().to_string(),
-                storage_version: storage.clone(),
-                ..Record::default()
-            },
-        },
-        None => Record::default(),
-    };
-    if !options.dry_run {
-        summary.record.clone_from(&record_path);
-    }
+    let (record_path, mut record) = resume(options, name, (&crd, &storage), &mut summary, progress)?;
 
     let resource = Resource::of(&crd, &storage);
     let counts = Counts::default();
@@ -232,14 +259,7 @@ pub async fn migrate(
             .buffer_unordered(options.concurrency.max(1))
             .collect::<Vec<_>>();
         let (outcomes, following) = tokio::join!(rewrite_all, fetch_next);
-        for (key, outcome) in outcomes {
-            match outcome {
-                Outcome::Rewritten => summary.rewritten += 1,
-                Outcome::Unchanged => summary.unchanged += 1,
-                Outcome::Gone => summary.gone += 1,
-                Outcome::Failed(error) => summary.failed.push(Failure { object: key, error }),
-            }
-        }
+        summary.count(outcomes);
         if let Some(last) = last_key
             && record.last_key.as_ref().is_none_or(|done| last > *done)
         {

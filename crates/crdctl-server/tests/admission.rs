@@ -85,6 +85,12 @@ struct Setup {
 }
 
 impl Setup {
+    /// POSTs `body` to `path`, which must create it.
+    async fn created(&self, path: &str, body: Value) {
+        let (code, answer, _) = self.send(reqwest::Method::POST, path, Some(&body)).await;
+        assert_eq!(code, 201, "{answer}");
+    }
+
     async fn new() -> Setup {
         let bundle = certs::generate(&["localhost".into(), "127.0.0.1".into()]).unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -364,61 +370,56 @@ fn binding(name: &str, policy: &str, actions: &[&str], extra: Value) -> Value {
 const CRONTAB_RULES: &str = r#"[{"operations": ["CREATE", "UPDATE"], "apiGroups": ["example.com"], "apiVersions": ["*"], "resources": ["crontabs"]}]"#;
 
 /// ValidatingAdmissionPolicies with parameters from a ConfigMap, variables, a message
-/// expression, `Deny` and `Warn` bindings, a missing parameter under `Deny`, and a policy that
-/// refuses a CRD update (a standard-channel CRD replaced by an experimental one, as
-/// gateway-api's `safe-upgrades` policy does).
+/// expression, `Deny` and `Warn` bindings, and a missing parameter under `Deny`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn validating_admission_policies() {
     let setup = Setup::new().await;
-    let post = |path: &'static str, body: Value| {
-        let setup = &setup;
-        async move {
-            let (code, answer, _) = setup.send(reqwest::Method::POST, path, Some(&body)).await;
-            assert_eq!(code, 201, "{answer}");
-        }
-    };
-    post(
-        "/api/v1/namespaces/default/configmaps",
-        json!({"apiVersion": "v1", "kind": "ConfigMap",
+    setup
+        .created(
+            "/api/v1/namespaces/default/configmaps",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "limits"}, "data": {"maxReplicas": "3"}}),
-    )
-    .await;
+        )
+        .await;
     let rules: Value = serde_json::from_str(CRONTAB_RULES).unwrap();
-    post(
-        POLICIES,
-        policy(
-            "replicas",
-            rules.clone(),
-            json!({
+    setup
+        .created(
+            POLICIES,
+            policy(
+                "replicas",
+                rules.clone(),
+                json!({
         "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
         "variables": [{"name": "replicas", "expression": "has(object.spec.replicas) ? object.spec.replicas : 1"}],
         "validations": [{"expression": "variables.replicas <= int(params.data.maxReplicas)",
             "messageExpression": "'replicas ' + string(variables.replicas) + ' > ' + params.data.maxReplicas"}]}),
-        ),
-    )
-    .await;
-    post(
-        BINDINGS,
-        binding(
-            "replicas-limit",
-            "replicas",
-            &["Deny"],
-            json!({
+            ),
+        )
+        .await;
+    setup
+        .created(
+            BINDINGS,
+            binding(
+                "replicas-limit",
+                "replicas",
+                &["Deny"],
+                json!({
         "paramRef": {"name": "limits", "namespace": "default", "parameterNotFoundAction": "Deny"}}),
-        ),
-    )
-    .await;
-    post(
-        POLICIES,
-        policy(
-            "names",
-            rules,
-            json!({
+            ),
+        )
+        .await;
+    setup
+        .created(
+            POLICIES,
+            policy(
+                "names",
+                rules,
+                json!({
         "validations": [{"expression": "object.metadata.name.startsWith('ct-')"}]}),
-        ),
-    )
-    .await;
-    post(BINDINGS, binding("names-warn", "names", &["Warn"], json!({}))).await;
+            ),
+        )
+        .await;
+    setup.created(BINDINGS, binding("names-warn", "names", &["Warn"], json!({}))).await;
 
     let mut big = crontab("ct-big", json!({}));
     big["spec"]["replicas"] = json!(4);
@@ -458,23 +459,29 @@ async fn validating_admission_policies() {
         refused["message"],
         "crontabs.example.com \"ct-two\" is forbidden: ValidatingAdmissionPolicy 'replicas' with binding 'replicas-limit' denied request: no params found for policy binding with `Deny` parameterNotFoundAction"
     );
+}
 
-    // A policy on CRDs: a standard-channel CRD may not become an experimental one.
+/// A policy that refuses a CRD update: a standard-channel CRD replaced by an experimental one,
+/// as gateway-api's `safe-upgrades` policy does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_refuses_a_crd_update() {
+    let setup = Setup::new().await;
     let crd_rules = json!([{"operations": ["UPDATE"], "apiGroups": ["apiextensions.k8s.io"], "apiVersions": ["v1"], "resources": ["customresourcedefinitions"]}]);
     let standard = "has(oldObject.metadata.labels) && 'channel' in oldObject.metadata.labels && oldObject.metadata.labels['channel'] == 'standard'";
     let still = "has(object.metadata.labels) && 'channel' in object.metadata.labels && object.metadata.labels['channel'] == 'standard'";
-    post(
-        POLICIES,
-        policy(
-            "safe-upgrades",
-            crd_rules,
-            json!({"validations": [{
+    setup
+        .created(
+            POLICIES,
+            policy(
+                "safe-upgrades",
+                crd_rules,
+                json!({"validations": [{
         "expression": format!("!({standard}) || ({still})"), "reason": "Forbidden",
         "message": "experimental CRDs may not replace standard ones"}]}),
-        ),
-    )
-    .await;
-    post(BINDINGS, binding("safe-upgrades", "safe-upgrades", &["Deny"], json!({}))).await;
+            ),
+        )
+        .await;
+    setup.created(BINDINGS, binding("safe-upgrades", "safe-upgrades", &["Deny"], json!({}))).await;
     let path = format!("{CRDS}/crontabs.example.com");
     let (_, mut crd, _) = setup.send(reqwest::Method::GET, &path, None).await;
     crd["metadata"]["labels"] = json!({"channel": "standard"});

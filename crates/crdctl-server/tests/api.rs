@@ -169,6 +169,37 @@ async fn crd_lifecycle(backend: Backend) {
         refused.body["message"],
         r#"CustomResourceDefinition.apiextensions.k8s.io "wrong.example.com" is invalid: metadata.name: Invalid value: "wrong.example.com": must be spec.names.plural+"."+spec.group"#
     );
+    let again =
+        crd.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &serde_json::from_str(CRD).unwrap()).await;
+    assert_eq!((again.code, again.body["reason"].as_str()), (409, Some("AlreadyExists")));
+
+    // Deleting the CRD deletes its objects, then the CRD.
+    assert_eq!(crd.post(CRONTABS_V1, &crontab("a", "v1")).await.code, 201);
+    let deleting = crd.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com").await;
+    assert_eq!(deleting.code, 200);
+    assert!(deleting.body["status"]["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "Terminating"));
+    for _ in 0..100 {
+        if crd.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com").await.code == 404 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(crd.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com").await.code, 404);
+    let left = crd
+        .server
+        .server()
+        .state()
+        .store
+        .list(crdctl_storage::ListOptions { prefix: "/registry/example.com/", ..Default::default() })
+        .await;
+    assert!(left.unwrap().entries.is_empty(), "the objects went with the CRD");
+}
+
+/// CRDs whose schemas upstream refuses: not structural, a rule that does not compile, a rule
+/// over budget (until its list is bounded).
+async fn crd_schema_refusals(backend: Backend) {
+    let api = Api::on(backend).await;
+    let crd = api.with_crd().await;
     // A schema that is not structural, or a rule that does not compile, is refused as upstream;
     // rules are compiled only in a structural schema.
     let mut unstructural: Value = serde_json::from_str(CRD).unwrap();
@@ -239,30 +270,6 @@ async fn crd_lifecycle(backend: Backend) {
         json!(100);
     let admitted = crd.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &costly).await;
     assert_eq!(admitted.code, 201, "{admitted:?}");
-    let again =
-        crd.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &serde_json::from_str(CRD).unwrap()).await;
-    assert_eq!((again.code, again.body["reason"].as_str()), (409, Some("AlreadyExists")));
-
-    // Deleting the CRD deletes its objects, then the CRD.
-    assert_eq!(crd.post(CRONTABS_V1, &crontab("a", "v1")).await.code, 201);
-    let deleting = crd.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com").await;
-    assert_eq!(deleting.code, 200);
-    assert!(deleting.body["status"]["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "Terminating"));
-    for _ in 0..100 {
-        if crd.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com").await.code == 404 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(crd.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com").await.code, 404);
-    let left = crd
-        .server
-        .server()
-        .state()
-        .store
-        .list(crdctl_storage::ListOptions { prefix: "/registry/example.com/", ..Default::default() })
-        .await;
-    assert!(left.unwrap().entries.is_empty(), "the objects went with the CRD");
 }
 
 async fn discovery(backend: Backend) {
@@ -431,6 +438,19 @@ async fn custom_resources(backend: Backend) {
     );
     assert_eq!(patched.body["details"]["causes"][0]["field"], "patch");
 
+    assert_eq!(
+        api.get("/apis/example.com/v1/crontabs").await.body["items"].as_array().unwrap().len(),
+        2,
+        "list across namespaces"
+    );
+    assert_eq!(api.get(&format!("{CRONTABS_V1}/{name}/scale")).await.code, 404);
+}
+
+/// What custom resources are refused for, with upstream's messages, and finalizers holding a
+/// deleted one.
+async fn custom_resource_rules(backend: Backend) {
+    let api = Api::on(backend).await;
+    let api = api.with_crd().await;
     // Schema validation with upstream messages.
     let mut bad = crontab("bad", "v1");
     bad["spec"] = json!({"replicas": "three", "mode": "c"});
@@ -467,12 +487,6 @@ async fn custom_resources(backend: Backend) {
         mismatch.body["message"],
         "the API version in the data (example.com/v1beta1) does not match the expected API version (example.com/v1)"
     );
-    assert_eq!(
-        api.get("/apis/example.com/v1/crontabs").await.body["items"].as_array().unwrap().len(),
-        2,
-        "list across namespaces"
-    );
-    assert_eq!(api.get(&format!("{CRONTABS_V1}/{name}/scale")).await.code, 404);
 }
 
 async fn lists_and_watches(backend: Backend) {
@@ -943,74 +957,11 @@ async fn built_in_resources(backend: Backend) {
     let generated = api.post(CONFIG_MAPS, &json!({"metadata": {"generateName": "run-"}})).await;
     assert!(generated.body["metadata"]["name"].as_str().unwrap().starts_with("run-"), "{generated:?}");
 
-    // Secrets: stringData written into data, type defaulted, keys and immutability checked.
-    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}, "stringData": {"token": "s3cr3t"}, "immutable": true});
-    let created = api.post("/api/v1/namespaces/team-c/secrets", &secret).await;
-    assert_eq!(created.code, 201, "{created:?}");
-    assert_eq!(
-        (created.body["data"]["token"].as_str(), created.body["type"].as_str()),
-        (Some("czNjcjN0"), Some("Opaque"))
-    );
-    assert!(created.body.get("stringData").is_none());
-    let changed = api
-        .patch(
-            "/api/v1/namespaces/team-c/secrets/token",
-            "application/merge-patch+json",
-            &json!({"data": {"token": "eA=="}}),
-        )
-        .await;
-    assert_eq!(changed.code, 422, "{changed:?}");
-    assert_eq!(
-        changed.body["message"],
-        "Secret \"token\" is invalid: data: Forbidden: field is immutable when `immutable` is set"
-    );
-    assert_eq!(
-        api.get("/api/v1/namespaces/team-c/secrets?fieldSelector=type=Opaque").await.body["items"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
-
-    // A typed field the object lacks selects as its zero value, as upstream's typed objects read.
-    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-z"}});
-    assert_eq!(api.post("/api/v1/nodes", &node).await.code, 201);
-    assert_eq!(item_names(&api.get("/api/v1/nodes?fieldSelector=spec.unschedulable=false").await), ["node-z"]);
-    assert!(item_names(&api.get("/api/v1/nodes?fieldSelector=spec.unschedulable=true").await).is_empty());
-
-    // Cluster-scoped RBAC objects have no namespaced path; their names may hold colons.
-    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "system:crontab-reader"},
-        "rules": [{"apiGroups": ["example.com"], "resources": ["crontabs"], "verbs": ["get", "list"]}]});
-    assert_eq!(api.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", &role).await.code, 201);
-    assert_eq!(api.get("/apis/rbac.authorization.k8s.io/v1/namespaces/team-c/clusterroles").await.code, 404);
-    // Reviews answer as an authorizer that allows everything, and are not stored.
-    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-        "spec": {"resourceAttributes": {"verb": "*", "group": "*", "resource": "*"}}});
-    let answered = api.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &review).await;
-    assert_eq!((answered.code, answered.body["status"]["allowed"].as_bool()), (201, Some(true)), "{answered:?}");
-    let listed = api.get("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews").await;
-    assert_eq!((listed.code, listed.body["reason"].as_str()), (405, Some("MethodNotAllowed")), "{listed:?}");
-    let whoami = api.post("/apis/authentication.k8s.io/v1/selfsubjectreviews", &json!({})).await;
-    assert_eq!(whoami.body["status"]["userInfo"]["username"], "system:admin", "{whoami:?}");
-    assert_eq!(whoami.body["kind"], "SelfSubjectReview");
-    // A Lease, as leader election takes and renews it.
-    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "crontab-controller"},
-        "spec": {"holderIdentity": "pod-a", "leaseDurationSeconds": 15}});
-    let taken = api.post("/apis/coordination.k8s.io/v1/namespaces/team-c/leases", &lease).await;
-    assert_eq!(taken.code, 201, "{taken:?}");
-    let mut renewed = taken.body.clone();
-    renewed["spec"]["holderIdentity"] = json!("pod-b");
-    assert_eq!(
-        api.put("/apis/coordination.k8s.io/v1/namespaces/team-c/leases/crontab-controller", &renewed).await.code,
-        200
-    );
-    assert_eq!(
-        api.put("/apis/coordination.k8s.io/v1/namespaces/team-c/leases/crontab-controller", &renewed).await.code,
-        409
-    );
-
     // Deleting the namespace marks it Terminating and deletes what is in it, custom resources
-    // included; an object held by a finalizer keeps it until the finalizer is removed.
+    // included (cluster-scoped objects stay); an object held by a finalizer keeps it until the
+    // finalizer is removed.
+    let role = json!({"metadata": {"name": "system:crontab-reader"}, "rules": []});
+    assert_eq!(api.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", &role).await.code, 201);
     let api = api.with_crd().await;
     let mut held = crontab("held", "v1");
     held["metadata"]["finalizers"] = json!(["example.com/hold"]);
@@ -1074,6 +1025,78 @@ fn deployment(name: &str, labels: Value) -> Value {
 
 /// Workloads as upstream's registry writes them: defaults, `generation`, the selector check,
 /// `status` and `scale` as subresources, unknown fields pruned or refused.
+/// Built-in kinds with rules of their own: a Secret's `stringData` and immutability, a Node's
+/// typed field selector, cluster-scoped RBAC, reviews (answered, never stored) and a Lease
+/// taken and renewed.
+async fn other_built_in_kinds(backend: Backend) {
+    let api = Api::on(backend).await;
+    // Secrets: stringData written into data, type defaulted, keys and immutability checked.
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}, "stringData": {"token": "s3cr3t"}, "immutable": true});
+    let created = api.post("/api/v1/namespaces/default/secrets", &secret).await;
+    assert_eq!(created.code, 201, "{created:?}");
+    assert_eq!(
+        (created.body["data"]["token"].as_str(), created.body["type"].as_str()),
+        (Some("czNjcjN0"), Some("Opaque"))
+    );
+    assert!(created.body.get("stringData").is_none());
+    let changed = api
+        .patch(
+            "/api/v1/namespaces/default/secrets/token",
+            "application/merge-patch+json",
+            &json!({"data": {"token": "eA=="}}),
+        )
+        .await;
+    assert_eq!(changed.code, 422, "{changed:?}");
+    assert_eq!(
+        changed.body["message"],
+        "Secret \"token\" is invalid: data: Forbidden: field is immutable when `immutable` is set"
+    );
+    assert_eq!(
+        api.get("/api/v1/namespaces/default/secrets?fieldSelector=type=Opaque").await.body["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // A typed field the object lacks selects as its zero value, as upstream's typed objects read.
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-z"}});
+    assert_eq!(api.post("/api/v1/nodes", &node).await.code, 201);
+    assert_eq!(item_names(&api.get("/api/v1/nodes?fieldSelector=spec.unschedulable=false").await), ["node-z"]);
+    assert!(item_names(&api.get("/api/v1/nodes?fieldSelector=spec.unschedulable=true").await).is_empty());
+
+    // Cluster-scoped RBAC objects have no namespaced path; their names may hold colons.
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "system:crontab-reader"},
+        "rules": [{"apiGroups": ["example.com"], "resources": ["crontabs"], "verbs": ["get", "list"]}]});
+    assert_eq!(api.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", &role).await.code, 201);
+    assert_eq!(api.get("/apis/rbac.authorization.k8s.io/v1/namespaces/team-c/clusterroles").await.code, 404);
+    // Reviews answer as an authorizer that allows everything, and are not stored.
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": "*", "group": "*", "resource": "*"}}});
+    let answered = api.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &review).await;
+    assert_eq!((answered.code, answered.body["status"]["allowed"].as_bool()), (201, Some(true)), "{answered:?}");
+    let listed = api.get("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews").await;
+    assert_eq!((listed.code, listed.body["reason"].as_str()), (405, Some("MethodNotAllowed")), "{listed:?}");
+    let whoami = api.post("/apis/authentication.k8s.io/v1/selfsubjectreviews", &json!({})).await;
+    assert_eq!(whoami.body["status"]["userInfo"]["username"], "system:admin", "{whoami:?}");
+    assert_eq!(whoami.body["kind"], "SelfSubjectReview");
+    // A Lease, as leader election takes and renews it.
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "crontab-controller"},
+        "spec": {"holderIdentity": "pod-a", "leaseDurationSeconds": 15}});
+    let taken = api.post("/apis/coordination.k8s.io/v1/namespaces/default/leases", &lease).await;
+    assert_eq!(taken.code, 201, "{taken:?}");
+    let mut renewed = taken.body.clone();
+    renewed["spec"]["holderIdentity"] = json!("pod-b");
+    assert_eq!(
+        api.put("/apis/coordination.k8s.io/v1/namespaces/default/leases/crontab-controller", &renewed).await.code,
+        200
+    );
+    assert_eq!(
+        api.put("/apis/coordination.k8s.io/v1/namespaces/default/leases/crontab-controller", &renewed).await.code,
+        409
+    );
+}
+
 async fn workloads(backend: Backend) {
     let api = Api::on(backend).await;
     let created = api.post(DEPLOYMENTS, &deployment("web", json!({"app": "web"}))).await;
@@ -1176,8 +1199,11 @@ async fn workloads(backend: Backend) {
         api.patch(&format!("{web}/scale"), "application/merge-patch+json", &json!({"spec": {"replicas": 4}})).await;
     assert_eq!(rescaled.body["spec"]["replicas"], 4, "{rescaled:?}");
     assert_eq!(api.get(&web).await.body["spec"]["replicas"], 4);
+}
 
-    // Pods are stored with their defaults; what needs a kubelet says there is none.
+/// Pods are stored with their defaults; what needs a kubelet says there is none.
+async fn pods(backend: Backend) {
+    let api = Api::on(backend).await;
     let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
     let created = api.post("/api/v1/namespaces/default/pods", &pod).await;
     assert_eq!(
@@ -1587,16 +1613,20 @@ on_each_backend!(
     unconditional_updates,
     horizontal_pod_autoscalers,
     workloads,
+    pods,
     strategic_merge_patches,
     services,
     built_in_openapi,
     namespaces_and_generated_names,
     namespace_finalizers_and_subresources,
     built_in_resources,
+    other_built_in_kinds,
     built_in_types_and_their_field_selectors,
     crd_lifecycle,
+    crd_schema_refusals,
     discovery,
     custom_resources,
+    custom_resource_rules,
     lists_and_watches,
     stored_objects_read_as_text_and_as_values_alike,
     bad_input,

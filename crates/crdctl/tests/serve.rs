@@ -424,12 +424,10 @@ fn kubectl_drives_the_seed_story(backend: Backend) {
     }
 }
 
-/// One file mixing a CRD, its objects and built-in objects (a ConfigMap, a Secret with
-/// `stringData`, a ServiceAccount, a Lease, RBAC), applied server-side twice: the second apply
-/// changes nothing. Then the built-ins as kubectl reads them, and a namespace's deletion, held
-/// `Terminating` by a CronTab's finalizer until it is removed.
-fn kubectl_applies_crds_and_built_in_objects_together(backend: Backend) {
-    let manifest = format!(
+/// The CronTab CRD, a namespace, two CronTabs (one held by a finalizer) and built-in objects,
+/// in one file.
+fn mixed_manifest() -> String {
+    format!(
         "{crd}---
 apiVersion: v1
 kind: Namespace
@@ -472,7 +470,15 @@ metadata: {{name: crontab-editor, namespace: team-d}}
 rules: [{{apiGroups: [example.com], resources: [crontabs], verbs: ['*']}}]
 ",
         crd = example("3-v1-storage.yaml")
-    );
+    )
+}
+
+/// One file mixing a CRD, its objects and built-in objects (a ConfigMap, a Secret with
+/// `stringData`, a ServiceAccount, a Lease, RBAC), applied server-side twice: the second apply
+/// changes nothing. Then the built-ins as kubectl reads them, and a namespace's deletion, held
+/// `Terminating` by a CronTab's finalizer until it is removed.
+fn kubectl_applies_crds_and_built_in_objects_together(backend: Backend) {
+    let manifest = mixed_manifest();
     for version in kubectl_versions() {
         let served = Served::start_on(backend, &[]);
         let k = Kubectl::new(&version, &served);

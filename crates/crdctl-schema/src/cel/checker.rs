@@ -18,7 +18,9 @@
 
 use std::collections::HashMap;
 
-use kube_cel::cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators};
+use kube_cel::cel::common::ast::{
+    ComprehensionExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue, SelectExpr, operators,
+};
 
 use serde_json::Value;
 
@@ -408,101 +410,12 @@ impl<'d> Checker<'d> {
 
     fn cost(&mut self, e: &IdedExpr) -> Node<'d> {
         match &e.expr {
-            Expr::Literal(literal) => {
-                let mut node = literal_node(literal);
-                if matches!(literal, LiteralValue::String(_) | LiteralValue::Bytes(_)) {
-                    let ordinal = self.seen.get(&Place::Text).copied().unwrap_or(0);
-                    self.visit(Place::Text, None);
-                    if let LiteralValue::String(text) = literal {
-                        node.literal = Some(Literal::Text(text.inner().to_string(), ordinal));
-                    }
-                }
-                node
-            }
+            Expr::Literal(literal) => self.literal(literal),
             Expr::Ident(name) => self.ident(name),
-            Expr::Select(select) => {
-                let operand = self.cost(&select.operand);
-                let undefined = match &operand.ty {
-                    Type::Object(fields) if !fields.contains_key(&select.field) => {
-                        Some(format!("undefined field '{}'", select.field))
-                    }
-                    _ => None,
-                };
-                // The `.field` of `has(x.field)` is in the source too, but cel-go reports the
-                // presence test at the macro.
-                if select.test {
-                    self.visit(Place::Select(select.field.clone()), None);
-                    self.visit(Place::Has, undefined);
-                } else {
-                    self.visit(Place::Select(select.field.clone()), undefined);
-                }
-                if select.test {
-                    // `has()`: Kubernetes counts presence tests as free.
-                    return Node {
-                        cost: operand.cost,
-                        ty: Type::Bool,
-                        path: Vec::new(),
-                        size: Some(Estimate::fixed(1)),
-                        entries: None,
-                        literal: None,
-                    };
-                }
-                let mut cost = operand.cost;
-                if matches!(operand.ty, Type::Map(..) | Type::Object(_)) {
-                    cost = cost.add(Estimate::fixed(1));
-                }
-                let ty = match &operand.ty {
-                    Type::Object(fields) => fields.get(&select.field).map_or(Type::Dyn, Type::of),
-                    Type::Map(_, value) => (**value).clone(),
-                    _ => Type::Dyn,
-                };
-                let mut path = operand.path;
-                path.push(select.field.clone());
-                self.leaf(cost, ty, path)
-            }
+            Expr::Select(select) => self.select(select),
             Expr::Call(call) => self.call(&call.func_name, call.target.as_deref(), &call.args),
-            Expr::List(list) => {
-                let mut cost = Estimate::fixed(LIST_CREATE);
-                let mut item_size = if list.elements.is_empty() { Estimate::fixed(0) } else { Estimate::NOTHING };
-                let mut item_type = Type::Dyn;
-                for element in &list.elements {
-                    let node = self.cost(element);
-                    cost = cost.add(node.cost);
-                    item_size = item_size.union(node.size_or_unknown());
-                    item_type = item_type.join(node.ty);
-                }
-                let entries = Entries { list: true, key: Estimate::fixed(1), value: item_size };
-                let size = Some(Estimate::fixed(list.elements.len() as u64));
-                Node {
-                    cost,
-                    ty: Type::List(Box::new(item_type)),
-                    path: Vec::new(),
-                    size,
-                    entries: Some(entries),
-                    literal: None,
-                }
-            }
-            Expr::Map(map) => {
-                let empty = map.entries.is_empty();
-                let start = if empty { Estimate::fixed(0) } else { Estimate::NOTHING };
-                let (mut key_size, mut value_size, mut cost) = (start, start, Estimate::fixed(MAP_CREATE));
-                let (mut key_type, mut value_type) = (Type::Dyn, Type::Dyn);
-                for entry in &map.entries {
-                    if let EntryExpr::MapEntry(entry) = &entry.expr {
-                        let key = self.cost(&entry.key);
-                        let value = self.cost(&entry.value);
-                        cost = cost.add(key.cost).add(value.cost);
-                        key_size = key_size.union(key.size_or_unknown());
-                        value_size = value_size.union(value.size_or_unknown());
-                        key_type = key_type.join(key.ty);
-                        value_type = value_type.join(value.ty);
-                    }
-                }
-                let entries = Entries { list: false, key: key_size, value: value_size };
-                let ty = Type::Map(Box::new(key_type), Box::new(value_type));
-                let size = Some(Estimate::fixed(map.entries.len() as u64));
-                Node { cost, ty, path: Vec::new(), size, entries: Some(entries), literal: None }
-            }
+            Expr::List(list) => self.list(&list.elements),
+            Expr::Map(map) => self.map(&map.entries),
             Expr::Struct(fields) => {
                 let mut cost = Estimate::fixed(STRUCT_CREATE);
                 for entry in &fields.entries {
@@ -522,6 +435,100 @@ impl<'d> Checker<'d> {
                 literal: None,
             },
         }
+    }
+
+    fn literal(&mut self, literal: &LiteralValue) -> Node<'d> {
+        let mut node = literal_node(literal);
+        if matches!(literal, LiteralValue::String(_) | LiteralValue::Bytes(_)) {
+            let ordinal = self.seen.get(&Place::Text).copied().unwrap_or(0);
+            self.visit(Place::Text, None);
+            if let LiteralValue::String(text) = literal {
+                node.literal = Some(Literal::Text(text.inner().to_string(), ordinal));
+            }
+        }
+        node
+    }
+
+    fn select(&mut self, select: &SelectExpr) -> Node<'d> {
+        let operand = self.cost(&select.operand);
+        let undefined = match &operand.ty {
+            Type::Object(fields) if !fields.contains_key(&select.field) => {
+                Some(format!("undefined field '{}'", select.field))
+            }
+            _ => None,
+        };
+        // The `.field` of `has(x.field)` is in the source too, but cel-go reports the presence
+        // test at the macro.
+        if select.test {
+            self.visit(Place::Select(select.field.clone()), None);
+            self.visit(Place::Has, undefined);
+            // `has()`: Kubernetes counts presence tests as free.
+            return Node {
+                cost: operand.cost,
+                ty: Type::Bool,
+                path: Vec::new(),
+                size: Some(Estimate::fixed(1)),
+                entries: None,
+                literal: None,
+            };
+        }
+        self.visit(Place::Select(select.field.clone()), undefined);
+        let mut cost = operand.cost;
+        if matches!(operand.ty, Type::Map(..) | Type::Object(_)) {
+            cost = cost.add(Estimate::fixed(1));
+        }
+        let ty = match &operand.ty {
+            Type::Object(fields) => fields.get(&select.field).map_or(Type::Dyn, Type::of),
+            Type::Map(_, value) => (**value).clone(),
+            _ => Type::Dyn,
+        };
+        let mut path = operand.path;
+        path.push(select.field.clone());
+        self.leaf(cost, ty, path)
+    }
+
+    fn list(&mut self, elements: &[IdedExpr]) -> Node<'d> {
+        let mut cost = Estimate::fixed(LIST_CREATE);
+        let mut item_size = if elements.is_empty() { Estimate::fixed(0) } else { Estimate::NOTHING };
+        let mut item_type = Type::Dyn;
+        for element in elements {
+            let node = self.cost(element);
+            cost = cost.add(node.cost);
+            item_size = item_size.union(node.size_or_unknown());
+            item_type = item_type.join(node.ty);
+        }
+        let entries = Entries { list: true, key: Estimate::fixed(1), value: item_size };
+        let size = Some(Estimate::fixed(elements.len() as u64));
+        Node {
+            cost,
+            ty: Type::List(Box::new(item_type)),
+            path: Vec::new(),
+            size,
+            entries: Some(entries),
+            literal: None,
+        }
+    }
+
+    fn map(&mut self, map_entries: &[IdedEntryExpr]) -> Node<'d> {
+        let empty = map_entries.is_empty();
+        let start = if empty { Estimate::fixed(0) } else { Estimate::NOTHING };
+        let (mut key_size, mut value_size, mut cost) = (start, start, Estimate::fixed(MAP_CREATE));
+        let (mut key_type, mut value_type) = (Type::Dyn, Type::Dyn);
+        for entry in map_entries {
+            if let EntryExpr::MapEntry(entry) = &entry.expr {
+                let key = self.cost(&entry.key);
+                let value = self.cost(&entry.value);
+                cost = cost.add(key.cost).add(value.cost);
+                key_size = key_size.union(key.size_or_unknown());
+                value_size = value_size.union(value.size_or_unknown());
+                key_type = key_type.join(key.ty);
+                value_type = value_type.join(value.ty);
+            }
+        }
+        let entries = Entries { list: false, key: key_size, value: value_size };
+        let ty = Type::Map(Box::new(key_type), Box::new(value_type));
+        let size = Some(Estimate::fixed(map_entries.len() as u64));
+        Node { cost, ty, path: Vec::new(), size, entries: Some(entries), literal: None }
     }
 
     /// cel-go's literal validators: a constant pattern, duration or timestamp must be valid.
@@ -779,29 +786,13 @@ impl<'d> Checker<'d> {
         target: Option<&Node<'d>>,
         args: &[Node<'d>],
     ) -> Option<(Estimate, Option<Estimate>)> {
+        if let Some(cost) = self.collection_cost(function, target, args) {
+            return cost;
+        }
         let one = Estimate::fixed(1);
         let first = args.first().map(Node::size_or_unknown);
         let scan = |size: Estimate| size.times(STRING_TRAVERSAL);
         Some(match function {
-            "sets.contains" | "sets.intersects" | "sets.equivalent" => {
-                let [a, b] = args else { return None };
-                let factor = if function == "sets.equivalent" { 2.0 } else { 1.0 };
-                (a.size_or_unknown().multiply(b.size_or_unknown()).times(factor).add(one), None)
-            }
-            "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" | "includes" => {
-                let target = target?;
-                match &target.ty {
-                    Type::List(item) => {
-                        let mut element = one;
-                        if matches!(**item, Type::String | Type::Bytes) {
-                            element = element.add(scan(self.element_size(target)));
-                        }
-                        (target.size_or_unknown().multiply(element), None)
-                    }
-                    _ if function == "includes" => (target.size_or_unknown(), None),
-                    _ => (scan(target.size_or_unknown()), None),
-                }
-            }
             "url" | "jsonpatch.escapeKey" => {
                 let size = first?;
                 (scan(size), Some(size))
@@ -821,19 +812,6 @@ impl<'d> Checker<'d> {
                     _ => size.max,
                 };
                 (size.times(2.0 * STRING_TRAVERSAL), Some(Estimate::between(0, most)))
-            }
-            "join" => {
-                let target = target?;
-                let count = target.size_or_unknown();
-                let mut size = match target.ty {
-                    Type::List(_) => count.multiply(self.element_size(target)),
-                    _ => Estimate::fixed(0),
-                };
-                if let Some(separator) = args.first() {
-                    let separators = Estimate::between(count.min.saturating_sub(1), count.max.saturating_sub(1));
-                    size = size.add(separator.size_or_unknown().multiply(separators));
-                }
-                (scan(size), Some(size))
             }
             "find" | "findAll" => {
                 let (Some(target), Some(pattern)) = (target, first) else { return None };
@@ -901,6 +879,56 @@ impl<'d> Checker<'d> {
             }
             _ => return None,
         })
+    }
+
+    /// [`Checker::library_cost`] of the functions over lists and sets; `None` for the others.
+    fn collection_cost(
+        &self,
+        function: &str,
+        target: Option<&Node<'d>>,
+        args: &[Node<'d>],
+    ) -> Option<Option<(Estimate, Option<Estimate>)>> {
+        let one = Estimate::fixed(1);
+        let scan = |size: Estimate| size.times(STRING_TRAVERSAL);
+        let cost = match (function, target, args) {
+            ("sets.contains" | "sets.intersects" | "sets.equivalent", _, [a, b]) => {
+                let factor = if function == "sets.equivalent" { 2.0 } else { 1.0 };
+                (a.size_or_unknown().multiply(b.size_or_unknown()).times(factor).add(one), None)
+            }
+            ("isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" | "includes", Some(target), _) => {
+                match &target.ty {
+                    Type::List(item) => {
+                        let mut element = one;
+                        if matches!(**item, Type::String | Type::Bytes) {
+                            element = element.add(scan(self.element_size(target)));
+                        }
+                        (target.size_or_unknown().multiply(element), None)
+                    }
+                    _ if function == "includes" => (target.size_or_unknown(), None),
+                    _ => (scan(target.size_or_unknown()), None),
+                }
+            }
+            ("join", Some(target), _) => {
+                let count = target.size_or_unknown();
+                let mut size = match target.ty {
+                    Type::List(_) => count.multiply(self.element_size(target)),
+                    _ => Estimate::fixed(0),
+                };
+                if let Some(separator) = args.first() {
+                    let separators = Estimate::between(count.min.saturating_sub(1), count.max.saturating_sub(1));
+                    size = size.add(separator.size_or_unknown().multiply(separators));
+                }
+                (scan(size), Some(size))
+            }
+            (
+                "sets.contains" | "sets.intersects" | "sets.equivalent" | "isSorted" | "sum" | "max" | "min"
+                | "indexOf" | "lastIndexOf" | "includes" | "join",
+                _,
+                _,
+            ) => return Some(None),
+            _ => return None,
+        };
+        Some(Some(cost))
     }
 
     /// The declared size of a list's elements (the library's `listElementNode`).

@@ -333,17 +333,13 @@ impl Endpoint {
 
     /// What a write at `subresource` may own in `managedFields`.
     pub fn field_scope(&self, subresource: Subresource) -> Option<fieldmanager::Scope<'_>> {
-        let sub = match subresource {
-            Subresource::Main => "",
-            Subresource::Status => "status",
-            Subresource::Scale => "scale",
-            Subresource::Finalize => "finalize",
-            Subresource::Token => return None,
-        };
+        if subresource == Subresource::Token {
+            return None;
+        }
         Some(fieldmanager::Scope {
             schema: self.served.managed_schema(&self.version)?,
             api_version: self.api_version(),
-            subresource: sub,
+            subresource: subresource.name(),
             has_status: self.has_status(),
         })
     }

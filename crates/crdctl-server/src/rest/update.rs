@@ -46,6 +46,28 @@ pub enum Subresource {
     Finalize,
 }
 
+impl Subresource {
+    /// The name in the URL (empty for the object itself).
+    pub fn name(self) -> &'static str {
+        match self {
+            Subresource::Main => "",
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+            Subresource::Token => "token",
+            Subresource::Finalize => "finalize",
+        }
+    }
+
+    /// The part of the object a write here changes.
+    fn part(self) -> Part {
+        match self {
+            Subresource::Status => Part::Status,
+            Subresource::Finalize => Part::Finalizers,
+            Subresource::Main | Subresource::Scale | Subresource::Token => Part::Main,
+        }
+    }
+}
+
 /// PUT or PATCH of the main resource, `/status` or `/scale`: read, compute, admit,
 /// compare-and-swap, retried on conflicts the client did not ask to detect.
 pub async fn update(
@@ -72,48 +94,7 @@ pub async fn update(
             return Err(ApiError::not_found(endpoint.subject(name)));
         };
         let old = endpoint.present_entry(&current).await?;
-        let (new, precondition) = match &change {
-            _ if subresource == Subresource::Scale => {
-                let paths = endpoint.scale_paths().ok_or_else(|| ApiError::internal("the resource has no scale"))?;
-                let current_scale = scale::of(&old, paths);
-                let desired = match &change {
-                    Change::Replace(body) => body.clone(),
-                    Change::Patch(body_type, patch) => {
-                        // The Scale of a built-in kind is patched with its group version's schema.
-                        let scale_schema = endpoint.served.patch_schema().and_then(|_| {
-                            crate::registry::builtin::find(&endpoint.group, &endpoint.version, &endpoint.resource)
-                                .and_then(|row| compiled_in((row.group, row.version), ("autoscaling", "v1", "Scale")))
-                        });
-                        apply_patch(scale_schema, &current_scale, *body_type, patch)?
-                    }
-                };
-                let rv = crate::object::meta_str(&desired, "resourceVersion").map(str::to_string);
-                let mut new = old.clone();
-                scale::apply(&mut new, &desired, paths)?;
-                (new, rv)
-            }
-            Change::Patch(BodyType::ApplyPatch, config) => {
-                let rv = crate::object::meta_str(config, "resourceVersion").map(str::to_string);
-                (server_side_apply(endpoint, Some(&old), config, subresource, params).await?, rv)
-            }
-            _ => {
-                let (mut new, rv) = change_object(endpoint, name, &old, &change)?;
-                if let Some(scope) = endpoint.field_scope(subresource) {
-                    let now = crate::object::now_timestamp();
-                    match endpoint.in_manager_versions(&old, &old, &new).await {
-                        Ok(others) => {
-                            fieldmanager::record_update(Some(&old), &mut new, &scope, &params.manager(), &now, &others)
-                        }
-                        // As upstream's `UpdateNoErrors`: the write goes on, without managedFields.
-                        Err(err) => {
-                            tracing::warn!(error = %err.message, "managedFields dropped: the write could not be converted");
-                            crate::object::meta_mut(&mut new).remove("managedFields");
-                        }
-                    }
-                }
-                (new, rv)
-            }
-        };
+        let (new, precondition) = changed(endpoint, name, &old, (&change, subresource), params).await?;
         if let Some(rv) = &precondition
             && *rv != current.mod_revision.to_string()
         {
@@ -130,27 +111,16 @@ pub async fn update(
             Change::Patch(BodyType::MergePatch | BodyType::JsonPatch, _) => Decoded::Patched,
             _ => Decoded::Body,
         };
-        let subresource_name = match subresource {
-            Subresource::Status => "status",
-            Subresource::Scale => "scale",
-            Subresource::Finalize => "finalize",
-            Subresource::Main | Subresource::Token => "",
-        };
         let admission = endpoint.admission(
             Operation::Update,
-            (name, subresource_name),
+            (name, subresource.name()),
             writes.dry_run(),
             params.field_manager.as_deref(),
         );
         let mut new = new;
         let mut warnings = admission::mutate(state, &admission, &mut new, Some(&old)).await?;
-        let part = match subresource {
-            Subresource::Status => Part::Status,
-            Subresource::Finalize => Part::Finalizers,
-            Subresource::Main | Subresource::Scale | Subresource::Token => Part::Main,
-        };
         let (mut stored, admitted) =
-            admit_update(state, endpoint, new, &old, part, (params, decoded), &admission).await?;
+            admit_update(state, endpoint, new, &old, subresource.part(), (params, decoded), &admission).await?;
         warnings.extend(admitted);
         let deleting = crate::object::meta_field(&stored, "deletionTimestamp").is_some()
             && crate::object::finalizers(&stored).is_empty()
@@ -271,6 +241,59 @@ fn change_object(endpoint: &Endpoint, name: &str, old: &Value, change: &Change) 
         Change::Patch(body_type, patch) => {
             let rv = crate::object::meta_str(patch, "resourceVersion").map(str::to_string);
             (apply_patch(endpoint.served.patch_schema(), old, *body_type, patch)?, rv)
+        }
+    })
+}
+
+/// The object `change` makes of `old` at `subresource`, and the `resourceVersion` it was made
+/// against, if it names one (a precondition).
+async fn changed(
+    endpoint: &Endpoint,
+    name: &str,
+    old: &Value,
+    (change, subresource): (&Change, Subresource),
+    params: &Params,
+) -> ApiResult<(Value, Option<String>)> {
+    Ok(match change {
+        _ if subresource == Subresource::Scale => {
+            let paths = endpoint.scale_paths().ok_or_else(|| ApiError::internal("the resource has no scale"))?;
+            let current_scale = scale::of(old, paths);
+            let desired = match change {
+                Change::Replace(body) => body.clone(),
+                Change::Patch(body_type, patch) => {
+                    // The Scale of a built-in kind is patched with its group version's schema.
+                    let scale_schema = endpoint.served.patch_schema().and_then(|_| {
+                        crate::registry::builtin::find(&endpoint.group, &endpoint.version, &endpoint.resource)
+                            .and_then(|row| compiled_in((row.group, row.version), ("autoscaling", "v1", "Scale")))
+                    });
+                    apply_patch(scale_schema, &current_scale, *body_type, patch)?
+                }
+            };
+            let rv = crate::object::meta_str(&desired, "resourceVersion").map(str::to_string);
+            let mut new = old.clone();
+            scale::apply(&mut new, &desired, paths)?;
+            (new, rv)
+        }
+        Change::Patch(BodyType::ApplyPatch, config) => {
+            let rv = crate::object::meta_str(config, "resourceVersion").map(str::to_string);
+            (server_side_apply(endpoint, Some(old), config, subresource, params).await?, rv)
+        }
+        _ => {
+            let (mut new, rv) = change_object(endpoint, name, old, change)?;
+            if let Some(scope) = endpoint.field_scope(subresource) {
+                let now = crate::object::now_timestamp();
+                match endpoint.in_manager_versions(old, old, &new).await {
+                    Ok(others) => {
+                        fieldmanager::record_update(Some(old), &mut new, &scope, &params.manager(), &now, &others)
+                    }
+                    // As upstream's `UpdateNoErrors`: the write goes on, without managedFields.
+                    Err(err) => {
+                        tracing::warn!(error = %err.message, "managedFields dropped: the write could not be converted");
+                        crate::object::meta_mut(&mut new).remove("managedFields");
+                    }
+                }
+            }
+            (new, rv)
         }
     })
 }
