@@ -6,8 +6,6 @@
 
 use serde_json::Value;
 
-use crate::Crd;
-
 /// A failed call: the server's `Status`, or no answer at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
@@ -178,5 +176,48 @@ impl Cluster {
     pub async fn crd(&self, name: &str) -> Result<Crd, CallError> {
         let raw = self.get(&crd_path(name)).await?;
         Crd::from_raw(raw)
+    }
+}
+
+/// A CRD as read from the server: the model's view, with the fields it leaves out.
+#[derive(Debug, Clone)]
+pub struct Crd {
+    /// The definition.
+    pub definition: crdctl_model::crd::CustomResourceDefinition,
+    /// The object as the server returned it.
+    pub raw: Value,
+}
+
+impl Crd {
+    /// Reads the model's view of a CRD object.
+    pub fn from_raw(raw: Value) -> Result<Crd, CallError> {
+        let definition = serde_json::from_value(raw.clone())
+            .map_err(|err| CallError::Transport(format!("the server returned an unreadable CRD: {err}")))?;
+        Ok(Crd { definition, raw })
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        &self.definition.metadata.name
+    }
+
+    /// `metadata.uid`: a CRD deleted and created again is another one.
+    pub fn uid(&self) -> &str {
+        self.raw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default()
+    }
+
+    /// `metadata.resourceVersion`, the precondition of an update.
+    pub fn resource_version(&self) -> &str {
+        self.raw.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default()
+    }
+
+    /// The storage version's name.
+    pub fn storage_version(&self) -> Option<&str> {
+        self.definition.storage_version().map(|version| version.name.as_str())
+    }
+
+    /// `status.storedVersions`.
+    pub fn stored_versions(&self) -> &[String] {
+        &self.definition.status.stored_versions
     }
 }

@@ -42,104 +42,15 @@
 //! ```
 
 pub mod api;
+mod error;
 pub mod migrate;
+mod progress;
 pub mod record;
 pub mod retire;
 pub mod server_side;
 pub mod usage;
 
-pub use api::{CallError, Cluster, Resource};
+pub use api::{CallError, Cluster, Crd, Resource};
+pub use error::Error;
 pub use migrate::{Options, Summary, migrate};
-
-use serde_json::Value;
-
-/// A CRD as read from the server: the model's view, with the fields it leaves out.
-#[derive(Debug, Clone)]
-pub struct Crd {
-    /// The definition.
-    pub definition: crdctl_model::crd::CustomResourceDefinition,
-    /// The object as the server returned it.
-    pub raw: Value,
-}
-
-impl Crd {
-    /// Reads the model's view of a CRD object.
-    pub fn from_raw(raw: Value) -> Result<Crd, CallError> {
-        let definition = serde_json::from_value(raw.clone())
-            .map_err(|err| CallError::Transport(format!("the server returned an unreadable CRD: {err}")))?;
-        Ok(Crd { definition, raw })
-    }
-
-    /// `metadata.name`.
-    pub fn name(&self) -> &str {
-        &self.definition.metadata.name
-    }
-
-    /// `metadata.uid`: a CRD deleted and created again is another one.
-    pub fn uid(&self) -> &str {
-        self.raw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default()
-    }
-
-    /// `metadata.resourceVersion`, the precondition of an update.
-    pub fn resource_version(&self) -> &str {
-        self.raw.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default()
-    }
-
-    /// The storage version's name.
-    pub fn storage_version(&self) -> Option<&str> {
-        self.definition.storage_version().map(|version| version.name.as_str())
-    }
-
-    /// `status.storedVersions`.
-    pub fn stored_versions(&self) -> &[String] {
-        &self.definition.status.stored_versions
-    }
-}
-
-/// Why a migration or retirement could not run or finish.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// An API call failed.
-    #[error("{what}: {source}")]
-    Call {
-        /// What was being done.
-        what: String,
-        /// The failure.
-        source: CallError,
-    },
-    /// The CRD is not in a state the operation can start from.
-    #[error("{0}")]
-    Refused(String),
-    /// The progress record could not be read or written.
-    #[error("progress record {path}: {message}")]
-    Record {
-        /// The record file.
-        path: std::path::PathBuf,
-        /// What went wrong.
-        message: String,
-    },
-}
-
-impl Error {
-    fn call(what: impl Into<String>) -> impl FnOnce(CallError) -> Error {
-        let what = what.into();
-        move |source| Error::Call { what, source }
-    }
-}
-
-/// Observes a migration as it runs; the methods have no-op defaults.
-pub trait Progress: Send + Sync {
-    /// A page was finished: `done` objects so far, of about `total` (when the server says).
-    fn advance(&self, done: u64, total: Option<u64>) {
-        let _ = (done, total);
-    }
-    /// Something worth telling a person (a restart, a retry, where the record is).
-    fn note(&self, message: &str) {
-        let _ = message;
-    }
-}
-
-/// A [`Progress`] that shows nothing.
-pub struct Quiet;
-
-impl Progress for Quiet {}
+pub use progress::{Progress, Quiet};

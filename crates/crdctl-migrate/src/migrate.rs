@@ -9,10 +9,12 @@ use futures_util::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::api::Crd;
 use crate::api::{CallError, Cluster, Resource, crd_path};
+use crate::error::Error;
+use crate::progress::Progress;
 use crate::record::{self, Record};
 use crate::server_side::{self, Ended};
-use crate::{Crd, Error, Progress};
 
 /// How many times one object is re-read and rewritten when others keep updating it.
 const MAX_ATTEMPTS: usize = 10;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::Error;
+use crate::error::Error;
 
 /// What a finished page leaves behind.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -18,9 +18,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::api::Crd;
 use crate::api::{CallError, Cluster, crd_path};
+use crate::error::Error;
 use crate::migrate::{self, Options, Summary};
-use crate::{Crd, Error, Progress, usage};
+use crate::progress::Progress;
+use crate::usage;
 
 /// How many times an update of the CRD is retried when it changes under it.
 const UPDATE_ATTEMPTS: usize = 5;

@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::api::Crd;
 use crate::api::{CallError, Cluster};
-use crate::{Crd, Error, Progress};
+use crate::error::Error;
+use crate::progress::Progress;
 
 /// The API group version served for migrations.
 const GROUP_VERSION: &str = "/apis/storagemigration.k8s.io/v1beta1";

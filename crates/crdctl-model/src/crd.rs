@@ -15,6 +15,8 @@ pub const API_VERSION_V1: &str = "apiextensions.k8s.io/v1";
 pub const API_VERSION_V1BETA1: &str = "apiextensions.k8s.io/v1beta1";
 /// The kind of a CRD.
 pub const KIND: &str = "CustomResourceDefinition";
+/// The API group of CustomResourceDefinitions.
+pub const GROUP: &str = "apiextensions.k8s.io";
 
 /// A CustomResourceDefinition in its v1 shape, without schemas.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]

@@ -3,7 +3,7 @@
 //! endpoint reconciler), the `extension-apiserver-authentication` ConfigMap in `kube-system`
 //! (the client-CA post-start hook; it names no CA, as the server has no client CA), and the
 //! priority classes `system-node-critical` and `system-cluster-critical` (the scheduling
-//! post-start hook). The built-in namespaces come first ([`crate::registry::namespace::BUILT_IN`]).
+//! post-start hook). The built-in namespaces come first ([`crate::registry::builtin::namespace::BUILT_IN`]).
 //!
 //! Each is created through the create path, as upstream's loopback client creates them —
 //! defaulted, validated and owned by the `kube-apiserver` field manager — and only if absent,

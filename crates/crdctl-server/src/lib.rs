@@ -72,7 +72,7 @@ use serde_json::json;
 
 use crate::error::ApiError;
 use crate::registry::Registry;
-pub use crate::registry::crd::UpgradeSafety;
+pub use crate::registry::upgrade::UpgradeSafety;
 
 /// What `/version` reports; a 1.33 server, so kubectl prints no skew warning.
 pub struct Version {
@@ -112,7 +112,7 @@ pub struct Config {
     /// bounded meanwhile.
     pub watch_stall_timeout: std::time::Duration,
     /// Where Services' ClusterIPs and node ports come from.
-    pub service_ranges: registry::builtin::service::ServiceRanges,
+    pub service_ranges: registry::ranges::ServiceRanges,
     /// How replicas elect the one that runs the controllers (the storage version migrator).
     pub leader_election: migrator::lease::Timings,
     /// Create a `StorageVersionMigration` whenever a CRD's storage version changes.
@@ -130,7 +130,7 @@ impl Default for Config {
             watch_cache: false,
             names: object::NameGenerator::default(),
             watch_stall_timeout: std::time::Duration::from_secs(2),
-            service_ranges: registry::builtin::service::ServiceRanges::default(),
+            service_ranges: registry::ranges::ServiceRanges::default(),
             leader_election: migrator::lease::Timings::default(),
             auto_migrate: false,
         }
@@ -193,7 +193,7 @@ pub struct Shared {
     /// Watch events rendered once and shared by every watcher that sends them.
     pub watch_lines: Arc<watch::RenderedLines>,
     /// Signs and checks ServiceAccount tokens.
-    pub tokens: registry::builtin::token::TokenSigner,
+    pub tokens: registry::token::TokenSigner,
     /// What admission keeps between requests (webhook clients, parsed configurations).
     pub admission: admission::Kept,
 }
@@ -230,26 +230,27 @@ impl AppState {
             true => Arc::new(crdctl_storage::cache::CachedStore::new(store, registry::resource_prefix)),
             false => store,
         };
-        for name in registry::namespace::BUILT_IN {
-            let object = registry::namespace::initial(name);
+        for name in registry::builtin::namespace::BUILT_IN {
+            let object = registry::builtin::namespace::initial(name);
             let bytes = serde_json::to_vec(&object).map_err(|e| StartError::Store(e.to_string()))?;
-            match store.create(&registry::namespace::key(name), bytes).await {
+            match store.create(&registry::builtin::namespace::key(name), bytes).await {
                 Ok(_) | Err(crdctl_storage::StoreError::AlreadyExists { .. }) => {}
                 Err(err) => return Err(StartError::Store(err.to_string())),
             }
-            registry::namespace::create_default_service_account(&*store, name).await;
+            registry::builtin::namespace::create_default_service_account(&*store, name).await;
         }
-        let tokens = registry::builtin::token::TokenSigner::load_or_create(&*store).await.map_err(StartError::Store)?;
+        let tokens = registry::token::TokenSigner::load_or_create(&*store).await.map_err(StartError::Store)?;
         let resolver = Arc::new(MappedServices(config.webhook_services.clone()));
         let registry = Registry::start(Arc::clone(&store), resolver).await.map_err(|e| StartError::Store(e.message))?;
         // A namespace whose deletion a stopped server left unfinished is finished now.
-        let namespaces = crdctl_storage::ListOptions { prefix: registry::namespace::PREFIX, ..Default::default() };
+        let namespaces =
+            crdctl_storage::ListOptions { prefix: registry::builtin::namespace::PREFIX, ..Default::default() };
         let namespaces = store.list(namespaces).await.map_err(|e| StartError::Store(e.to_string()))?;
         for entry in namespaces.entries {
             let Some(object) = registry::decode(&entry.value, entry.mod_revision) else { continue };
             if object::meta_field(&object, "deletionTimestamp").is_some() {
                 let name = object::name(&object).to_string();
-                tokio::spawn(registry::namespace::finalize(Arc::clone(&store), registry.clone(), name));
+                tokio::spawn(registry::builtin::namespace::finalize(Arc::clone(&store), registry.clone(), name));
             }
         }
         let state = AppState(Arc::new(Shared {
@@ -334,7 +335,7 @@ async fn authenticate(State(state): State<AppState>, request: Request, next: Nex
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
-        let service_account = presented.and_then(|t| registry::builtin::token::user(&state.tokens, t));
+        let service_account = presented.and_then(|t| registry::token::user(&state.tokens, t));
         if presented != Some(token.as_str()) && service_account.is_none() {
             return ApiError::unauthorized().into_response();
         }

@@ -187,7 +187,7 @@ async fn labels_of_namespace(
     let Some(namespace) = request.namespace else { return Ok(Map::new()) };
     let entry = state
         .store
-        .get(&crate::registry::namespace::key(namespace))
+        .get(&crate::registry::builtin::namespace::key(namespace))
         .await
         .map_err(|err| ApiError::unavailable(err.to_string()))?;
     let namespace: Option<Value> = entry.and_then(|entry| serde_json::from_slice(&entry.value).ok());

@@ -418,7 +418,7 @@ async fn namespace_of(state: &AppState, request: &Request<'_>) -> ApiResult<Opti
     };
     let entry = state
         .store
-        .get(&crate::registry::namespace::key(namespace))
+        .get(&crate::registry::builtin::namespace::key(namespace))
         .await
         .map_err(|err| ApiError::unavailable(err.to_string()))?;
     Ok(entry.and_then(|entry| serde_json::from_slice(&entry.value).ok()))

@@ -14,22 +14,13 @@ use crdctl_storage::{ListOptions, Store, StoreError};
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
+use crate::registry::upgrade::UpgradeSafety;
 use crate::registry::{CRD_PREFIX, OnDelete, Registry, ServedCrd};
 
 /// The group of CRDs.
-pub const GROUP: &str = "apiextensions.k8s.io";
+pub use crdctl_model::crd::GROUP;
 /// The finalizer that holds a CRD until its objects are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
-
-/// What `--crd-upgrade-safety` asks for on CRD updates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum UpgradeSafety {
-    /// Refuse updates OLM v1's preflight refuses.
-    #[default]
-    Strict,
-    /// Behave like plain Kubernetes.
-    None,
-}
 
 /// The store key of a CRD.
 pub fn key(name: &str) -> String {

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager::OtherVersions;
-use crate::registry::builtin::service::Reserved;
+use crate::registry::ranges::Reserved;
 use crate::registry::resource::{Context, Part, Resource, Subresource, Written};
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
 use crate::registry::{Items, OnDelete, ServedCrd, scale};

@@ -9,9 +9,10 @@ pub mod builtin;
 pub mod crd;
 pub mod custom_resource;
 pub mod event;
-pub mod namespace;
+pub mod ranges;
 pub mod resource;
 pub mod scale;
+pub mod token;
 pub mod unknown_fields;
 pub mod upgrade;
 

@@ -23,10 +23,10 @@ use serde_json::Value;
 
 use crate::error::{ApiResult, Subject};
 use crate::fieldmanager::OtherVersions;
-use crate::registry::builtin::service::{Reserved, ServiceRanges};
-use crate::registry::builtin::token::TokenSigner;
-use crate::registry::crd::UpgradeSafety;
+use crate::registry::ranges::{Reserved, ServiceRanges};
+use crate::registry::token::TokenSigner;
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
+use crate::registry::upgrade::UpgradeSafety;
 use crate::registry::{Items, OnDelete, Registry, scale};
 use crate::selector::SelectableFields;
 use crate::table::Column;

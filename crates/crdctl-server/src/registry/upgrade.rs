@@ -13,7 +13,17 @@ use crdctl_storage::{ListOptions, Store};
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::registry::{Registry, ServedCrd, crd::UpgradeSafety};
+use crate::registry::{Registry, ServedCrd};
+
+/// What `--crd-upgrade-safety` asks for on CRD updates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UpgradeSafety {
+    /// Refuse updates OLM v1's preflight refuses.
+    #[default]
+    Strict,
+    /// Behave like plain Kubernetes.
+    None,
+}
 
 /// Stored objects judged at once: the store is read a page at a time, never all held.
 const PAGE: usize = 500;
@@ -110,7 +120,7 @@ pub async fn gate(
         let spec = Path::new("spec");
         let causes: Vec<_> =
             refusals.into_iter().map(|line| spec.forbidden(format!("CRD upgrade safety: {line}"))).collect();
-        return Err(ApiError::invalid(super::crd::GROUP, crdctl_model::crd::KIND, new.name(), &causes));
+        return Err(ApiError::invalid(crdctl_model::crd::GROUP, crdctl_model::crd::KIND, new.name(), &causes));
     }
     Ok(dialect::data::warnings(&new.definition.spec.names.kind, &findings))
 }

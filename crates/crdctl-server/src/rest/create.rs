@@ -10,11 +10,12 @@ use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
 use crate::registry::builtin::Written;
-use crate::registry::namespace;
+use crate::registry::builtin::namespace;
 use crate::registry::unknown_fields::FieldValidation;
 
-use super::update::Subresource;
-use super::{Body, Endpoint, Params, Reply, Writes, decode_entry, encode, store_error, without_managed_fields};
+use super::{
+    Body, Endpoint, Params, Reply, Subresource, Writes, decode_entry, encode, store_error, without_managed_fields,
+};
 
 /// Who owns the fields of a created object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,6 +154,6 @@ fn being_deleted(entry: &Entry) -> ApiResult<bool> {
 pub async fn request_token(state: &AppState, endpoint: &Endpoint, name: &str, request: Value) -> ApiResult<Reply> {
     let entry = state.store.get(&endpoint.key(name)).await.map_err(store_error(endpoint, name))?;
     let account = decode_entry(&entry.ok_or_else(|| ApiError::not_found(endpoint.subject(name)))?)?;
-    let answered = crate::registry::builtin::token::request(&state.tokens, &account, request)?;
+    let answered = crate::registry::token::request(&state.tokens, &account, request)?;
     Ok(Reply::of(StatusCode::CREATED, Body::Value(answered), Vec::new()))
 }

@@ -21,7 +21,7 @@ use crate::admission;
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
 use crate::registry::builtin::{BuiltIn, CUSTOM_RESOURCE_DEFINITIONS};
-use crate::registry::resource::{self, Resource, Written};
+use crate::registry::resource::{self, Part, Resource, Written};
 use crate::registry::scale;
 use crate::registry::{Items, ServedCrd};
 use crate::selector::FieldSelector;
@@ -35,7 +35,7 @@ mod update;
 pub use create::{Managed, create, request_token};
 pub use delete::{DeleteOptions, delete, delete_collection};
 pub use read::{ListRead, get, list, read_list};
-pub use update::{Change, Subresource, update};
+pub use update::{Change, update};
 
 /// How long an update keeps retrying races it did not ask to detect (upstream's
 /// `GuaranteedUpdate` retries for as long as the request may run; many writers on one object,
@@ -61,6 +61,43 @@ pub struct Endpoint {
     pub list_kind: String,
     /// Whether objects are namespaced.
     pub namespaced: bool,
+}
+
+/// What part of an object a request addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    /// The object itself.
+    Main,
+    /// `/status`: only `status` changes.
+    Status,
+    /// `/scale`: the request reads and writes an `autoscaling/v1` `Scale`.
+    Scale,
+    /// `/token` of a ServiceAccount: a `TokenRequest` is created.
+    Token,
+    /// `/finalize` of a namespace: only `spec.finalizers` changes.
+    Finalize,
+}
+
+impl Subresource {
+    /// The name in the URL (empty for the object itself).
+    pub fn name(self) -> &'static str {
+        match self {
+            Subresource::Main => "",
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+            Subresource::Token => "token",
+            Subresource::Finalize => "finalize",
+        }
+    }
+
+    /// The part of the object a write here changes.
+    pub(crate) fn part(self) -> Part {
+        match self {
+            Subresource::Status => Part::Status,
+            Subresource::Finalize => Part::Finalizers,
+            Subresource::Main | Subresource::Scale | Subresource::Token => Part::Main,
+        }
+    }
 }
 
 /// Query parameters the verbs read.

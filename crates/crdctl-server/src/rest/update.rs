@@ -15,13 +15,15 @@ use crate::fieldmanager;
 use crate::negotiate::{BodyType, PATCH_TYPES};
 use crate::registry::builtin::documents::compiled_in;
 use crate::registry::builtin::go_decode;
-use crate::registry::builtin::service::Reserved;
 use crate::registry::builtin::{Part, Written};
+use crate::registry::ranges::Reserved;
 use crate::registry::scale;
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
 
 use super::create::{Managed, create};
-use super::{Endpoint, Params, Reply, UPDATE_RETRY_FOR, Writes, encode, store_error, without_managed_fields};
+use super::{
+    Endpoint, Params, Reply, Subresource, UPDATE_RETRY_FOR, Writes, encode, store_error, without_managed_fields,
+};
 
 /// How an update computes the new object from the current one (both in the request version).
 pub enum Change {
@@ -29,43 +31,6 @@ pub enum Change {
     Replace(Value),
     /// PATCH with a body of this type.
     Patch(BodyType, Value),
-}
-
-/// What part of an object a request addresses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Subresource {
-    /// The object itself.
-    Main,
-    /// `/status`: only `status` changes.
-    Status,
-    /// `/scale`: the request reads and writes an `autoscaling/v1` `Scale`.
-    Scale,
-    /// `/token` of a ServiceAccount: a `TokenRequest` is created.
-    Token,
-    /// `/finalize` of a namespace: only `spec.finalizers` changes.
-    Finalize,
-}
-
-impl Subresource {
-    /// The name in the URL (empty for the object itself).
-    pub fn name(self) -> &'static str {
-        match self {
-            Subresource::Main => "",
-            Subresource::Status => "status",
-            Subresource::Scale => "scale",
-            Subresource::Token => "token",
-            Subresource::Finalize => "finalize",
-        }
-    }
-
-    /// The part of the object a write here changes.
-    fn part(self) -> Part {
-        match self {
-            Subresource::Status => Part::Status,
-            Subresource::Finalize => Part::Finalizers,
-            Subresource::Main | Subresource::Scale | Subresource::Token => Part::Main,
-        }
-    }
 }
 
 /// PUT or PATCH of the main resource, `/status` or `/scale`: read, compute, admit,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use crdctl_server::registry::builtin::service::{Cidr, ServiceRanges};
+use crdctl_server::registry::ranges::{Cidr, ServiceRanges};
 use crdctl_server::{Config, Server, UpgradeSafety};
 
 use super::Outcome;

@@ -5,7 +5,27 @@
 
 use serde_json::{Map, Value, json};
 
-use super::workload::{each, object_at, or_insert};
+/// Sets `key` to `value` where it is missing.
+pub(super) fn or_insert(fields: &mut Map<String, Value>, key: &str, value: Value) {
+    fields.entry(key.to_string()).or_insert(value);
+}
+
+/// The object at `path`, created (as `{}`) where missing.
+pub(super) fn object_at<'a>(object: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, Value>> {
+    let mut node = object;
+    for key in path {
+        node = node.as_object_mut()?.entry(key.to_string()).or_insert_with(|| json!({}));
+    }
+    node.as_object_mut()
+}
+
+/// Every object in the list at `key`, if it is one.
+pub(super) fn each<'a>(
+    fields: &'a mut Map<String, Value>,
+    key: &str,
+) -> impl Iterator<Item = &'a mut Map<String, Value>> {
+    fields.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten().filter_map(Value::as_object_mut)
+}
 
 /// The defaults of a `kind` object.
 pub fn default(kind: &str, object: &mut Value) {

@@ -2,7 +2,7 @@
 //! upstream's discovery and registry say of a resource (group, version, names, scope, verbs,
 //! subresources, the fields a field selector can name, whether it tracks `generation`, where it
 //! is stored) and which [`Strategy`] writes it. Namespaces, Events and CRDs are rows like the
-//! others; their lifecycles are strategies ([`super::namespace`], [`super::event`],
+//! others; their lifecycles are strategies ([`namespace`], [`super::event`],
 //! [`super::crd`]). Routing, the verb check, discovery, field selectors and namespace cleanup
 //! read the table; adding a kind is one row, plus a strategy when it has upstream behaviour of
 //! its own.
@@ -23,12 +23,12 @@ pub mod documents;
 pub(crate) mod go_decode;
 mod immutable;
 pub mod migration;
+pub mod namespace;
 mod printers;
 mod qos;
 pub mod review;
 pub mod service;
 mod table;
-pub mod token;
 mod workload;
 
 use std::borrow::Cow;
@@ -42,12 +42,12 @@ use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager::OtherVersions;
+use crate::registry::ranges::Reserved;
 use crate::registry::resource::{Context, Resource};
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
-use crate::registry::{Items, OnDelete, crd, namespace, scale};
+use crate::registry::{Items, OnDelete, crd, scale};
 use crate::selector::SelectableFields;
 use crate::table::Column;
-use service::Reserved;
 
 pub use super::resource::{Part, Subresource, Written};
 pub use table::{CUSTOM_RESOURCE_DEFINITIONS, RESOURCES};
@@ -138,7 +138,7 @@ pub enum Strategy {
     /// A HorizontalPodAutoscaler: `minReplicas`, and in v2 the default CPU metric and behavior.
     HorizontalPodAutoscaler,
     /// A Namespace: `Active` when created, `spec.finalizers` written through `finalize` only,
-    /// the built-in four kept, deletion emptying it first ([`super::namespace`]).
+    /// the built-in four kept, deletion emptying it first ([`namespace`]).
     Namespace,
     /// An Event, of either group ([`super::event`]): kept without `managedFields`.
     Event,

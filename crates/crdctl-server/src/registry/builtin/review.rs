@@ -34,7 +34,7 @@ pub fn whoami(_: &Value, _: Context<'_>) -> Value {
 /// server has none).
 pub fn token_review(review: &Value, context: Context<'_>) -> Value {
     let token = review.pointer("/spec/token").and_then(Value::as_str).unwrap_or_default();
-    if let Some(account) = super::token::user(context.tokens, token) {
+    if let Some(account) = crate::registry::token::user(context.tokens, token) {
         return json!({"authenticated": true, "user": account, "audiences": review.pointer("/spec/audiences")});
     }
     match context.server_token {

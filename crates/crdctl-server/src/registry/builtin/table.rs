@@ -7,11 +7,12 @@
 use crdctl_model::names;
 use serde_json::{Value, json};
 
+use super::namespace;
 use super::printers::{self, columns, count};
 use super::review::{allowed, every_rule, token_review, whoami};
 use super::{BuiltIn, StoredAs, Strategy, Subresource};
 use crate::registry::resource::Context;
-use crate::registry::{CRD_PREFIX, crd, event, namespace};
+use crate::registry::{CRD_PREFIX, crd, event};
 use crate::selector::SelectableFields;
 use crate::table::{Column, Source};
 

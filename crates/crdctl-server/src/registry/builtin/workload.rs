@@ -5,27 +5,7 @@
 use crdctl_model::field::{self, Path, Raw};
 use serde_json::{Map, Value, json};
 
-/// Sets `key` to `value` where it is missing.
-pub(super) fn or_insert(fields: &mut Map<String, Value>, key: &str, value: Value) {
-    fields.entry(key.to_string()).or_insert(value);
-}
-
-/// The object at `path`, created (as `{}`) where missing.
-pub(super) fn object_at<'a>(object: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, Value>> {
-    let mut node = object;
-    for key in path {
-        node = node.as_object_mut()?.entry(key.to_string()).or_insert_with(|| json!({}));
-    }
-    node.as_object_mut()
-}
-
-/// Every object in the list at `key`, if it is one.
-pub(super) fn each<'a>(
-    fields: &'a mut Map<String, Value>,
-    key: &str,
-) -> impl Iterator<Item = &'a mut Map<String, Value>> {
-    fields.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten().filter_map(Value::as_object_mut)
-}
+use super::defaults::{each, object_at, or_insert};
 
 /// The defaults of a workload of `kind` whose pod spec is at `pod_spec` (and a Pod's status:
 /// the first one when created, `old`'s QoS class kept after), then the checks of its selector.
