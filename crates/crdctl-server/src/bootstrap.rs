@@ -12,17 +12,15 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::AppState;
 use crate::registry::builtin;
 use crate::rest::{self, Endpoint, Params};
 
 /// What upstream's post-start hooks write as.
 const MANAGER: &str = "kube-apiserver";
 
-/// Creates what is missing of the objects above.
-pub async fn ensure(state: &AppState) {
-    let port = state.config.listen.port();
-    builtin::service::create_kubernetes_service(&*state.store, &state.config.service_ranges, port).await;
+/// Creates what is missing of the objects above, for a server listening on `port`.
+pub async fn ensure(cx: rest::Context<'_>, port: u16) {
+    builtin::service::create_kubernetes_service(&**cx.store, cx.resources.service_ranges, port).await;
     let objects = [
         (("discovery.k8s.io", "endpointslices"), Some("default"), kubernetes_endpoint_slice(port)),
         (
@@ -38,7 +36,7 @@ pub async fn ensure(state: &AppState) {
         let Some(resource) = builtin::find(group, "v1", resource) else { continue };
         let endpoint = Endpoint::built_in(resource, namespace.map(str::to_string));
         let name = crate::object::name(&object).to_string();
-        match rest::create(state, &endpoint, object, &params, rest::Managed::Record).await {
+        match rest::create(cx, &endpoint, object, &params, rest::Managed::Record).await {
             Ok(_) => {}
             Err(err) if err.code == StatusCode::CONFLICT => {}
             Err(err) => tracing::warn!(resource = endpoint.resource, name, error = %err.message, "cannot create"),

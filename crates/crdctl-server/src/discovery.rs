@@ -12,6 +12,19 @@ use sha2::{Digest, Sha256};
 
 use crate::registry::Registry;
 
+/// What `/version` reports; a 1.33 server, so kubectl prints no skew warning.
+pub struct Version {
+    /// `gitVersion`.
+    pub git_version: &'static str,
+    /// `major`.
+    pub major: &'static str,
+    /// `minor`.
+    pub minor: &'static str,
+}
+
+/// The Kubernetes version this server emulates.
+pub const VERSION: Version = Version { git_version: "v1.33.0-crdctl", major: "1", minor: "33" };
+
 /// One resource (or subresource) of a group version.
 #[derive(Debug, Clone)]
 pub struct Resource {

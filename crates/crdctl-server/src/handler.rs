@@ -9,13 +9,13 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::negotiate::{self, BodyType, Representation};
 use crate::registry::builtin;
 use crate::registry::resource;
 use crate::request::{RequestInfo, Verb, parse_path};
 use crate::rest::{self, Body, Change, Endpoint, Params, Reply, Subresource};
+use crate::state::AppState;
 
 /// Every `/api` and `/apis` request.
 pub async fn api(
@@ -33,7 +33,9 @@ pub async fn api(
     params.user_agent = headers.get(axum::http::header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string);
     let path = parse_path(uri.path());
     let content_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or_default();
-    let request = path.as_ref().and_then(|path| crate::metrics::Request::new(&method, path, &params, content_type));
+    let request = path.as_ref().and_then(|path| {
+        crate::metrics::Request::new(&method, path, (params.is_watch(), params.dry_run.is_some()), content_type)
+    });
     // The only way reading a body fails is the size limit (or a client that went away).
     let response = match body {
         Ok(body) => match route(&state, &method, path, &uri, &headers, params, &body).await {
@@ -110,41 +112,41 @@ async fn route(
     };
     let reply = match (method.clone(), name) {
         (Method::GET, None) if params.is_watch() => {
-            return crate::watch::watch(state.clone(), endpoint, params, representation, warnings).await;
+            return crate::watch::watch(state.watching(), endpoint, params, representation, warnings).await;
         }
         (Method::GET, Some(_)) if params.is_watch() => {
             return Err(ApiError::bad_request("watch of a single object: use a fieldSelector on metadata.name"));
         }
-        (Method::GET, None) => rest::list(state, &endpoint, &params, representation).await?,
-        (Method::GET, Some(name)) => rest::get(state, &endpoint, name).await?,
+        (Method::GET, None) => rest::list(state.verbs(), &endpoint, &params, representation).await?,
+        (Method::GET, Some(name)) => rest::get(state.verbs(), &endpoint, name).await?,
         (Method::POST, None) if main => {
             let (body_type, object) = decode()?;
             if matches!(body_type, BodyType::Json | BodyType::Yaml | BodyType::Protobuf) {
-                rest::create(state, &endpoint, object, &params, rest::Managed::Record).await?
+                rest::create(state.verbs(), &endpoint, object, &params, rest::Managed::Record).await?
             } else {
                 return Err(ApiError::unsupported_media_type(&["application/json", "application/yaml"]));
             }
         }
         (Method::POST, Some(name)) if subresource == Subresource::Token => {
             let (_, request) = decode()?;
-            rest::request_token(state, &endpoint, name, request).await?
+            rest::request_token(state.verbs(), &endpoint, name, request).await?
         }
         (Method::PUT, Some(name)) => {
             let (_, object) = decode()?;
-            rest::update(state, &endpoint, name, Change::Replace(object), subresource, &params).await?
+            rest::update(state.verbs(), &endpoint, name, Change::Replace(object), subresource, &params).await?
         }
         (Method::PATCH, Some(name)) => {
             let body_type = negotiate::body_type(headers)?;
             let patch = negotiate::decode_body(body, body_type)?;
-            rest::update(state, &endpoint, name, Change::Patch(body_type, patch), subresource, &params).await?
+            rest::update(state.verbs(), &endpoint, name, Change::Patch(body_type, patch), subresource, &params).await?
         }
         (Method::DELETE, Some(name)) if main => {
             let options = rest::DeleteOptions::read(body, negotiate::body_type(headers)?, &params)?;
-            rest::delete(state, &endpoint, name, &options).await?
+            rest::delete(state.verbs(), &endpoint, name, &options).await?
         }
         (Method::DELETE, None) if main => {
             let options = rest::DeleteOptions::read(body, negotiate::body_type(headers)?, &params)?;
-            rest::delete_collection(state, &endpoint, &params, &options).await?
+            rest::delete_collection(state.verbs(), &endpoint, &params, &options).await?
         }
         _ => return Err(ApiError::method_not_allowed()),
     };

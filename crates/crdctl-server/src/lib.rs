@@ -49,15 +49,14 @@ pub mod render;
 pub mod request;
 pub mod rest;
 pub mod selector;
+pub mod state;
 pub mod stats;
 pub mod table;
 pub mod testing;
 pub mod warnings;
 pub mod watch;
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
@@ -66,207 +65,13 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use crdctl_model::crd::ServiceReference;
 use crdctl_storage::Store;
 use serde_json::json;
 
+pub use crate::discovery::{VERSION, Version};
 use crate::error::ApiError;
-use crate::registry::Registry;
 pub use crate::registry::upgrade::UpgradeSafety;
-
-/// What `/version` reports; a 1.33 server, so kubectl prints no skew warning.
-pub struct Version {
-    /// `gitVersion`.
-    pub git_version: &'static str,
-    /// `major`.
-    pub major: &'static str,
-    /// `minor`.
-    pub minor: &'static str,
-}
-
-/// The Kubernetes version this server emulates.
-pub const VERSION: Version = Version { git_version: "v1.33.0-crdctl", major: "1", minor: "33" };
-
-/// How the server runs.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// Where to listen.
-    pub listen: SocketAddr,
-    /// PEM certificate and key for HTTPS.
-    pub tls: Option<(PathBuf, PathBuf)>,
-    /// The bearer token every request must carry, if set.
-    pub token: Option<String>,
-    /// The upgrade-safety gate on CRD updates.
-    pub upgrade_safety: UpgradeSafety,
-    /// Service references of conversion webhooks mapped to local addresses
-    /// (`<namespace>/<name>` → address).
-    pub webhook_services: HashMap<String, SocketAddr>,
-    /// Serve watches and `resourceVersion="0"` lists from a watch cache per resource
-    /// ([`crdctl_storage::cache`]), as kube-apiserver does in front of etcd.
-    pub watch_cache: bool,
-    /// How names are drawn for `generateName`.
-    pub names: object::NameGenerator,
-    /// How long a watch may find its client not reading before it is closed, as kube-apiserver
-    /// closes a watcher that falls behind; the client watches again from its last
-    /// `resourceVersion`. Its buffer (and the store's, which catches up from history) stays
-    /// bounded meanwhile.
-    pub watch_stall_timeout: std::time::Duration,
-    /// Where Services' ClusterIPs and node ports come from.
-    pub service_ranges: registry::ranges::ServiceRanges,
-    /// How replicas elect the one that runs the controllers (the storage version migrator).
-    pub leader_election: migrator::lease::Timings,
-    /// Create a `StorageVersionMigration` whenever a CRD's storage version changes.
-    pub auto_migrate: bool,
-}
-
-impl Default for Config {
-    fn default() -> Config {
-        Config {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            tls: None,
-            token: None,
-            upgrade_safety: UpgradeSafety::Strict,
-            webhook_services: HashMap::new(),
-            watch_cache: false,
-            names: object::NameGenerator::default(),
-            watch_stall_timeout: std::time::Duration::from_secs(2),
-            service_ranges: registry::ranges::ServiceRanges::default(),
-            leader_election: migrator::lease::Timings::default(),
-            auto_migrate: false,
-        }
-    }
-}
-
-/// Why the server did not start.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StartError {
-    /// Listening beyond loopback needs TLS and a token.
-    #[error(
-        "refusing to listen on {0} without TLS and token authentication: pass --tls-cert, --tls-key and --token-file, or listen on a loopback address"
-    )]
-    Insecure(SocketAddr),
-    /// The address could not be bound.
-    #[error("cannot listen on {address}: {source}")]
-    Bind {
-        /// The address.
-        address: SocketAddr,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The TLS files could not be used.
-    #[error("cannot use the TLS certificate and key: {0}")]
-    Tls(String),
-    /// The store could not be read.
-    #[error("cannot read the store: {0}")]
-    Store(String),
-    /// A test server could not be set up (its CRDs).
-    #[error("{0}")]
-    Setup(String),
-}
-
-/// What every handler shares: one [`Shared`], cloned by reference for every request.
-#[derive(Clone)]
-pub struct AppState(Arc<Shared>);
-
-impl std::ops::Deref for AppState {
-    type Target = Shared;
-
-    fn deref(&self) -> &Shared {
-        &self.0
-    }
-}
-
-/// The parts of [`AppState`].
-pub struct Shared {
-    /// The store.
-    pub store: Arc<dyn Store>,
-    /// The CRDs.
-    pub registry: Registry,
-    /// The configuration.
-    pub config: Arc<Config>,
-    /// Set on shutdown: watches end.
-    pub shutdown: Arc<tokio::sync::watch::Sender<bool>>,
-    /// Request counts for `/metrics`.
-    pub metrics: metrics::Metrics,
-    /// Watch events rendered once and shared by every watcher that sends them.
-    pub watch_lines: Arc<watch::RenderedLines>,
-    /// Signs and checks ServiceAccount tokens.
-    pub tokens: registry::token::TokenSigner,
-    /// What admission keeps between requests (webhook clients, parsed configurations).
-    pub admission: admission::Kept,
-}
-
-/// Resolves `--webhook-service` mappings; unknown services fall back to DNS.
-struct MappedServices(HashMap<String, SocketAddr>);
-
-impl crdctl_conversion::webhook::ServiceResolver for MappedServices {
-    fn resolve(&self, service: &ServiceReference, port: u16) -> Result<SocketAddr, String> {
-        match self.0.get(&format!("{}/{}", service.namespace, service.name)) {
-            Some(address) => Ok(*address),
-            None => crdctl_conversion::webhook::DnsResolver.resolve(service, port),
-        }
-    }
-}
-
-impl AppState {
-    /// What strategies may use of the server.
-    pub fn context(&self) -> registry::resource::Context<'_> {
-        registry::resource::Context {
-            store: &self.store,
-            registry: &self.registry,
-            upgrade_safety: self.config.upgrade_safety,
-            service_ranges: &self.config.service_ranges,
-            tokens: &self.tokens,
-            server_token: self.config.token.as_deref(),
-            type_check: admission::type_checking::record,
-        }
-    }
-
-    /// Loads the CRDs, makes sure the built-in namespaces exist, and starts the registry.
-    pub async fn new(config: Config, store: Arc<dyn Store>) -> Result<AppState, StartError> {
-        let store: Arc<dyn Store> = match config.watch_cache {
-            true => Arc::new(crdctl_storage::cache::CachedStore::new(store, registry::resource_prefix)),
-            false => store,
-        };
-        for name in registry::builtin::namespace::BUILT_IN {
-            let object = registry::builtin::namespace::initial(name);
-            let bytes = serde_json::to_vec(&object).map_err(|e| StartError::Store(e.to_string()))?;
-            match store.create(&registry::builtin::namespace::key(name), bytes).await {
-                Ok(_) | Err(crdctl_storage::StoreError::AlreadyExists { .. }) => {}
-                Err(err) => return Err(StartError::Store(err.to_string())),
-            }
-            registry::builtin::namespace::create_default_service_account(&*store, name).await;
-        }
-        let tokens = registry::token::TokenSigner::load_or_create(&*store).await.map_err(StartError::Store)?;
-        let resolver = Arc::new(MappedServices(config.webhook_services.clone()));
-        let registry = Registry::start(Arc::clone(&store), resolver).await.map_err(|e| StartError::Store(e.message))?;
-        // A namespace whose deletion a stopped server left unfinished is finished now.
-        let namespaces =
-            crdctl_storage::ListOptions { prefix: registry::builtin::namespace::PREFIX, ..Default::default() };
-        let namespaces = store.list(namespaces).await.map_err(|e| StartError::Store(e.to_string()))?;
-        for entry in namespaces.entries {
-            let Some(object) = registry::decode(&entry.value, entry.mod_revision) else { continue };
-            if object::meta_field(&object, "deletionTimestamp").is_some() {
-                let name = object::name(&object).to_string();
-                tokio::spawn(registry::builtin::namespace::finalize(Arc::clone(&store), registry.clone(), name));
-            }
-        }
-        let state = AppState(Arc::new(Shared {
-            store,
-            registry,
-            config: Arc::new(config),
-            shutdown: Arc::new(tokio::sync::watch::Sender::new(false)),
-            metrics: metrics::Metrics::default(),
-            watch_lines: Arc::default(),
-            tokens,
-            admission: admission::Kept::default(),
-        }));
-        bootstrap::ensure(&state).await;
-        Ok(state)
-    }
-}
+pub use crate::state::{AppState, Config, Shared, StartError};
 
 async fn version() -> Response {
     let body = json!({
@@ -416,7 +221,15 @@ impl Server {
                 tokio::spawn(server.serve(router))
             }
         };
-        let controllers = tokio::spawn(migrator::run(state.clone()));
+        let controllers = tokio::spawn(migrator::run(migrator::Controller {
+            store: Arc::clone(&state.store),
+            registry: state.registry.clone(),
+            metrics: state.metrics.clone(),
+            shutdown: Arc::clone(&state.shutdown),
+            names: state.config.names.clone(),
+            leader_election: state.config.leader_election.clone(),
+            auto_migrate: state.config.auto_migrate,
+        }));
         Ok(Server { address, tls: state.config.tls.is_some(), state, handle, task, controllers })
     }
 

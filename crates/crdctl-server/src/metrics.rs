@@ -26,7 +26,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::request::{RequestInfo, Verb};
-use crate::rest::Params;
 
 /// The metric of the last-request timestamps, as `retire-version` looks it up.
 pub const LAST_REQUEST: &str = "crdctl_request_last_timestamp_seconds";
@@ -97,7 +96,12 @@ pub struct Request(RequestLabels);
 
 impl Request {
     /// The labels of a request to a resource path; `None` for discovery.
-    pub fn new(method: &Method, path: &RequestInfo, params: &Params, content_type: &str) -> Option<Request> {
+    pub fn new(
+        method: &Method,
+        path: &RequestInfo,
+        (watch, dry_run): (bool, bool),
+        content_type: &str,
+    ) -> Option<Request> {
         let resource = path.resource.clone()?;
         let scope = match (&path.name, &path.namespace) {
             (Some(_), _) => "resource",
@@ -105,8 +109,8 @@ impl Request {
             (None, None) => "cluster",
         };
         Some(Request(RequestLabels {
-            verb: verb(method, path, params, content_type),
-            dry_run: if params.dry_run.is_some() { "All" } else { "" },
+            verb: verb(method, path, watch, content_type),
+            dry_run: if dry_run { "All" } else { "" },
             group: path.group.clone(),
             version: path.version.clone(),
             resource,
@@ -221,8 +225,8 @@ impl Metrics {
 
 /// Upstream's verb label: `LIST` and `WATCH` for collection reads, `APPLY` for server-side
 /// apply, `DELETECOLLECTION`, otherwise the HTTP method.
-fn verb(method: &Method, path: &RequestInfo, params: &Params, content_type: &str) -> &'static str {
-    match Verb::of(method, path.name.is_some(), params.is_watch()) {
+fn verb(method: &Method, path: &RequestInfo, watch: bool, content_type: &str) -> &'static str {
+    match Verb::of(method, path.name.is_some(), watch) {
         Some(Verb::Watch) => "WATCH",
         Some(Verb::List) => "LIST",
         Some(Verb::Get) => "GET",

@@ -284,7 +284,7 @@ pub fn v2_document(registry: &Registry) -> Value {
     for (group, version) in group_versions(registry) {
         swagger.add(v3_document(registry, &group, &version).unwrap_or_default());
     }
-    let info = json!({"title": "Kubernetes", "version": crate::VERSION.git_version});
+    let info = json!({"title": "Kubernetes", "version": crate::discovery::VERSION.git_version});
     json!({"swagger": "2.0", "info": info, "paths": swagger.paths, "definitions": swagger.definitions})
 }
 
@@ -338,6 +338,6 @@ pub fn v2_protobuf_header() -> Vec<u8> {
         out.extend_from_slice(bytes);
         out
     }
-    let info = [field(1, b"Kubernetes"), field(2, crate::VERSION.git_version.as_bytes())].concat();
+    let info = [field(1, b"Kubernetes"), field(2, crate::discovery::VERSION.git_version.as_bytes())].concat();
     [field(1, b"2.0"), field(2, &info)].concat()
 }

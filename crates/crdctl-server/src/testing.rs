@@ -59,7 +59,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::{Config, Server, StartError};
+use crate::Server;
+use crate::state::{Config, StartError};
 
 /// How long [`TestServer::wait_established`] waits.
 const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -282,7 +283,7 @@ impl TestServer {
         let state = self.server.state();
         let endpoint = crate::rest::Endpoint::crds();
         crate::rest::create(
-            state,
+            state.verbs(),
             &endpoint,
             crd.clone(),
             &crate::rest::Params::default(),

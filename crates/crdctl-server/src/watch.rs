@@ -11,11 +11,10 @@ use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use bytes::Bytes;
 use crdctl_conversion::Shape;
-use crdctl_storage::{Event, EventKind, Revision, StoreError};
+use crdctl_storage::{Event, EventKind, Revision, Store, StoreError};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::negotiate::Representation;
 use crate::rest::{Endpoint, Params, decode_entry, read_list};
@@ -24,9 +23,22 @@ use crate::selector::{FieldSelector, LabelSelector};
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
+/// What a watch uses of the server, owned: it outlives the request that started it.
+#[derive(Clone)]
+pub struct Watching {
+    /// The store.
+    pub store: Arc<dyn Store>,
+    /// Set on shutdown: watches end.
+    pub shutdown: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Watch events rendered once and shared by every watcher that sends them.
+    pub lines: Arc<RenderedLines>,
+    /// How long a watch may find its client not reading before it is closed.
+    pub stall_timeout: Duration,
+}
+
 /// Starts a watch; the response streams until the timeout, the client leaves or the server stops.
 pub async fn watch(
-    state: AppState,
+    state: Watching,
     endpoint: Endpoint,
     params: Params,
     representation: Representation,
@@ -40,7 +52,7 @@ pub async fn watch(
         Some(rv) if !send_initial => (Vec::new(), crate::object::parse_resource_version(rv)?),
         _ => {
             let list_params = Params { limit: None, continue_: None, resource_version: None, ..params.clone() };
-            let read = read_list(&state, &endpoint, &list_params).await?;
+            let read = read_list(&*state.store, &endpoint, &list_params).await?;
             (read.objects()?, read.revision)
         }
     };
@@ -67,7 +79,7 @@ pub async fn watch(
 }
 
 struct Stream {
-    state: AppState,
+    state: Watching,
     endpoint: Endpoint,
     /// `<group>/<version>/<resource>`: which rendered lines this watch can share.
     api: Arc<str>,
@@ -89,7 +101,7 @@ impl Stream {
     /// Queues a line for the client; false once the watch is over (the client left, or stopped
     /// reading for longer than the stall timeout).
     async fn send_line(&self, line: Bytes) -> bool {
-        let stall_timeout = self.state.config.watch_stall_timeout;
+        let stall_timeout = self.state.stall_timeout;
         match self.tx.send_timeout(line, stall_timeout).await {
             Ok(()) => true,
             Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
@@ -183,7 +195,7 @@ impl Stream {
                 (EventKind::Delete, true, _) => "DELETED",
                 _ => return Ok(None),
             };
-            if let Some(line) = self.state.watch_lines.get(&key(type_)) {
+            if let Some(line) = self.state.lines.get(&key(type_)) {
                 return Ok(Some(line));
             }
         }
@@ -196,12 +208,12 @@ impl Stream {
             (EventKind::Put, Some(old), None) | (EventKind::Delete, Some(old), _) => ("DELETED", old),
             _ => return Ok(None),
         };
-        if let Some(line) = self.state.watch_lines.get(&key(type_)) {
+        if let Some(line) = self.state.lines.get(&key(type_)) {
             return Ok(Some(line));
         }
         crate::object::set_resource_version(&mut object, event.revision);
         let line = crate::render::event(&self.endpoint, self.representation, type_, self.present(object).await?);
-        self.state.watch_lines.insert(key(type_), line.clone());
+        self.state.lines.insert(key(type_), line.clone());
         Ok(Some(line))
     }
 }

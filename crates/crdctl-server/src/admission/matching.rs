@@ -4,8 +4,8 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::Context;
 use super::{Request, Webhook};
-use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 
 /// One of a webhook's `rules` (`RuleWithOperations`).
@@ -82,7 +82,7 @@ pub struct Matched<'w> {
 /// The webhooks `request` calls. A match condition that cannot be evaluated refuses the
 /// request under `failurePolicy: Fail` and skips the webhook under `Ignore`.
 pub async fn matching<'w>(
-    state: &AppState,
+    cx: Context<'_>,
     webhooks: &'w [Webhook],
     request: &Request<'_>,
     object: Option<&Value>,
@@ -93,13 +93,13 @@ pub async fn matching<'w>(
     for (at, webhook) in webhooks.iter().enumerate() {
         let version = match webhook.rules.iter().any(|rule| rule.matches(request)) {
             true => None,
-            false => match equivalent_version(state, webhook, request) {
+            false => match equivalent_version(cx, webhook, request) {
                 Some(version) => Some(version),
                 None => continue,
             },
         };
         let selectors = (webhook.namespace_selector.as_ref(), webhook.object_selector.as_ref());
-        if !select(state, request, (object, old), selectors, &mut namespace_labels).await? {
+        if !select(cx, request, (object, old), selectors, &mut namespace_labels).await? {
             continue;
         }
         match conditions_hold(webhook, request, object, old) {
@@ -114,11 +114,11 @@ pub async fn matching<'w>(
 
 /// Under `matchPolicy: Equivalent` (the default), another served version of the request's
 /// custom resource that the webhook's rules name.
-fn equivalent_version(state: &AppState, webhook: &Webhook, request: &Request<'_>) -> Option<String> {
+fn equivalent_version(cx: Context<'_>, webhook: &Webhook, request: &Request<'_>) -> Option<String> {
     if webhook.match_policy.as_deref() == Some("Exact") {
         return None;
     }
-    let served = state.registry.by_resource(request.group, request.resource)?;
+    let served = cx.registry.by_resource(request.group, request.resource)?;
     let versions = served.crd.definition.spec.versions.iter().filter(|v| v.served && v.name != request.version);
     versions
         .map(|v| v.name.clone())
@@ -128,18 +128,18 @@ fn equivalent_version(state: &AppState, webhook: &Webhook, request: &Request<'_>
 /// Whether a `namespaceSelector` selects the request's namespace and an `objectSelector` the
 /// object or the old object (absent or empty selectors select everything).
 pub async fn selectors_select(
-    state: &AppState,
+    cx: Context<'_>,
     request: &Request<'_>,
     objects: (Option<&Value>, Option<&Value>),
     namespace_selector: Option<&Value>,
     object_selector: Option<&Value>,
 ) -> ApiResult<bool> {
-    select(state, request, objects, (namespace_selector, object_selector), &mut None).await
+    select(cx, request, objects, (namespace_selector, object_selector), &mut None).await
 }
 
 /// [`selectors_select`], keeping the namespace's labels once read in `namespace_labels`.
 async fn select(
-    state: &AppState,
+    cx: Context<'_>,
     request: &Request<'_>,
     (object, old): (Option<&Value>, Option<&Value>),
     (namespace_selector, object_selector): (Option<&Value>, Option<&Value>),
@@ -148,7 +148,7 @@ async fn select(
     if let Some(selector) = namespace_selector.filter(|s| !is_empty(s)) {
         let labels = match namespace_labels {
             Some(labels) => labels,
-            None => namespace_labels.insert(labels_of_namespace(state, request, object).await?),
+            None => namespace_labels.insert(labels_of_namespace(cx, request, object).await?),
         };
         if !crate::selector::selects(selector, labels) {
             return Ok(false);
@@ -177,7 +177,7 @@ fn labels(object: &Value) -> Map<String, Value> {
 /// its own; none for other cluster-scoped objects (which every namespace selector lets through
 /// upstream, as there is no namespace to judge).
 async fn labels_of_namespace(
-    state: &AppState,
+    cx: Context<'_>,
     request: &Request<'_>,
     object: Option<&Value>,
 ) -> ApiResult<Map<String, Value>> {
@@ -185,7 +185,7 @@ async fn labels_of_namespace(
         return Ok(object.map(labels).unwrap_or_default());
     }
     let Some(namespace) = request.namespace else { return Ok(Map::new()) };
-    let entry = state
+    let entry = cx
         .store
         .get(&crate::registry::builtin::namespace::key(namespace))
         .await

@@ -41,8 +41,24 @@ use crdctl_model::crd::WebhookClientConfig;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::AppState;
+use crdctl_storage::Store;
+
 use crate::error::{ApiError, ApiResult, Subject};
+use crate::metrics::Metrics;
+use crate::registry::Registry;
+
+/// What admission uses of the server, borrowed for one request.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    /// The store.
+    pub store: &'a Arc<dyn Store>,
+    /// The served CRDs.
+    pub registry: &'a Registry,
+    /// What admission keeps between requests.
+    pub kept: &'a Kept,
+    /// Where policy checks are counted.
+    pub metrics: &'a Metrics,
+}
 
 /// The group of the admission configurations, which no webhook sees (as upstream: a webhook
 /// could otherwise lock out its own removal).
@@ -239,13 +255,13 @@ impl Phase {
 /// Every webhook of the stored configurations of `phase`: configurations by name, webhooks in
 /// the order listed. A configuration that does not parse is skipped, as upstream's informer
 /// would never have stored it.
-async fn webhooks(state: &AppState, phase: Phase) -> ApiResult<Vec<Webhook>> {
+async fn webhooks(cx: Context<'_>, phase: Phase) -> ApiResult<Vec<Webhook>> {
     #[derive(Deserialize)]
     struct Configuration {
         #[serde(default)]
         webhooks: Vec<Webhook>,
     }
-    let configurations = objects::read::<Configuration>(state, phase.prefix()).await?;
+    let configurations = objects::read::<Configuration>(cx, phase.prefix()).await?;
     Ok(configurations.iter().flat_map(|c| c.webhooks.iter().cloned()).collect())
 }
 
@@ -253,21 +269,21 @@ async fn webhooks(state: &AppState, phase: Phase) -> ApiResult<Vec<Webhook>> {
 /// `IfNeeded` webhooks run once more when a later webhook changed it. Returns the webhooks'
 /// warnings.
 pub async fn mutate(
-    state: &AppState,
+    cx: Context<'_>,
     request: &Request<'_>,
     object: &mut Value,
     old: Option<&Value>,
 ) -> ApiResult<Vec<String>> {
-    let webhooks = webhooks(state, Phase::Mutating).await?;
+    let webhooks = webhooks(cx, Phase::Mutating).await?;
     if webhooks.is_empty() || request.group == CONFIGURATION_GROUP {
         return Ok(Vec::new());
     }
-    let matched = matching::matching(state, &webhooks, request, Some(&*object), old).await?;
+    let matched = matching::matching(cx, &webhooks, request, Some(&*object), old).await?;
     let mut warnings = Vec::new();
     let mut changed_by: Vec<usize> = Vec::new();
     for matched in &matched {
         let before = object.clone();
-        let called = call_mutating(state, matched, request, object, old, &mut warnings).await;
+        let called = call_mutating(cx, matched, request, object, old, &mut warnings).await;
         called.map_err(|err| err.after_warnings(&warnings))?;
         if *object != before {
             changed_by.push(matched.at);
@@ -278,7 +294,7 @@ pub async fn mutate(
         m.webhook.reinvocation_policy.as_deref() == Some("IfNeeded") && changed_by.iter().any(|by| *by > m.at)
     });
     for matched in reinvoke {
-        let called = call_mutating(state, matched, request, object, old, &mut warnings).await;
+        let called = call_mutating(cx, matched, request, object, old, &mut warnings).await;
         called.map_err(|err| err.after_warnings(&warnings))?;
     }
     Ok(warnings)
@@ -287,20 +303,20 @@ pub async fn mutate(
 /// `object` at `version` of the request's custom resource (`matchPolicy: Equivalent`), or as
 /// it is.
 async fn at_version(
-    state: &AppState,
+    cx: Context<'_>,
     request: &Request<'_>,
     version: Option<&str>,
     object: Option<&Value>,
 ) -> ApiResult<Option<Value>> {
     let (Some(version), Some(object)) = (version, object) else { return Ok(object.cloned()) };
-    let Some(served) = state.registry.by_resource(request.group, request.resource) else {
+    let Some(served) = cx.registry.by_resource(request.group, request.resource) else {
         return Ok(Some(object.clone()));
     };
     Ok(served.convert(vec![object.clone()], version, crdctl_conversion::Shape::Object).await?.pop())
 }
 
 async fn call_mutating(
-    state: &AppState,
+    cx: Context<'_>,
     matched: &matching::Matched<'_>,
     request: &Request<'_>,
     object: &mut Value,
@@ -308,9 +324,9 @@ async fn call_mutating(
     warnings: &mut Vec<String>,
 ) -> ApiResult<()> {
     let (webhook, version) = (matched.webhook, matched.version.as_deref());
-    let mut seen = at_version(state, request, version, Some(&*object)).await?.unwrap_or(Value::Null);
-    let seen_old = at_version(state, request, version, old).await?;
-    match review::call(state, webhook, (request, version), Some(&seen), seen_old.as_ref(), Phase::Mutating).await {
+    let mut seen = at_version(cx, request, version, Some(&*object)).await?.unwrap_or(Value::Null);
+    let seen_old = at_version(cx, request, version, old).await?;
+    match review::call(cx, webhook, (request, version), Some(&seen), seen_old.as_ref(), Phase::Mutating).await {
         Ok(answer) => {
             warnings.extend(answer.warnings);
             audit::annotate_for(request, &webhook.name, &answer.audit_annotations);
@@ -322,8 +338,7 @@ async fn call_mutating(
                 // failure policy.
                 review::apply_patch(&mut seen, &patch).map_err(ApiError::internal_error)?;
                 // Back to the request's version when the webhook saw another.
-                *object =
-                    at_version(state, request, version.map(|_| request.version), Some(&seen)).await?.unwrap_or(seen);
+                *object = at_version(cx, request, version.map(|_| request.version), Some(&seen)).await?.unwrap_or(seen);
             }
             Ok(())
         }
@@ -340,51 +355,51 @@ async fn call_mutating(
 /// `None` on delete); the first denial, in webhook order, refuses the write. Returns the
 /// webhooks' warnings.
 pub async fn validate(
-    state: &AppState,
+    cx: Context<'_>,
     request: &Request<'_>,
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> ApiResult<Vec<String>> {
-    let webhooks = webhooks(state, Phase::Validating).await?;
-    validate_with(state, &webhooks, request, object, old).await
+    let webhooks = webhooks(cx, Phase::Validating).await?;
+    validate_with(cx, &webhooks, request, object, old).await
 }
 
 /// [`validate`] for a delete: the object being deleted (`old`, at the request's version) is
 /// only read when a validating webhook or a policy binding exists.
 pub async fn validate_delete(
-    state: &AppState,
+    cx: Context<'_>,
     request: &Request<'_>,
     old: impl Future<Output = ApiResult<Option<Value>>>,
 ) -> ApiResult<Vec<String>> {
-    let webhooks = webhooks(state, Phase::Validating).await?;
-    if webhooks.is_empty() && !policy::any_bound(state).await? {
+    let webhooks = webhooks(cx, Phase::Validating).await?;
+    if webhooks.is_empty() && !policy::any_bound(cx).await? {
         return Ok(Vec::new());
     }
     let old = old.await?;
-    validate_with(state, &webhooks, request, None, old.as_ref()).await
+    validate_with(cx, &webhooks, request, None, old.as_ref()).await
 }
 
 /// The policies, then the webhooks (kube-apiserver's plugin order).
 async fn validate_with(
-    state: &AppState,
+    cx: Context<'_>,
     webhooks: &[Webhook],
     request: &Request<'_>,
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> ApiResult<Vec<String>> {
-    let mut warnings = policy::validate(state, request, object, old).await?;
+    let mut warnings = policy::validate(cx, request, object, old).await?;
     if webhooks.is_empty() || request.group == CONFIGURATION_GROUP {
         return Ok(warnings);
     }
-    let matched = matching::matching(state, webhooks, request, object, old).await?;
+    let matched = matching::matching(cx, webhooks, request, object, old).await?;
     let calls = matched.iter().map(|matched| async move {
         let version = matched.version.as_deref();
-        let seen = at_version(state, request, version, object).await;
-        let seen_old = at_version(state, request, version, old).await;
+        let seen = at_version(cx, request, version, object).await;
+        let seen_old = at_version(cx, request, version, old).await;
         let answer = match (seen, seen_old) {
             (Ok(seen), Ok(seen_old)) => {
                 review::call(
-                    state,
+                    cx,
                     matched.webhook,
                     (request, version),
                     seen.as_ref(),

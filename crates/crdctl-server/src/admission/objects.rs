@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use crdctl_storage::{ListOptions, Revision};
 use serde::de::DeserializeOwned;
 
-use crate::AppState;
+use super::Context;
 use crate::error::{ApiError, ApiResult};
 
 /// Objects read per page.
@@ -25,7 +25,7 @@ pub struct Parsed(Arc<Mutex<HashMap<String, Kept>>>);
 /// Every object stored under `prefix` that parses as `T`, in key order (one that does not is
 /// skipped, as upstream's informer would never have stored it).
 pub async fn read<T: DeserializeOwned + Send + Sync + 'static>(
-    state: &AppState,
+    cx: Context<'_>,
     prefix: &str,
 ) -> ApiResult<Vec<Arc<T>>> {
     let mut all = Vec::new();
@@ -39,9 +39,9 @@ pub async fn read<T: DeserializeOwned + Send + Sync + 'static>(
             min_revision: Some(0),
             ..Default::default()
         };
-        let page = state.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
+        let page = cx.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
         after = page.entries.last().map(|entry| entry.key.clone());
-        let parsed = &state.admission.parsed;
+        let parsed = &cx.kept.parsed;
         let mut known = parsed.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         for entry in page.entries {
             seen.push(entry.key.clone());
@@ -68,8 +68,8 @@ pub async fn read<T: DeserializeOwned + Send + Sync + 'static>(
 }
 
 /// Whether anything is stored under `prefix`.
-pub async fn any(state: &AppState, prefix: &str) -> ApiResult<bool> {
+pub async fn any(cx: Context<'_>, prefix: &str) -> ApiResult<bool> {
     let options = ListOptions { prefix, limit: 1, min_revision: Some(0), ..Default::default() };
-    let page = state.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
+    let page = cx.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
     Ok(!page.entries.is_empty())
 }

@@ -20,9 +20,9 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::Context;
 use super::matching::{MatchCondition, Rule};
 use super::{CONFIGURATION_GROUP, Request};
-use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 
 const POLICIES: &str = "/registry/validatingadmissionpolicies/";
@@ -212,7 +212,7 @@ impl Evaluated {
 /// Runs every binding whose policy matches `request`; the warnings of `Warn` bindings, or the
 /// first denial.
 pub async fn validate(
-    state: &AppState,
+    cx: Context<'_>,
     request: &Request<'_>,
     object: Option<&Value>,
     old: Option<&Value>,
@@ -220,26 +220,26 @@ pub async fn validate(
     if request.group == CONFIGURATION_GROUP {
         return Ok(Vec::new());
     }
-    let bindings = super::objects::read::<Binding>(state, BINDINGS).await?;
+    let bindings = super::objects::read::<Binding>(cx, BINDINGS).await?;
     if bindings.is_empty() {
         return Ok(Vec::new());
     }
-    let policies = super::objects::read::<Policy>(state, POLICIES).await?;
+    let policies = super::objects::read::<Policy>(cx, POLICIES).await?;
     // What applies, with its parameters: the reads first, then every expression in one scope.
     let mut applying: Vec<(&Policy, &Binding, Parameters)> = Vec::new();
     for policy in policies.iter().map(|p| &**p) {
         let bound: Vec<&Binding> =
             bindings.iter().map(|b| &**b).filter(|b| b.spec.policy_name == policy.metadata.name).collect();
-        if bound.is_empty() || !matches(policy.spec.match_constraints.as_ref(), state, request, object, old).await? {
+        if bound.is_empty() || !matches(policy.spec.match_constraints.as_ref(), cx, request, object, old).await? {
             continue;
         }
         for binding in bound {
             if let Some(resources) = &binding.spec.match_resources
-                && !matches(Some(resources), state, request, object, old).await?
+                && !matches(Some(resources), cx, request, object, old).await?
             {
                 continue;
             }
-            applying.push((policy, binding, parameters(state, policy, binding, request).await));
+            applying.push((policy, binding, parameters(cx, policy, binding, request).await));
         }
     }
     if applying.is_empty() {
@@ -250,7 +250,7 @@ pub async fn validate(
     let [reads_old, reads_request, reads_namespace] =
         crdctl_schema::cel::reads(expressions, ["oldObject", "request", "namespaceObject"]);
     let namespace_object = match reads_namespace {
-        true => Some(namespace_of(state, request).await?.unwrap_or(Value::Null)),
+        true => Some(namespace_of(cx, request).await?.unwrap_or(Value::Null)),
         false => None,
     };
     let request_value = reads_request.then(|| super::matching::request_variable(request));
@@ -285,13 +285,13 @@ pub async fn validate(
             })
             .collect()
     });
-    enforce(state, request, evaluated)
+    enforce(cx, request, evaluated)
 }
 
 /// Acts on what each binding's evaluation found, as its `validationActions` say: the warnings,
 /// or the first denial.
 fn enforce(
-    state: &AppState,
+    cx: Context<'_>,
     request: &Request<'_>,
     evaluated: Vec<(&Policy, &Binding, Evaluated)>,
 ) -> ApiResult<Vec<String>> {
@@ -309,28 +309,28 @@ fn enforce(
         };
         super::audit::annotate_for(request, names.0, &evaluated.annotations);
         for _ in 0..evaluated.ignored {
-            state.metrics.record_policy_check(names, "invalid_error", "allow");
+            cx.metrics.record_policy_check(names, "invalid_error", "allow");
         }
         for failure in &evaluated.internal {
-            state.metrics.record_policy_check(names, failure.error_type, "deny");
+            cx.metrics.record_policy_check(names, failure.error_type, "deny");
             denial.get_or_insert_with(|| denied(failure));
         }
         for failure in &evaluated.failures {
             for action in &binding.spec.validation_actions {
                 match action.as_str() {
                     "Deny" => {
-                        state.metrics.record_policy_check(names, failure.error_type, "deny");
+                        cx.metrics.record_policy_check(names, failure.error_type, "deny");
                         denial.get_or_insert_with(|| denied(failure));
                     }
                     "Warn" => {
-                        state.metrics.record_policy_check(names, failure.error_type, "warn");
+                        cx.metrics.record_policy_check(names, failure.error_type, "warn");
                         warnings.push(format!(
                             "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
                             names.0, names.1, failure.message
                         ));
                     }
                     "Audit" => {
-                        state.metrics.record_policy_check(names, failure.error_type, "audit");
+                        cx.metrics.record_policy_check(names, failure.error_type, "audit");
                         audited.push(json!({"message": failure.message, "policy": names.0, "binding": names.1,
                             "expressionIndex": failure.validation, "validationActions": binding.spec.validation_actions}));
                     }
@@ -355,7 +355,7 @@ enum Parameters {
     Fail(Vec<Failure>),
 }
 
-async fn parameters(state: &AppState, policy: &Policy, binding: &Binding, request: &Request<'_>) -> Parameters {
+async fn parameters(cx: Context<'_>, policy: &Policy, binding: &Binding, request: &Request<'_>) -> Parameters {
     let fail_closed = policy.spec.failure_policy.as_deref() != Some("Ignore");
     let configuration_error = |message: String| {
         Parameters::Fail(match fail_closed {
@@ -366,7 +366,7 @@ async fn parameters(state: &AppState, policy: &Policy, binding: &Binding, reques
     match (&policy.spec.param_kind, &binding.spec.param_ref) {
         (None, _) => Parameters::Objects(vec![None]),
         (Some(_), None) => configuration_error("paramRef is required when paramKind is set".into()),
-        (Some(kind), Some(reference)) => match params(state, kind, reference, request).await {
+        (Some(kind), Some(reference)) => match params(cx, kind, reference, request).await {
             Ok(found) if found.is_empty() => Parameters::Fail(match reference.parameter_not_found_action.as_deref() {
                 Some("Deny") => vec![Failure {
                     error_type: "no_error",
@@ -381,14 +381,14 @@ async fn parameters(state: &AppState, policy: &Policy, binding: &Binding, reques
 }
 
 /// Whether any policy binding exists (what makes a delete read the object it deletes).
-pub async fn any_bound(state: &AppState) -> ApiResult<bool> {
-    super::objects::any(state, BINDINGS).await
+pub async fn any_bound(cx: Context<'_>) -> ApiResult<bool> {
+    super::objects::any(cx, BINDINGS).await
 }
 
 /// Whether `resources` (a policy's constraints, a binding's resources) match the request.
 async fn matches(
     resources: Option<&MatchResources>,
-    state: &AppState,
+    cx: Context<'_>,
     request: &Request<'_>,
     object: Option<&Value>,
     old: Option<&Value>,
@@ -400,7 +400,7 @@ async fn matches(
         return Ok(false);
     }
     super::matching::selectors_select(
-        state,
+        cx,
         request,
         (object, old),
         resources.namespace_selector.as_ref(),
@@ -411,12 +411,12 @@ async fn matches(
 
 /// The request's namespace, for `namespaceObject` (none for cluster-scoped requests and for
 /// Namespaces themselves, as upstream).
-async fn namespace_of(state: &AppState, request: &Request<'_>) -> ApiResult<Option<Value>> {
+async fn namespace_of(cx: Context<'_>, request: &Request<'_>) -> ApiResult<Option<Value>> {
     let Some(namespace) = request.namespace.filter(|_| !(request.group.is_empty() && request.resource == "namespaces"))
     else {
         return Ok(None);
     };
-    let entry = state
+    let entry = cx
         .store
         .get(&crate::registry::builtin::namespace::key(namespace))
         .await
@@ -488,13 +488,13 @@ fn evaluate(scope: &mut crdctl_schema::cel::AdmissionScope<'_>, policy: &Policy)
 /// selector selects, of the policy's `paramKind` (built-in or custom), in the reference's
 /// namespace or else the request's; why not, when the kind is not served.
 async fn params(
-    state: &AppState,
+    cx: Context<'_>,
     kind: &ParamKind,
     reference: &ParamRef,
     request: &Request<'_>,
 ) -> Result<Vec<Value>, String> {
     let (group, version) = kind.api_version.split_once('/').unwrap_or(("", kind.api_version.as_str()));
-    let Some(served) = state.registry.resource_of_kind((group, version, &kind.kind)) else {
+    let Some(served) = cx.registry.resource_of_kind((group, version, &kind.kind)) else {
         return Err(format!(
             "failed to find resource referenced by paramKind: '{}, Kind={}'",
             kind.api_version, kind.kind
@@ -513,12 +513,12 @@ async fn params(
     };
     let read = |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).ok();
     if let Some(name) = &reference.name {
-        let entry = state.store.get(&format!("{scoped}{name}")).await.map_err(|err| err.to_string())?;
+        let entry = cx.store.get(&format!("{scoped}{name}")).await.map_err(|err| err.to_string())?;
         return Ok(entry.and_then(|entry| read(&entry.value)).into_iter().collect());
     }
     let selector = reference.selector.clone().unwrap_or(Value::Object(Map::new()));
     let options = crdctl_storage::ListOptions { prefix: &scoped, ..Default::default() };
-    let page = state.store.list(options).await.map_err(|err| err.to_string())?;
+    let page = cx.store.list(options).await.map_err(|err| err.to_string())?;
     Ok(page
         .entries
         .iter()

@@ -4,8 +4,8 @@
 use crdctl_conversion::webhook::CallError;
 use serde_json::{Value, json};
 
+use super::Context;
 use super::{Phase, Request, Webhook};
-use crate::AppState;
 use crate::error::ApiError;
 
 /// What a webhook answered, once checked.
@@ -40,7 +40,7 @@ const REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 /// Calls `webhook` for `request` and checks its answer; `version`: the equivalent version the
 /// webhook sees the objects at, when not the request's.
 pub async fn call(
-    state: &AppState,
+    cx: Context<'_>,
     webhook: &Webhook,
     (request, version): (&Request<'_>, Option<&str>),
     object: Option<&Value>,
@@ -55,8 +55,7 @@ pub async fn call(
         webhook.admission_review_versions.iter().find(|v| REVIEW_VERSIONS.contains(&v.as_str())).ok_or_else(|| {
             Failure::Call("webhook does not accept known AdmissionReview versions (v1, v1beta1)".into())
         })?;
-    let endpoint =
-        state.admission.clients.endpoint(&webhook.client_config, state.registry.resolver()).map_err(Failure::Call)?;
+    let endpoint = cx.kept.clients.endpoint(&webhook.client_config, cx.registry.resolver()).map_err(Failure::Call)?;
     let uid = uuid::Uuid::new_v4().to_string();
     let bytes = review_request((review_version, version), &uid, request, object, old);
     let answer = endpoint.post(bytes.into(), webhook.timeout()).await.map_err(|err| match err {

@@ -20,11 +20,13 @@ pub mod lease;
 
 use std::sync::Arc;
 
-use crdctl_storage::{EventKind, ListOptions, StoreError};
+use crdctl_storage::{EventKind, ListOptions, Store, StoreError};
 use serde_json::{Value, json};
 
-use crate::AppState;
 use crate::error::ApiError;
+use crate::metrics::Metrics;
+use crate::object::NameGenerator;
+use crate::registry::Registry;
 use crate::registry::ServedCrd;
 use crate::registry::builtin::migration::{FAILED, RUNNING, SUCCEEDED, condition_true, str_at};
 
@@ -45,71 +47,90 @@ const PAGE: usize = 500;
 const WRITES_IN_FLIGHT: usize = 64;
 
 /// Runs the controllers while this replica leads, until the server shuts down; then gives the
+/// What the migrator uses of the server, owned: it runs as long as the server does.
+#[derive(Clone)]
+pub struct Controller {
+    /// The store.
+    pub store: Arc<dyn Store>,
+    /// The served CRDs.
+    pub registry: Registry,
+    /// Where migrations and leadership are counted.
+    pub metrics: Metrics,
+    /// Set on shutdown: the controller stops.
+    pub shutdown: Arc<tokio::sync::watch::Sender<bool>>,
+    /// How names are drawn for the migrations it creates.
+    pub names: NameGenerator,
+    /// How replicas elect the one that runs it.
+    pub leader_election: lease::Timings,
+    /// Create a `StorageVersionMigration` whenever a CRD's storage version changes.
+    pub auto_migrate: bool,
+}
+
 /// Lease up.
-pub async fn run(state: AppState) {
-    let elector = lease::Elector::new(Arc::clone(&state.store), LEASE, state.config.leader_election.clone());
-    let mut stop = state.shutdown.subscribe();
+pub async fn run(cx: Controller) {
+    let elector = lease::Elector::new(Arc::clone(&cx.store), LEASE, cx.leader_election.clone());
+    let mut stop = cx.shutdown.subscribe();
     while elector.acquire(&mut stop).await {
         tracing::info!(identity = elector.identity(), "leading the controllers");
-        state.metrics.set_leading(LEASE, true);
+        cx.metrics.set_leading(LEASE, true);
         tokio::select! {
-            _ = lead(&state) => {}
+            _ = lead(&cx) => {}
             _ = elector.keep() => tracing::warn!(identity = elector.identity(), "lost the controllers' lease"),
             _ = stop.wait_for(|stopped| *stopped) => {}
         }
-        state.metrics.set_leading(LEASE, false);
+        cx.metrics.set_leading(LEASE, false);
     }
     elector.release().await;
 }
 
 /// What the leader runs: the migrator, and the trigger when asked for.
-async fn lead(state: &AppState) {
-    if state.config.auto_migrate {
-        tokio::join!(migrations(state), trigger(state));
+async fn lead(cx: &Controller) {
+    if cx.auto_migrate {
+        tokio::join!(migrations(cx), trigger(cx));
     } else {
-        migrations(state).await;
+        migrations(cx).await;
     }
 }
 
 /// Follows the migrations: every unfinished one at start, then each as it is created or changed.
-async fn migrations(state: &AppState) {
+async fn migrations(cx: &Controller) {
     loop {
-        let Ok(page) = state.store.list(ListOptions { prefix: PREFIX, ..Default::default() }).await else {
+        let Ok(page) = cx.store.list(ListOptions { prefix: PREFIX, ..Default::default() }).await else {
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;
             continue;
         };
         for entry in &page.entries {
-            sync(state, &entry.key).await;
+            sync(cx, &entry.key).await;
         }
-        let Ok(mut watch) = state.store.watch(PREFIX, page.revision).await else { continue };
+        let Ok(mut watch) = cx.store.watch(PREFIX, page.revision).await else { continue };
         while let Some(Ok(event)) = watch.next().await {
             if event.kind == EventKind::Put {
-                sync(state, &event.key).await;
+                sync(cx, &event.key).await;
             }
         }
     }
 }
 
 /// Creates a migration whenever a CRD's storage version changes (`--auto-migrate`).
-async fn trigger(state: &AppState) {
+async fn trigger(cx: &Controller) {
     let mut storage_versions: std::collections::BTreeMap<String, String> =
-        state.registry.all().iter().map(|(name, crd)| (name.clone(), crd.storage_version().to_string())).collect();
-    let mut changes = state.registry.changes();
+        cx.registry.all().iter().map(|(name, crd)| (name.clone(), crd.storage_version().to_string())).collect();
+    let mut changes = cx.registry.changes();
     while changes.changed().await.is_ok() {
-        for (name, crd) in state.registry.all().iter() {
+        for (name, crd) in cx.registry.all().iter() {
             let storage = crd.storage_version().to_string();
             let before = storage_versions.insert(name.clone(), storage.clone());
             if before.is_some_and(|before| before != storage) && crd.established() {
-                create_for(state, crd).await;
+                create_for(cx, crd).await;
             }
         }
     }
 }
 
 /// A new migration of `crd`'s resource, named `<plural>.<group>-<suffix>`.
-async fn create_for(state: &AppState, crd: &ServedCrd) {
+async fn create_for(cx: &Controller, crd: &ServedCrd) {
     let prefix = format!("{}.{}-", crd.plural(), crd.group());
-    let name = state.config.names.generate(&prefix);
+    let name = cx.names.generate(&prefix);
     let mut migration = json!({
         "apiVersion": "storagemigration.k8s.io/v1beta1",
         "kind": "StorageVersionMigration",
@@ -118,7 +139,7 @@ async fn create_for(state: &AppState, crd: &ServedCrd) {
     });
     crate::object::prepare_create(&mut migration, None);
     let Ok(bytes) = crate::rest::encode(&migration) else { return };
-    match state.store.create(&format!("{PREFIX}{name}"), bytes).await {
+    match cx.store.create(&format!("{PREFIX}{name}"), bytes).await {
         Ok(_) => tracing::info!(migration = %name, crd = crd.crd.name(), "storage version changed; migration created"),
         Err(err) => tracing::warn!(crd = crd.crd.name(), error = %err, "cannot create a storage version migration"),
     }
@@ -133,12 +154,12 @@ enum Target {
 }
 
 impl Target {
-    fn find(state: &AppState, group: &str, resource: &str) -> Option<Target> {
-        if let Some(crd) = state.registry.by_resource(group, resource).filter(|crd| crd.established()) {
+    fn find(cx: &Controller, group: &str, resource: &str) -> Option<Target> {
+        if let Some(crd) = cx.registry.by_resource(group, resource).filter(|crd| crd.established()) {
             return Some(Target::Custom(crd));
         }
         let mut groups = crate::discovery::core_groups();
-        groups.extend(crate::discovery::groups(&state.registry));
+        groups.extend(crate::discovery::groups(&cx.registry));
         let served = groups
             .iter()
             .filter(|g| g.name == group)
@@ -150,26 +171,26 @@ impl Target {
 
 /// Brings one migration forward; errors are logged and the migration is taken up again at the
 /// next change or start-up.
-async fn sync(state: &AppState, key: &str) {
-    if let Err(err) = try_sync(state, key).await {
+async fn sync(cx: &Controller, key: &str) {
+    if let Err(err) = try_sync(cx, key).await {
         tracing::warn!(migration = key.trim_start_matches(PREFIX), error = %err.message, "storage version migration");
     }
 }
 
-async fn try_sync(state: &AppState, key: &str) -> Result<(), ApiError> {
-    let Some(migration) = read(state, key).await? else { return Ok(()) };
+async fn try_sync(cx: &Controller, key: &str) -> Result<(), ApiError> {
+    let Some(migration) = read(cx, key).await? else { return Ok(()) };
     if condition_true(&migration, SUCCEEDED) || condition_true(&migration, FAILED) {
         return Ok(());
     }
     let group = str_at(&migration, "/spec/resource/group");
     let resource = str_at(&migration, "/spec/resource/resource");
-    let target = Target::find(state, group, resource);
+    let target = Target::find(cx, group, resource);
     if str_at(&migration, "/status/resourceVersion").is_empty() {
         if target.is_none() {
-            return finish(state, key, FAILED, FAILED_REASON, "resource does not exist in discovery").await;
+            return finish(cx, key, FAILED, FAILED_REASON, "resource does not exist in discovery").await;
         }
-        let revision = state.store.revision().await.map_err(unavailable)?;
-        update_status(state, key, |status| {
+        let revision = cx.store.revision().await.map_err(unavailable)?;
+        update_status(cx, key, |status| {
             if status.get("resourceVersion").and_then(Value::as_str).is_none_or(str::is_empty) {
                 status.insert("resourceVersion".into(), json!(revision.to_string()));
             }
@@ -177,11 +198,11 @@ async fn try_sync(state: &AppState, key: &str) -> Result<(), ApiError> {
         .await?;
     }
     let Some(target) = target else {
-        return finish(state, key, FAILED, FAILED_REASON, "resource not found").await;
+        return finish(cx, key, FAILED, FAILED_REASON, "resource not found").await;
     };
-    update_status(state, key, |status| set_condition(status, RUNNING, RUNNING_REASON, "")).await?;
+    update_status(cx, key, |status| set_condition(status, RUNNING, RUNNING_REASON, "")).await?;
     let migrated = match target {
-        Target::Custom(crd) => rewrite(state, &crd).await,
+        Target::Custom(crd) => rewrite(cx, &crd).await,
         Target::BuiltIn => Ok(0),
     };
     let name = key.trim_start_matches(PREFIX);
@@ -189,27 +210,27 @@ async fn try_sync(state: &AppState, key: &str) -> Result<(), ApiError> {
     match migrated {
         Ok(count) => {
             tracing::info!(migration = name, resource = %labels, rewritten = count, "storage version migration succeeded");
-            state.metrics.record_migration(&labels, "succeeded", count);
-            finish(state, key, SUCCEEDED, SUCCEEDED_REASON, "").await
+            cx.metrics.record_migration(&labels, "succeeded", count);
+            finish(cx, key, SUCCEEDED, SUCCEEDED_REASON, "").await
         }
         Err(err) => {
             tracing::warn!(migration = name, resource = %labels, error = %err.message, "storage version migration failed");
-            state.metrics.record_migration(&labels, "failed", 0);
-            finish(state, key, FAILED, FAILED_REASON, "migration encountered unhandled error").await
+            cx.metrics.record_migration(&labels, "failed", 0);
+            finish(cx, key, FAILED, FAILED_REASON, "migration encountered unhandled error").await
         }
     }
 }
 
 /// Rewrites every object of `crd` stored in another version than its storage version; how
 /// many were rewritten.
-async fn rewrite(state: &AppState, crd: &ServedCrd) -> Result<u64, ApiError> {
+async fn rewrite(cx: &Controller, crd: &ServedCrd) -> Result<u64, ApiError> {
     let prefix = crd.prefix(None);
     let storage = crd.api_version(crd.storage_version());
     let mut after: Option<String> = None;
     let mut rewritten = 0;
     loop {
         let options = ListOptions { prefix: &prefix, start_after: after.as_deref(), limit: PAGE, ..Default::default() };
-        let page = state.store.list(options).await.map_err(unavailable)?;
+        let page = cx.store.list(options).await.map_err(unavailable)?;
         after = page.entries.last().map(|entry| entry.key.clone());
         let mut stale = Vec::new();
         let mut objects = Vec::new();
@@ -230,7 +251,7 @@ async fn rewrite(state: &AppState, crd: &ServedCrd) -> Result<u64, ApiError> {
                 if writes.len() >= WRITES_IN_FLIGHT {
                     rewritten += joined(writes.join_next().await)?;
                 }
-                writes.spawn(rewrite_one(Arc::clone(&state.store), entry, object));
+                writes.spawn(rewrite_one(Arc::clone(&cx.store), entry, object));
             }
             while !writes.is_empty() {
                 rewritten += joined(writes.join_next().await)?;
@@ -267,8 +288,8 @@ async fn rewrite_one(
 }
 
 /// Sets a final condition (`Succeeded` or `Failed`), `Running` going `False`.
-async fn finish(state: &AppState, key: &str, kind: &str, reason: &str, message: &str) -> Result<(), ApiError> {
-    update_status(state, key, |status| set_condition(status, kind, reason, message)).await
+async fn finish(cx: &Controller, key: &str, kind: &str, reason: &str, message: &str) -> Result<(), ApiError> {
+    update_status(cx, key, |status| set_condition(status, kind, reason, message)).await
 }
 
 /// upstream's `setStatusConditions`: nothing if `kind` is already true; a final condition sets
@@ -293,19 +314,19 @@ fn set_condition(status: &mut serde_json::Map<String, Value>, kind: &str, reason
 
 /// Changes a migration's status in the store, re-reading and changing again on a conflict.
 async fn update_status(
-    state: &AppState,
+    cx: &Controller,
     key: &str,
     change: impl Fn(&mut serde_json::Map<String, Value>),
 ) -> Result<(), ApiError> {
     loop {
-        let Some(entry) = state.store.get(key).await.map_err(unavailable)? else { return Ok(()) };
+        let Some(entry) = cx.store.get(key).await.map_err(unavailable)? else { return Ok(()) };
         let mut migration = crate::registry::decode_entry(&entry)?;
         let before = migration.get("status").cloned();
         change(crate::object::object_mut(&mut migration, "status"));
         if migration.get("status") == before.as_ref() {
             return Ok(());
         }
-        match state.store.update(key, crate::rest::encode(&migration)?, entry.mod_revision).await {
+        match cx.store.update(key, crate::rest::encode(&migration)?, entry.mod_revision).await {
             Ok(_) => return Ok(()),
             Err(StoreError::Conflict { .. }) => continue,
             Err(StoreError::NotFound { .. }) => return Ok(()),
@@ -314,8 +335,8 @@ async fn update_status(
     }
 }
 
-async fn read(state: &AppState, key: &str) -> Result<Option<Value>, ApiError> {
-    let entry = state.store.get(key).await.map_err(unavailable)?;
+async fn read(cx: &Controller, key: &str) -> Result<Option<Value>, ApiError> {
+    let entry = cx.store.get(key).await.map_err(unavailable)?;
     entry.map(|entry| crate::registry::decode_entry(&entry)).transpose()
 }
 

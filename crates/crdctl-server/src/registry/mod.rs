@@ -1,6 +1,10 @@
 //! The CRDs the server serves, kept current by a watch on their keys in the store (not by the
-//! request that wrote them), so every replica on one store routes alike; and the per-concern
-//! strategies of the three kinds of resource: [`crd`], [`custom_resource`], [`namespace`].
+//! request that wrote them), so every replica on one store routes alike; the one
+//! [`resource::Resource`] trait every served resource implements — custom resources in
+//! [`custom_resource`], built-in ones in [`builtin`] (namespaces, events and CRDs among them:
+//! [`builtin::namespace`], [`event`], [`crd`] with its upgrade gate [`upgrade`]); and what
+//! strategies share: the token signer ([`token`]) and the ranges Services draw from
+//! ([`ranges`]).
 //!
 //! Upstream counterparts: apiextensions' `pkg/apiserver/customresource_handler.go`
 //! (`crdInfo`, serving info per CRD) and `pkg/registry/`.

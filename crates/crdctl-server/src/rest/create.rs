@@ -5,7 +5,6 @@ use axum::http::StatusCode;
 use crdctl_storage::{Entry, ListOptions, StoreError};
 use serde_json::Value;
 
-use crate::AppState;
 use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
@@ -14,7 +13,8 @@ use crate::registry::builtin::namespace;
 use crate::registry::unknown_fields::FieldValidation;
 
 use super::{
-    Body, Endpoint, Params, Reply, Subresource, Writes, decode_entry, encode, store_error, without_managed_fields,
+    Body, Context, Endpoint, Params, Reply, Subresource, Writes, decode_entry, encode, store_error,
+    without_managed_fields,
 };
 
 /// Who owns the fields of a created object.
@@ -32,20 +32,20 @@ const GENERATE_NAME_ATTEMPTS: u32 = 8;
 
 /// POST: create an object.
 pub async fn create(
-    state: &AppState,
+    cx: Context<'_>,
     endpoint: &Endpoint,
     mut object: Value,
     params: &Params,
     managed: Managed,
 ) -> ApiResult<Reply> {
-    let writes = Writes::new(state, params.dry_run_of("CreateOptions")?);
-    if let Some(answered) = endpoint.served.review(state.context(), &mut object)? {
+    let writes = Writes::new(cx, params.dry_run_of("CreateOptions")?);
+    if let Some(answered) = endpoint.served.review(cx.resources, &mut object)? {
         return Ok(Reply::of(StatusCode::CREATED, Body::Value(answered), Vec::new()));
     }
     let mut warnings = Vec::new();
     let generate_from = crate::object::name_to_generate(&object);
     if let Some(prefix) = &generate_from {
-        crate::object::set_name(&mut object, state.config.names.generate(prefix));
+        crate::object::set_name(&mut object, cx.names.generate(prefix));
     }
     if let Some(namespace) = &endpoint.namespace {
         let body_namespace = crate::object::meta_str(&object, "namespace").unwrap_or(namespace);
@@ -54,16 +54,16 @@ pub async fn create(
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-        require_namespace(state, namespace, endpoint.subject(crate::object::name(&object))).await?;
+        require_namespace(cx, namespace, endpoint.subject(crate::object::name(&object))).await?;
     }
     let admitted_name = crate::object::name(&object).to_string();
     let admission =
         endpoint.admission(Operation::Create, (&admitted_name, ""), writes.dry_run(), params.field_manager.as_deref());
-    warnings.extend(admission::mutate(state, &admission, &mut object, None).await?);
+    warnings.extend(admission::mutate(cx.admission, &admission, &mut object, None).await?);
     let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
     let at = (endpoint.version.as_str(), endpoint.namespace.as_deref());
-    warnings.extend(endpoint.served.admit_create(state.context(), &mut object, at, field_validation)?);
-    let validated = admission::validate(state, &admission, Some(&object), None).await;
+    warnings.extend(endpoint.served.admit_create(cx.resources, &mut object, at, field_validation)?);
+    let validated = admission::validate(cx.admission, &admission, Some(&object), None).await;
     warnings.extend(validated.map_err(|err| err.after_warnings(&warnings))?);
     if managed == Managed::Record
         && let Some(scope) = endpoint.field_scope(Subresource::Main)
@@ -75,7 +75,7 @@ pub async fn create(
     let mut name = crate::object::name(&object).to_string();
     endpoint.served.refuse_create(endpoint.subject(&name))?;
     let mut stored = endpoint.served.to_storage(object).await?;
-    let reserved = endpoint.served.reserve(state.context(), writes.store(), &mut stored, None).await?;
+    let reserved = endpoint.served.reserve(cx.resources, writes.store(), &mut stored, None).await?;
     // A generated name that exists already is drawn again, as kube-apiserver does since 1.32
     // (`RetryGenerateName`): the whole create is tried with a new name up to 8 times.
     let mut attempts = 1;
@@ -90,7 +90,7 @@ pub async fn create(
         match (written, &generate_from) {
             (Err(StoreError::AlreadyExists { .. }), Some(prefix)) if attempts < GENERATE_NAME_ATTEMPTS => {
                 attempts += 1;
-                name = state.config.names.generate(prefix);
+                name = cx.names.generate(prefix);
                 crate::object::set_name(&mut stored, name.clone());
             }
             (Err(StoreError::AlreadyExists { .. }), Some(_)) => {
@@ -104,7 +104,7 @@ pub async fn create(
             (Ok(entry), _) => break entry,
         }
     };
-    writes.after_write(state, endpoint, Written::Created(&name), entry.mod_revision).await;
+    writes.after_write(cx, endpoint, Written::Created(&name), entry.mod_revision).await;
     let body = endpoint.present_created(stored, &entry).await?;
     Ok(Reply::with_warnings(StatusCode::CREATED, body, warnings))
 }
@@ -113,15 +113,15 @@ pub async fn create(
 /// about the object `creating`): the namespace from the watch cache if it is
 /// there (a stale answer errs only towards a recently deleted namespace, as upstream's informer
 /// does), else a current read, so a namespace created a moment ago is found.
-async fn require_namespace(state: &AppState, name: &str, creating: Subject<'_>) -> ApiResult<()> {
+async fn require_namespace(cx: Context<'_>, name: &str, creating: Subject<'_>) -> ApiResult<()> {
     let key = namespace::key(name);
     let unavailable = |err: StoreError| ApiError::unavailable(err.to_string());
     // The namespace's own key sorts first under it: one entry is enough.
     let cached = ListOptions { prefix: &key, limit: 1, min_revision: Some(0), ..Default::default() };
-    let cached = state.store.list(cached).await.map_err(unavailable)?.entries.into_iter().find(|e| e.key == key);
+    let cached = cx.store.list(cached).await.map_err(unavailable)?.entries.into_iter().find(|e| e.key == key);
     let found = match cached {
         Some(entry) => Some(entry),
-        None => state.store.get(&key).await.map_err(unavailable)?,
+        None => cx.store.get(&key).await.map_err(unavailable)?,
     };
     match found {
         Some(entry) if being_deleted(&entry)? => Err(ApiError::forbidden(
@@ -151,9 +151,9 @@ fn being_deleted(entry: &Entry) -> ApiResult<bool> {
 }
 
 /// POST `serviceaccounts/<name>/token`: a signed token for the account, in the `TokenRequest`.
-pub async fn request_token(state: &AppState, endpoint: &Endpoint, name: &str, request: Value) -> ApiResult<Reply> {
-    let entry = state.store.get(&endpoint.key(name)).await.map_err(store_error(endpoint, name))?;
+pub async fn request_token(cx: Context<'_>, endpoint: &Endpoint, name: &str, request: Value) -> ApiResult<Reply> {
+    let entry = cx.store.get(&endpoint.key(name)).await.map_err(store_error(endpoint, name))?;
     let account = decode_entry(&entry.ok_or_else(|| ApiError::not_found(endpoint.subject(name)))?)?;
-    let answered = crate::registry::token::request(&state.tokens, &account, request)?;
+    let answered = crate::registry::token::request(cx.resources.tokens, &account, request)?;
     Ok(Reply::of(StatusCode::CREATED, Body::Value(answered), Vec::new()))
 }

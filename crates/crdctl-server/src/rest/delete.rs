@@ -6,7 +6,6 @@ use crdctl_conversion::Shape;
 use crdctl_storage::StoreError;
 use serde_json::{Value, json};
 
-use crate::AppState;
 use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult};
 use crate::negotiate::{self, BodyType};
@@ -15,7 +14,8 @@ use crate::registry::builtin::Written;
 
 use super::read::read_list;
 use super::{
-    DryRun, Endpoint, Params, Reply, UPDATE_RETRY_FOR, Writes, check_preconditions, decode_entry, encode, store_error,
+    Context, DryRun, Endpoint, Params, Reply, UPDATE_RETRY_FOR, Writes, check_preconditions, decode_entry, encode,
+    store_error,
 };
 
 /// A DELETE's options, from its body when it has one, else from the query, as upstream's
@@ -56,18 +56,18 @@ impl DeleteOptions {
 }
 
 /// DELETE one object: finalizers first mark it; otherwise it is removed.
-pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: &DeleteOptions) -> ApiResult<Reply> {
-    let writes = Writes::new(state, options.dry_run);
+pub async fn delete(cx: Context<'_>, endpoint: &Endpoint, name: &str, options: &DeleteOptions) -> ApiResult<Reply> {
+    let writes = Writes::new(cx, options.dry_run);
     let deadline = std::time::Instant::now() + UPDATE_RETRY_FOR;
     while std::time::Instant::now() < deadline {
         let key = endpoint.key(name);
-        let current = state.store.get(&key).await.map_err(store_error(endpoint, name))?;
+        let current = cx.store.get(&key).await.map_err(store_error(endpoint, name))?;
         let current = current.ok_or_else(|| ApiError::not_found(endpoint.subject(name)))?;
         let mut object = decode_entry(&current)?;
         check_preconditions(endpoint, name, &object, options.sent.as_ref())?;
         let admission = endpoint.admission(Operation::Delete, (name, ""), writes.dry_run(), None);
         let seen = async { Ok(endpoint.present(vec![object.clone()], Shape::Object).await?.pop()) };
-        admission::validate_delete(state, &admission, seen).await?;
+        admission::validate_delete(cx.admission, &admission, seen).await?;
         let result = match endpoint.served.on_delete(&mut object)? {
             OnDelete::AlreadyMarked => return Ok(Reply::ok(endpoint.present_entry(&current).await?)),
             OnDelete::Mark => writes.store().update(&key, encode(&object)?, current.mod_revision).await.map(Some),
@@ -81,7 +81,7 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
         };
         match result {
             Ok(Some(entry)) => {
-                writes.after_write(state, endpoint, Written::Marked(name), entry.mod_revision).await;
+                writes.after_write(cx, endpoint, Written::Marked(name), entry.mod_revision).await;
                 return Ok(Reply::ok(endpoint.present_entry(&entry).await?));
             }
             Ok(None) => {
@@ -103,12 +103,12 @@ pub async fn delete(state: &AppState, endpoint: &Endpoint, name: &str, options: 
 
 /// DELETE a collection: every object the selectors match.
 pub async fn delete_collection(
-    state: &AppState,
+    cx: Context<'_>,
     endpoint: &Endpoint,
     params: &Params,
     options: &DeleteOptions,
 ) -> ApiResult<Reply> {
-    let read = read_list(state, endpoint, &Params { limit: None, continue_: None, ..params.clone() }).await?;
+    let read = read_list(&**cx.store, endpoint, &Params { limit: None, continue_: None, ..params.clone() }).await?;
     let revision = read.revision;
     let mut deleted = Vec::new();
     for object in read.objects()? {
@@ -117,7 +117,7 @@ pub async fn delete_collection(
         if endpoint.namespaced && scoped.namespace.is_none() {
             scoped.namespace = crate::object::meta_str(&object, "namespace").map(str::to_string);
         }
-        match delete(state, &scoped, &name, options).await {
+        match delete(cx, &scoped, &name, options).await {
             Ok(_) => deleted.push(object),
             Err(err) if err.code == StatusCode::NOT_FOUND => {}
             Err(err) => return Err(err),

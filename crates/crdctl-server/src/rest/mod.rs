@@ -16,14 +16,14 @@ use crdctl_model::field::{ErrorType, Path};
 use crdctl_storage::{Entry, Store, StoreError};
 use serde_json::Value;
 
-use crate::AppState;
 use crate::admission;
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
+use crate::object::NameGenerator;
 use crate::registry::builtin::{BuiltIn, CUSTOM_RESOURCE_DEFINITIONS};
 use crate::registry::resource::{self, Part, Resource, Written};
 use crate::registry::scale;
-use crate::registry::{Items, ServedCrd};
+use crate::registry::{Items, Registry, ServedCrd};
 use crate::selector::FieldSelector;
 use crate::table::Column;
 
@@ -41,6 +41,21 @@ pub use update::{Change, update};
 /// `GuaranteedUpdate` retries for as long as the request may run; many writers on one object,
 /// through several replicas, lose many races).
 const UPDATE_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// What the verbs use of the server, borrowed from its state for one request.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    /// The store.
+    pub store: &'a Arc<dyn Store>,
+    /// The served CRDs.
+    pub registry: &'a Registry,
+    /// How names are drawn for `generateName`.
+    pub names: &'a NameGenerator,
+    /// What admission uses.
+    pub admission: admission::Context<'a>,
+    /// What strategies use.
+    pub resources: resource::Context<'a>,
+}
 
 /// A resource at a version, in a namespace or across all of them.
 #[derive(Debug, Clone)]
@@ -196,10 +211,10 @@ pub(crate) struct Writes {
 }
 
 impl Writes {
-    pub(crate) fn new(state: &AppState, dry_run: DryRun) -> Writes {
+    pub(crate) fn new(cx: Context<'_>, dry_run: DryRun) -> Writes {
         let store = match dry_run {
-            DryRun::No => Arc::clone(&state.store),
-            DryRun::All => Arc::new(crdctl_storage::dry_run::DryRun::over(Arc::clone(&state.store))),
+            DryRun::No => Arc::clone(cx.store),
+            DryRun::All => Arc::new(crdctl_storage::dry_run::DryRun::over(Arc::clone(cx.store))),
         };
         Writes { store, dry_run }
     }
@@ -214,9 +229,9 @@ impl Writes {
 
     /// What follows a write (a namespace's default ServiceAccount or its finalization, a CRD
     /// served); nothing follows a dry run.
-    async fn after_write(&self, state: &AppState, endpoint: &Endpoint, written: Written<'_>, revision: u64) {
+    async fn after_write(&self, cx: Context<'_>, endpoint: &Endpoint, written: Written<'_>, revision: u64) {
         if self.dry_run == DryRun::No {
-            endpoint.served.after_write(state.context(), written, revision).await;
+            endpoint.served.after_write(cx.resources, written, revision).await;
         }
     }
 }

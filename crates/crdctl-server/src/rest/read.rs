@@ -4,15 +4,14 @@
 use axum::http::StatusCode;
 use base64::Engine;
 use crdctl_conversion::Shape;
-use crdctl_storage::{Entry, ListOptions, Revision, StoreError};
+use crdctl_storage::{Entry, ListOptions, Revision, Store, StoreError};
 use serde_json::{Value, json};
 
-use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::negotiate::Representation;
 use crate::selector::{FieldSelector, LabelSelector};
 
-use super::{Endpoint, Params, Reply, decode_entry, store_error};
+use super::{Context, Endpoint, Params, Reply, decode_entry, store_error};
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ContinueToken {
@@ -22,8 +21,8 @@ struct ContinueToken {
 }
 
 /// GET one object.
-pub async fn get(state: &AppState, endpoint: &Endpoint, name: &str) -> ApiResult<Reply> {
-    let entry = state.store.get(&endpoint.key(name)).await.map_err(store_error(endpoint, name))?;
+pub async fn get(cx: Context<'_>, endpoint: &Endpoint, name: &str) -> ApiResult<Reply> {
+    let entry = cx.store.get(&endpoint.key(name)).await.map_err(store_error(endpoint, name))?;
     let entry = entry.ok_or_else(|| ApiError::not_found(endpoint.subject(name)))?;
     Ok(Reply::of(StatusCode::OK, endpoint.reply_entry(&entry).await?, Vec::new()))
 }
@@ -77,7 +76,7 @@ fn selected(entry: &Entry, labels: &LabelSelector, fields: &FieldSelector) -> Ap
 }
 
 /// Reads a list, or one page of it.
-pub async fn read_list(state: &AppState, endpoint: &Endpoint, params: &Params) -> ApiResult<ListRead> {
+pub async fn read_list(store: &dyn Store, endpoint: &Endpoint, params: &Params) -> ApiResult<ListRead> {
     let labels = LabelSelector::parse(params.label_selector.as_deref().unwrap_or_default())?;
     let fields = endpoint.field_selector(params)?;
     let prefix = endpoint.prefix();
@@ -87,7 +86,7 @@ pub async fn read_list(state: &AppState, endpoint: &Endpoint, params: &Params) -
             let token = decode_continue(token)?;
             (Some(token.rv), None, Some(format!("{prefix}{}", token.start)))
         }
-        None => match list_revision(state, params).await? {
+        None => match list_revision(store, params).await? {
             ReadAt::Current => (None, None, None),
             ReadAt::Exact(revision) => (Some(revision), None, None),
             ReadAt::NotOlderThan(revision) => (None, Some(revision), None),
@@ -96,8 +95,7 @@ pub async fn read_list(state: &AppState, endpoint: &Endpoint, params: &Params) -
     let limit = params.limit.unwrap_or(0);
     let mut entries = Vec::new();
     loop {
-        let page = state
-            .store
+        let page = store
             .list(ListOptions { prefix: &prefix, start_after: start_after.as_deref(), limit, revision, min_revision })
             .await
             .map_err(|err| match err {
@@ -139,7 +137,7 @@ enum ReadAt {
     NotOlderThan(Revision),
 }
 
-async fn list_revision(state: &AppState, params: &Params) -> ApiResult<ReadAt> {
+async fn list_revision(store: &dyn Store, params: &Params) -> ApiResult<ReadAt> {
     let text = match params.resource_version.as_deref() {
         None | Some("") => return Ok(ReadAt::Current),
         Some("0") => return Ok(ReadAt::NotOlderThan(0)),
@@ -149,7 +147,7 @@ async fn list_revision(state: &AppState, params: &Params) -> ApiResult<ReadAt> {
     match params.resource_version_match.as_deref() {
         Some("Exact") => Ok(ReadAt::Exact(requested)),
         _ => {
-            let current = state.store.revision().await.map_err(|err| ApiError::unavailable(err.to_string()))?;
+            let current = store.revision().await.map_err(|err| ApiError::unavailable(err.to_string()))?;
             if requested > current {
                 return Err(ApiError::too_large_resource_version(requested, current));
             }
@@ -176,12 +174,12 @@ fn decode_continue(token: &str) -> ApiResult<ContinueToken> {
 /// GET a list, to be rendered as `representation`. A list rendered as itself stays text from
 /// the store; a `Table` or metadata view reads values, so it is read as values.
 pub async fn list(
-    state: &AppState,
+    cx: Context<'_>,
     endpoint: &Endpoint,
     params: &Params,
     representation: Representation,
 ) -> ApiResult<Reply> {
-    let read = read_list(state, endpoint, params).await?;
+    let read = read_list(&**cx.store, endpoint, params).await?;
     let items = match representation {
         Representation::Object | Representation::Protobuf => {
             endpoint.present_stored(&read.entries, Shape::List).await?

@@ -8,7 +8,6 @@ use crdctl_schema::{Schema, strategic_merge};
 use crdctl_storage::StoreError;
 use serde_json::{Value, json};
 
-use crate::AppState;
 use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult};
 use crate::fieldmanager;
@@ -22,7 +21,8 @@ use crate::registry::unknown_fields::{Decoded, FieldValidation};
 
 use super::create::{Managed, create};
 use super::{
-    Endpoint, Params, Reply, Subresource, UPDATE_RETRY_FOR, Writes, encode, store_error, without_managed_fields,
+    Context, Endpoint, Params, Reply, Subresource, UPDATE_RETRY_FOR, Writes, encode, store_error,
+    without_managed_fields,
 };
 
 /// How an update computes the new object from the current one (both in the request version).
@@ -36,7 +36,7 @@ pub enum Change {
 /// PUT or PATCH of the main resource, `/status` or `/scale`: read, compute, admit,
 /// compare-and-swap, retried on conflicts the client did not ask to detect.
 pub async fn update(
-    state: &AppState,
+    cx: Context<'_>,
     endpoint: &Endpoint,
     name: &str,
     change: Change,
@@ -44,17 +44,17 @@ pub async fn update(
     params: &Params,
 ) -> ApiResult<Reply> {
     let options = if matches!(change, Change::Replace(_)) { "UpdateOptions" } else { "PatchOptions" };
-    let writes = Writes::new(state, params.dry_run_of(options)?);
+    let writes = Writes::new(cx, params.dry_run_of(options)?);
     let deadline = std::time::Instant::now() + UPDATE_RETRY_FOR;
     while std::time::Instant::now() < deadline {
         let key = endpoint.key(name);
-        let current = state.store.get(&key).await.map_err(store_error(endpoint, name))?;
+        let current = cx.store.get(&key).await.map_err(store_error(endpoint, name))?;
         let Some(current) = current else {
             if let Change::Patch(BodyType::ApplyPatch, body) = &change
                 && subresource == Subresource::Main
             {
                 let applied = server_side_apply(endpoint, None, body, subresource, params).await?;
-                return create(state, endpoint, applied, params, Managed::Applied).await;
+                return create(cx, endpoint, applied, params, Managed::Applied).await;
             }
             return Err(ApiError::not_found(endpoint.subject(name)));
         };
@@ -83,9 +83,9 @@ pub async fn update(
             params.field_manager.as_deref(),
         );
         let mut new = new;
-        let mut warnings = admission::mutate(state, &admission, &mut new, Some(&old)).await?;
+        let mut warnings = admission::mutate(cx.admission, &admission, &mut new, Some(&old)).await?;
         let (mut stored, admitted) =
-            admit_update(state, endpoint, new, &old, subresource.part(), (params, decoded), &admission).await?;
+            admit_update(cx, endpoint, new, &old, subresource.part(), (params, decoded), &admission).await?;
         warnings.extend(admitted);
         let deleting = crate::object::meta_field(&stored, "deletionTimestamp").is_some()
             && crate::object::finalizers(&stored).is_empty()
@@ -93,7 +93,7 @@ pub async fn update(
         let reserved = if deleting {
             Reserved::default()
         } else {
-            endpoint.served.reserve(state.context(), writes.store(), &mut stored, Some(&old)).await?
+            endpoint.served.reserve(cx.resources, writes.store(), &mut stored, Some(&old)).await?
         };
         let kept = (!deleting).then(|| stored.clone());
         let result = if deleting {
@@ -124,7 +124,7 @@ pub async fn update(
         match result {
             Ok(entry) => {
                 let entry = entry.ok_or_else(|| ApiError::internal("the store returned no object"))?;
-                writes.after_write(state, endpoint, Written::Updated, entry.mod_revision).await;
+                writes.after_write(cx, endpoint, Written::Updated, entry.mod_revision).await;
                 return Ok(Reply::of(StatusCode::OK, endpoint.reply_entry(&entry).await?, warnings));
             }
             Err(StoreError::Conflict { .. }) if precondition.is_none() => continue,
@@ -266,7 +266,7 @@ async fn changed(
 /// Runs the strategy for an update, then the validating admission webhooks; returns the object
 /// to store (in the storage version for custom resources) and warnings.
 async fn admit_update(
-    state: &AppState,
+    cx: Context<'_>,
     endpoint: &Endpoint,
     mut new: Value,
     old: &Value,
@@ -277,9 +277,9 @@ async fn admit_update(
     let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
     let mut warnings = endpoint
         .served
-        .admit_update(state.context(), (&mut new, old), (&endpoint.version, part), (field_validation, decoded))
+        .admit_update(cx.resources, (&mut new, old), (&endpoint.version, part), (field_validation, decoded))
         .await?;
-    let validated = admission::validate(state, admission, Some(&new), Some(old)).await;
+    let validated = admission::validate(cx.admission, admission, Some(&new), Some(old)).await;
     warnings.extend(validated.map_err(|err| err.after_warnings(&warnings))?);
     let new = endpoint.served.to_storage(new).await?;
     Ok((new, warnings))
