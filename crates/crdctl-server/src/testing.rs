@@ -43,9 +43,10 @@
 //! What is not: nothing runs, as in envtest (no kubelet, scheduler, garbage collector or
 //! controller manager: a Deployment makes no ReplicaSet, owner references are kept but nothing
 //! deletes by them; the namespace lifecycle, the `default` ServiceAccount and the storage
-//! version migrator are the controllers emulated), no admission webhooks or policies, no
-//! authentication beyond an optional bearer token (and ServiceAccount tokens), and RBAC objects
-//! are stored but not enforced.
+//! version migrator are the controllers emulated), no authentication beyond an optional bearer
+//! token (and ServiceAccount tokens), and RBAC objects are stored but not enforced. Admission
+//! runs as on `crdctl serve`: the stored webhook configurations and ValidatingAdmissionPolicies
+//! apply to every write.
 //!
 //! Compared with the alternatives: `tower_test::mock` (kube-rs's recommendation) answers what
 //! the test scripts, so it tests the test; kind or k3d run a whole cluster in containers and
