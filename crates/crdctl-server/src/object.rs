@@ -210,6 +210,20 @@ pub fn prepare_create(object: &mut Value, namespace: Option<&str>) {
     }
 }
 
+/// The bytes to store: the object without its `resourceVersion`, which is the store's
+/// revision. Writing a value into memory cannot fail.
+pub fn to_stored(object: &Value) -> Vec<u8> {
+    let encoded = match meta_field(object, "resourceVersion") {
+        None => serde_json::to_vec(object),
+        Some(_) => {
+            let mut object = object.clone();
+            meta_mut(&mut object).remove("resourceVersion");
+            serde_json::to_vec(&object)
+        }
+    };
+    encoded.unwrap_or_default()
+}
+
 /// `metadata.generation: 1`, for kinds whose strategy counts spec changes (CRDs, custom resources).
 pub fn start_generation(object: &mut Value) {
     meta_mut(object).insert("generation".into(), Value::from(1));

@@ -186,7 +186,7 @@ impl AppState {
         };
         for name in registry::builtin::namespace::BUILT_IN {
             let object = registry::builtin::namespace::initial(name);
-            let bytes = serde_json::to_vec(&object).map_err(|e| StartError::Store(e.to_string()))?;
+            let bytes = crate::object::to_stored(&object);
             match store.create(&registry::builtin::namespace::key(name), bytes).await {
                 Ok(_) | Err(crdctl_storage::StoreError::AlreadyExists { .. }) => {}
                 Err(err) => return Err(StartError::Store(err.to_string())),

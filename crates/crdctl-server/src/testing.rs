@@ -157,11 +157,10 @@ impl TestServer {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Option<String>, StartError> {
-        let key = match namespace {
-            Some(namespace) => format!("/registry/{group}/{plural}/{namespace}/{name}"),
-            None => format!("/registry/{group}/{plural}/{name}"),
-        };
-        let entry = self.server.state().store.get(&key).await.map_err(|err| StartError::Store(err.to_string()))?;
+        let state = self.server.state();
+        let Some(crd) = state.registry.by_resource(group, plural) else { return Ok(None) };
+        let key = format!("{}{name}", crd.prefix(namespace));
+        let entry = state.store.get(&key).await.map_err(|err| StartError::Store(err.to_string()))?;
         Ok(entry.and_then(|entry| {
             let object: Value = serde_json::from_slice(&entry.value).ok()?;
             object.get("apiVersion")?.as_str().map(str::to_string)

@@ -115,7 +115,7 @@ impl Elector {
         spec.remove("holderIdentity");
         spec.insert("leaseDurationSeconds".into(), json!(1));
         spec.insert("renewTime".into(), json!(micro_time_now()));
-        let _ = self.store.update(&self.key, serde_json::to_vec(&lease).unwrap_or_default(), entry.mod_revision).await;
+        let _ = self.store.update(&self.key, crate::object::to_stored(&lease), entry.mod_revision).await;
     }
 
     /// Takes the Lease if it is free or expired, renews it if held; whether this replica holds it.
@@ -148,12 +148,11 @@ impl Elector {
         }
         fields.insert("leaseDurationSeconds".into(), json!(self.timings.lease_duration.as_secs().max(1)));
         fields.insert("renewTime".into(), json!(now));
-        crate::object::meta_mut(&mut lease).remove("resourceVersion");
         self.write(entry.mod_revision, &lease).await
     }
 
     async fn write(&self, expected: Revision, lease: &Value) -> Result<bool, StoreError> {
-        match self.store.update(&self.key, serde_json::to_vec(lease).unwrap_or_default(), expected).await {
+        match self.store.update(&self.key, crate::object::to_stored(lease), expected).await {
             Ok(_) => {
                 self.observe(lease.get("spec").cloned().unwrap_or_default());
                 Ok(true)

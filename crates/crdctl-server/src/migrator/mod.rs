@@ -28,7 +28,7 @@ use crate::metrics::Metrics;
 use crate::object::NameGenerator;
 use crate::registry::Registry;
 use crate::registry::ServedCrd;
-use crate::registry::builtin::migration::{FAILED, RUNNING, SUCCEEDED, condition_true, str_at};
+use crate::registry::builtin::migration::{FAILED, PREFIX, RUNNING, SUCCEEDED, condition_true, str_at};
 
 /// The name the controller writes under, as upstream's.
 pub const CONTROLLER: &str = "storage-version-migrator-controller";
@@ -39,8 +39,6 @@ const SUCCEEDED_REASON: &str = "StorageVersionMigrationSucceeded";
 const RUNNING_REASON: &str = "StorageVersionMigrationInProgress";
 const FAILED_REASON: &str = "StorageVersionMigrationFailed";
 
-/// Where migrations are stored (the `storageversionmigrations` row of the built-in table).
-const PREFIX: &str = "/registry/storageversionmigrations/";
 /// Objects read, converted and written back together.
 const PAGE: usize = 500;
 /// Writes of one page in flight at once, so the store commits them together.
@@ -138,7 +136,7 @@ async fn create_for(cx: &Controller, crd: &ServedCrd) {
         "spec": {"resource": {"group": crd.group(), "resource": crd.plural()}},
     });
     crate::object::prepare_create(&mut migration, None);
-    let Ok(bytes) = crate::rest::encode(&migration) else { return };
+    let bytes = crate::object::to_stored(&migration);
     match cx.store.create(&format!("{PREFIX}{name}"), bytes).await {
         Ok(_) => tracing::info!(migration = %name, crd = crd.crd.name(), "storage version changed; migration created"),
         Err(err) => tracing::warn!(crd = crd.crd.name(), error = %err, "cannot create a storage version migration"),
@@ -278,7 +276,7 @@ async fn rewrite_one(
     entry: crdctl_storage::Entry,
     object: Value,
 ) -> Result<u64, ApiError> {
-    match store.update(&entry.key, crate::rest::encode(&object)?, entry.mod_revision).await {
+    match store.update(&entry.key, crate::object::to_stored(&object), entry.mod_revision).await {
         Ok(_) => Ok(1),
         // Changed or deleted since it was read: whoever wrote it stored it in the
         // storage version, or it is gone.
@@ -326,7 +324,7 @@ async fn update_status(
         if migration.get("status") == before.as_ref() {
             return Ok(());
         }
-        match cx.store.update(key, crate::rest::encode(&migration)?, entry.mod_revision).await {
+        match cx.store.update(key, crate::object::to_stored(&migration), entry.mod_revision).await {
             Ok(_) => return Ok(()),
             Err(StoreError::Conflict { .. }) => continue,
             Err(StoreError::NotFound { .. }) => return Ok(()),

@@ -238,7 +238,6 @@ pub fn on_delete(object: &mut Value) -> OnDelete {
         return OnDelete::AlreadyMarked;
     }
     crate::object::meta_mut(object).insert("deletionTimestamp".into(), json!(crate::object::now_timestamp()));
-    crate::object::meta_mut(object).remove("resourceVersion");
     let mut conditions: Vec<Value> =
         object.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
     conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some("Terminating"));

@@ -539,7 +539,6 @@ pub fn on_delete(object: &mut Value) -> OnDelete {
     let meta = crate::object::meta_mut(object);
     meta.insert("deletionTimestamp".into(), Value::String(crate::object::now_timestamp()));
     meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
-    meta.remove("resourceVersion");
     OnDelete::Mark
 }
 

@@ -48,7 +48,7 @@ impl TokenSigner {
         let mut secret = json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": {"name": "crdctl-service-account-key"}, "data": {"key": STANDARD.encode(&fresh)}});
         crate::object::prepare_create(&mut secret, Some("kube-system"));
-        match store.create(KEY_SECRET, serde_json::to_vec(&secret).unwrap_or_default()).await {
+        match store.create(KEY_SECRET, crate::object::to_stored(&secret)).await {
             Ok(_) => return TokenSigner::with_key(&fresh),
             Err(StoreError::AlreadyExists { .. }) => {}
             Err(err) => return Err(err.to_string()),

@@ -13,8 +13,7 @@ use crate::registry::builtin::namespace;
 use crate::registry::unknown_fields::FieldValidation;
 
 use super::{
-    Body, Context, Endpoint, Params, Reply, Subresource, Writes, decode_entry, encode, store_error,
-    without_managed_fields,
+    Body, Context, Endpoint, Params, Reply, Subresource, Writes, decode_entry, store_error, without_managed_fields,
 };
 
 /// Who owns the fields of a created object.
@@ -81,9 +80,9 @@ pub async fn create(
     let mut attempts = 1;
     let entry = loop {
         let key = endpoint.key(&name);
-        let written = match writes.store().create(&key, encode(&stored)?).await {
+        let written = match writes.store().create(&key, crate::object::to_stored(&stored)).await {
             Err(StoreError::TooLarge(_)) if without_managed_fields(&mut stored) => {
-                writes.store().create(&key, encode(&stored)?).await
+                writes.store().create(&key, crate::object::to_stored(&stored)).await
             }
             written => written,
         };

@@ -14,8 +14,7 @@ use crate::registry::builtin::Written;
 
 use super::read::read_list;
 use super::{
-    Context, DryRun, Endpoint, Params, Reply, UPDATE_RETRY_FOR, Writes, check_preconditions, decode_entry, encode,
-    store_error,
+    Context, DryRun, Endpoint, Params, Reply, UPDATE_RETRY_FOR, Writes, check_preconditions, decode_entry, store_error,
 };
 
 /// A DELETE's options, from its body when it has one, else from the query, as upstream's
@@ -70,7 +69,9 @@ pub async fn delete(cx: Context<'_>, endpoint: &Endpoint, name: &str, options: &
         admission::validate_delete(cx.admission, &admission, seen).await?;
         let result = match endpoint.served.on_delete(&mut object)? {
             OnDelete::AlreadyMarked => return Ok(Reply::ok(endpoint.present_entry(&current).await?)),
-            OnDelete::Mark => writes.store().update(&key, encode(&object)?, current.mod_revision).await.map(Some),
+            OnDelete::Mark => {
+                writes.store().update(&key, crate::object::to_stored(&object), current.mod_revision).await.map(Some)
+            }
             OnDelete::Remove => {
                 let deleted = writes.store().delete(&key, Some(current.mod_revision)).await;
                 if deleted.is_ok() {

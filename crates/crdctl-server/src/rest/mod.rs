@@ -497,19 +497,6 @@ impl Endpoint {
 
 pub use crate::registry::decode_entry;
 
-/// The bytes to store: the object without its `resourceVersion`, which is the store's revision.
-pub(crate) fn encode(object: &Value) -> ApiResult<Vec<u8>> {
-    let encoded = match crate::object::meta_field(object, "resourceVersion") {
-        None => serde_json::to_vec(object),
-        Some(_) => {
-            let mut object = object.clone();
-            crate::object::meta_mut(&mut object).remove("resourceVersion");
-            serde_json::to_vec(&object)
-        }
-    };
-    encoded.map_err(|err| ApiError::internal(err.to_string()))
-}
-
 fn store_error(endpoint: &Endpoint, name: &str) -> impl Fn(StoreError) -> ApiError {
     move |err| ApiError::from_store(err, endpoint.subject(name))
 }

@@ -21,8 +21,7 @@ use crate::registry::unknown_fields::{Decoded, FieldValidation};
 
 use super::create::{Managed, create};
 use super::{
-    Context, Endpoint, Params, Reply, Subresource, UPDATE_RETRY_FOR, Writes, encode, store_error,
-    without_managed_fields,
+    Context, Endpoint, Params, Reply, Subresource, UPDATE_RETRY_FOR, Writes, store_error, without_managed_fields,
 };
 
 /// How an update computes the new object from the current one (both in the request version).
@@ -99,7 +98,7 @@ pub async fn update(
         let result = if deleting {
             writes.store().delete(&key, Some(current.mod_revision)).await.map(|event| event.prev)
         } else {
-            let value = encode(&stored)?;
+            let value = crate::object::to_stored(&stored);
             // As upstream: an update that would store the same object writes nothing and keeps
             // the resourceVersion. An object in an older storage version differs, so a no-op
             // update is how storage migration rewrites an object.
@@ -110,7 +109,7 @@ pub async fn update(
             let applying = matches!(change, Change::Patch(BodyType::ApplyPatch, _));
             match writes.store().update(&key, value, current.mod_revision).await {
                 Err(StoreError::TooLarge(_)) if !applying && without_managed_fields(&mut stored) => {
-                    writes.store().update(&key, encode(&stored)?, current.mod_revision).await
+                    writes.store().update(&key, crate::object::to_stored(&stored), current.mod_revision).await
                 }
                 written => written,
             }

@@ -9,6 +9,9 @@
 use crdctl_model::field::{self, Path};
 use serde_json::{Map, Value, json};
 
+/// Where StorageVersionMigrations are stored.
+pub const PREFIX: &str = "/registry/storageversionmigrations/";
+
 /// Keeps a v1alpha1 migration's `spec.resource.version`, which v1beta1 has no field for, so
 /// reading it back at v1alpha1 gives what was written (as upstream keeps fields a stored
 /// version lacks in annotations).

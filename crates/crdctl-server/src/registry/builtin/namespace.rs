@@ -112,7 +112,6 @@ pub fn on_delete(object: &mut Value) -> Result<OnDelete, ApiError> {
         return Ok(OnDelete::AlreadyMarked);
     }
     crate::object::meta_mut(object).insert("deletionTimestamp".into(), json!(crate::object::now_timestamp()));
-    crate::object::meta_mut(object).remove("resourceVersion");
     crate::object::set(object, "status", json!({"phase": "Terminating"}));
     Ok(OnDelete::Mark)
 }
@@ -124,7 +123,7 @@ pub async fn create_default_service_account(store: &dyn Store, namespace: &str) 
     let mut account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
     crate::object::prepare_create(&mut account, Some(namespace));
     let key = format!("{}default", accounts.namespace_prefix(Some(namespace)));
-    match store.create(&key, serde_json::to_vec(&account).unwrap_or_default()).await {
+    match store.create(&key, crate::object::to_stored(&account)).await {
         Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
         Err(err) => tracing::warn!(namespace, error = %err, "cannot create the default ServiceAccount"),
     }
@@ -165,8 +164,7 @@ async fn finalized(store: &dyn Store, registry: &Registry, name: &str) -> Result
     let finalizers = namespace.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut);
     if let Some(finalizers) = finalizers.filter(|f| f.iter().any(|f| f == KUBERNETES_FINALIZER)) {
         finalizers.retain(|f| f != KUBERNETES_FINALIZER);
-        crate::object::meta_mut(&mut namespace).remove("resourceVersion");
-        match store.update(&key(name), serde_json::to_vec(&namespace).unwrap_or_default(), revision).await {
+        match store.update(&key(name), crate::object::to_stored(&namespace), revision).await {
             Ok(entry) => revision = entry.mod_revision,
             Err(StoreError::NotFound { .. }) => return Ok(true),
             Err(StoreError::Conflict { .. }) => return Ok(false),
@@ -210,7 +208,7 @@ async fn remaining(store: &dyn Store, registry: &Registry, namespace: &str) -> R
             }
             left += 1;
             if crate::registry::on_delete(&mut object) == OnDelete::Mark {
-                let bytes = serde_json::to_vec(&object).unwrap_or_default();
+                let bytes = crate::object::to_stored(&object);
                 match store.update(&entry.key, bytes, entry.mod_revision).await {
                     Ok(_) | Err(StoreError::NotFound { .. } | StoreError::Conflict { .. }) => {}
                     Err(err) => return Err(err),

@@ -18,7 +18,8 @@ use serde_json::{Value, json};
 use crate::error::{ApiError, ApiResult};
 use crate::registry::ranges::{Reserved, ServiceRanges, release_keys};
 
-const IP_ADDRESSES: &str = "/registry/ipaddresses/";
+/// Where `IPAddress` objects are stored.
+pub const IP_ADDRESSES: &str = "/registry/ipaddresses/";
 const NODE_PORTS: &str = "/registry/servicenodeports/";
 
 /// Random probes before a full scan of what is allocated.
@@ -218,7 +219,7 @@ async fn reserve_ip(
 ) -> ApiResult<Ipv4Addr> {
     let range = ranges.cluster_ips;
     let create = |ip: Ipv4Addr| async move {
-        let bytes = serde_json::to_vec(&ip_address(ip, namespace, name)).unwrap_or_default();
+        let bytes = crate::object::to_stored(&ip_address(ip, namespace, name));
         match store.create(&format!("{IP_ADDRESSES}{ip}"), bytes).await {
             Ok(_) => Ok(true),
             Err(StoreError::AlreadyExists { .. }) => Ok(false),
@@ -314,7 +315,7 @@ pub async fn create_kubernetes_service(store: &dyn Store, ranges: &ServiceRanges
         ("/registry/servicecidrs/kubernetes".to_string(), cidr),
     ];
     for (key, object) in writes {
-        match store.create(&key, serde_json::to_vec(&object).unwrap_or_default()).await {
+        match store.create(&key, crate::object::to_stored(&object)).await {
             Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
             Err(err) => tracing::warn!(key, error = %err, "cannot create the kubernetes Service"),
         }

@@ -145,7 +145,7 @@ const fn storage_version_migrations(version: &'static str, stored_as: Option<Sto
             "storageversionmigrations",
             "storageversionmigration",
             "StorageVersionMigration",
-            "/registry/storageversionmigrations/",
+            super::migration::PREFIX,
             false,
         )
     }
@@ -583,7 +583,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
     BuiltIn {
         columns: printers::ip_address,
         short_names: &["ip"],
-        ..resource(NETWORKING, "ipaddresses", "ipaddress", "IPAddress", "/registry/ipaddresses/", false)
+        ..resource(NETWORKING, "ipaddresses", "ipaddress", "IPAddress", super::service::IP_ADDRESSES, false)
     },
     BuiltIn {
         columns: printers::network_policy,
