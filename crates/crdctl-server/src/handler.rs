@@ -33,12 +33,13 @@ pub async fn api(
     params.user_agent = headers.get(axum::http::header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_string);
     let path = parse_path(uri.path());
     let content_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or_default();
-    let request = path.as_ref().and_then(|path| {
-        crate::metrics::Request::new(&method, path, (params.is_watch(), params.dry_run.is_some()), content_type)
-    });
+    // What the request does, once, for the verb check and the metrics alike.
+    let verb = path.as_ref().and_then(|path| Verb::of(&method, path.name.is_some(), params.is_watch()));
+    let request =
+        path.as_ref().and_then(|path| crate::metrics::Request::new(verb, path, params.dry_run.is_some(), content_type));
     // The only way reading a body fails is the size limit (or a client that went away).
     let response = match body {
-        Ok(body) => match route(&state, &method, path, &uri, &headers, params, &body).await {
+        Ok(body) => match route(&state, (&method, verb), path, &uri, &headers, params, &body).await {
             Ok(response) => response,
             Err(err) => err.into_response(),
         },
@@ -52,7 +53,7 @@ pub async fn api(
 
 async fn route(
     state: &AppState,
-    method: &Method,
+    (method, verb): (&Method, Option<Verb>),
     path: Option<RequestInfo>,
     uri: &Uri,
     headers: &HeaderMap,
@@ -95,7 +96,7 @@ async fn route(
     let main = subresource == Subresource::Main;
     // A verb the resource lacks (discovery does not list it) is 405, as go-restful answers a
     // route that is not registered.
-    let verb = Verb::of(method, name.is_some(), params.is_watch()).ok_or_else(ApiError::method_not_allowed)?;
+    let verb = verb.ok_or_else(ApiError::method_not_allowed)?;
     if main && !endpoint.served.allows(verb.name()) {
         return Err(ApiError::method_not_allowed());
     }

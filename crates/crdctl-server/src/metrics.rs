@@ -18,7 +18,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -96,12 +96,7 @@ pub struct Request(RequestLabels);
 
 impl Request {
     /// The labels of a request to a resource path; `None` for discovery.
-    pub fn new(
-        method: &Method,
-        path: &RequestInfo,
-        (watch, dry_run): (bool, bool),
-        content_type: &str,
-    ) -> Option<Request> {
+    pub fn new(verb: Option<Verb>, path: &RequestInfo, dry_run: bool, content_type: &str) -> Option<Request> {
         let resource = path.resource.clone()?;
         let scope = match (&path.name, &path.namespace) {
             (Some(_), _) => "resource",
@@ -109,7 +104,7 @@ impl Request {
             (None, None) => "cluster",
         };
         Some(Request(RequestLabels {
-            verb: verb(method, path, watch, content_type),
+            verb: verb_label(verb, content_type),
             dry_run: if dry_run { "All" } else { "" },
             group: path.group.clone(),
             version: path.version.clone(),
@@ -225,8 +220,8 @@ impl Metrics {
 
 /// Upstream's verb label: `LIST` and `WATCH` for collection reads, `APPLY` for server-side
 /// apply, `DELETECOLLECTION`, otherwise the HTTP method.
-fn verb(method: &Method, path: &RequestInfo, watch: bool, content_type: &str) -> &'static str {
-    match Verb::of(method, path.name.is_some(), watch) {
+fn verb_label(verb: Option<Verb>, content_type: &str) -> &'static str {
+    match verb {
         Some(Verb::Watch) => "WATCH",
         Some(Verb::List) => "LIST",
         Some(Verb::Get) => "GET",
