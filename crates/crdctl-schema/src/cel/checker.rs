@@ -25,6 +25,7 @@ use kube_cel::cel::common::ast::{
 use serde_json::Value;
 
 use super::decl::{Decl, DeclKind};
+use super::library::{self, Cost};
 use super::source::{self, Anchor};
 use super::types::{Kind, Library, TYPE_NAMES, Type, no_matching_overload, result_type};
 use super::unescape;
@@ -777,7 +778,8 @@ impl<'d> Checker<'d> {
         }
     }
 
-    /// The Kubernetes libraries' estimates, and the `sets` extension's; `None` leaves the call
+    /// The estimate of the function's row in [`super::library`] (the Kubernetes libraries' and
+    /// the `sets` extension's), and of equality between library values; `None` leaves the call
     /// to cel-go's own rules.
     fn library_cost(
         &self,
@@ -786,116 +788,30 @@ impl<'d> Checker<'d> {
         target: Option<&Node<'d>>,
         args: &[Node<'d>],
     ) -> Option<(Estimate, Option<Estimate>)> {
-        if let Some(cost) = self.collection_cost(function, target, args) {
-            return cost;
-        }
         let one = Estimate::fixed(1);
         let first = args.first().map(Node::size_or_unknown);
         let scan = |size: Estimate| size.times(STRING_TRAVERSAL);
-        Some(match function {
-            "url" | "jsonpatch.escapeKey" => {
-                let size = first?;
-                (scan(size), Some(size))
-            }
-            "lowerAscii" | "upperAscii" | "substring" | "trim" => {
+        if function == operators::EQUALS {
+            return library_equality(args);
+        }
+        Some(match library::function(function)?.cost {
+            Cost::Standard => return None,
+            Cost::One => (one, None),
+            Cost::ScanFirst => (scan(first?), None),
+            Cost::ScanFirstSized => (scan(first?), first),
+            Cost::ScanTargetSized => {
                 let size = target?.size_or_unknown();
                 (scan(size), Some(size))
             }
-            "replace" => {
-                let ([from, to, ..], Some(target)) = (args, target) else { return None };
-                replace(target.size_or_unknown(), from.size_or_unknown(), to.size_or_unknown())
-            }
-            "split" => {
-                let size = target?.size_or_unknown();
-                let most = match args.get(1).and_then(|limit| limit.literal.as_ref()) {
-                    Some(Literal::Int(limit)) => u64::try_from(*limit).unwrap_or(0),
-                    _ => size.max,
-                };
-                (size.times(2.0 * STRING_TRAVERSAL), Some(Estimate::between(0, most)))
-            }
-            "find" | "findAll" => {
-                let (Some(target), Some(pattern)) = (target, first) else { return None };
-                let size = target.size_or_unknown();
-                let cost = scan(size.add(one)).multiply(pattern.times(REGEX_LENGTH));
-                (cost, Some(Estimate::between(0, size.max)))
-            }
-            "cidr" | "isIP" | "isCIDR" | "quantity" | "isQuantity" | "semver" | "isSemver" => (scan(first?), None),
-            "ip" if overload == Overload::CidrIp => (one, None),
-            "ip" => (scan(first?), None),
-            "ip.isCanonical" => (first?.times(2.0 * STRING_TRAVERSAL), None),
-            "containsIP" | "containsCIDR" => {
-                first?;
-                let address = Estimate::between(4, 16);
-                let mut cost = scan(address.add(address));
-                if function == "containsCIDR" {
-                    cost = cost.add(scan(address)).add(one);
-                }
-                if overload == Overload::ContainsParsedFromString {
-                    cost = cost.add(scan(first?));
-                }
-                (cost, None)
-            }
-            "validate" => (scan(first?).times(MAX_NAME_FORMAT_REGEX_SIZE * REGEX_LENGTH), None),
-            "masked"
-            | "prefixLength"
-            | "family"
-            | "isUnspecified"
-            | "isLoopback"
-            | "isLinkLocalMulticast"
-            | "isLinkLocalUnicast"
-            | "isGlobalUnicast"
-            | "format.named"
-            | "sign"
-            | "asInteger"
-            | "isInteger"
-            | "asApproximateFloat"
-            | "isGreaterThan"
-            | "isLessThan"
-            | "compareTo"
-            | "add"
-            | "sub"
-            | "major"
-            | "minor"
-            | "patch"
-            | "getScheme"
-            | "getHostname"
-            | "getHost"
-            | "getPort"
-            | "getEscapedPath"
-            | "getQuery" => (one, None),
-            operators::EQUALS => {
-                let [lhs, rhs] = args else { return None };
-                match (&lhs.ty, &rhs.ty) {
-                    (Type::Library(a), Type::Library(b)) if a == b => match a {
-                        Library::Format => (Estimate::between(1, MAX_FORMAT_SIZE).times(STRING_TRAVERSAL), None),
-                        Library::Url => {
-                            let size = rhs.size.map_or(one, |r| r.union(r));
-                            (Estimate::between(1, size.max).times(STRING_TRAVERSAL), None)
-                        }
-                        _ => (one, None),
-                    },
-                    _ => return None,
-                }
-            }
-            _ => return None,
-        })
-    }
-
-    /// [`Checker::library_cost`] of the functions over lists and sets; `None` for the others.
-    fn collection_cost(
-        &self,
-        function: &str,
-        target: Option<&Node<'d>>,
-        args: &[Node<'d>],
-    ) -> Option<Option<(Estimate, Option<Estimate>)>> {
-        let one = Estimate::fixed(1);
-        let scan = |size: Estimate| size.times(STRING_TRAVERSAL);
-        let cost = match (function, target, args) {
-            ("sets.contains" | "sets.intersects" | "sets.equivalent", _, [a, b]) => {
-                let factor = if function == "sets.equivalent" { 2.0 } else { 1.0 };
+            Cost::ScanFirstTwice => (first?.times(2.0 * STRING_TRAVERSAL), None),
+            Cost::Ip if overload == Overload::CidrIp => (one, None),
+            Cost::Ip => (scan(first?), None),
+            Cost::Sets(factor) => {
+                let [a, b] = args else { return None };
                 (a.size_or_unknown().multiply(b.size_or_unknown()).times(factor).add(one), None)
             }
-            ("isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" | "includes", Some(target), _) => {
+            cost @ (Cost::Elements | Cost::Includes) => {
+                let target = target?;
                 match &target.ty {
                     Type::List(item) => {
                         let mut element = one;
@@ -904,11 +820,12 @@ impl<'d> Checker<'d> {
                         }
                         (target.size_or_unknown().multiply(element), None)
                     }
-                    _ if function == "includes" => (target.size_or_unknown(), None),
+                    _ if cost == Cost::Includes => (target.size_or_unknown(), None),
                     _ => (scan(target.size_or_unknown()), None),
                 }
             }
-            ("join", Some(target), _) => {
+            Cost::Join => {
+                let target = target?;
                 let count = target.size_or_unknown();
                 let mut size = match target.ty {
                     Type::List(_) => count.multiply(self.element_size(target)),
@@ -920,15 +837,38 @@ impl<'d> Checker<'d> {
                 }
                 (scan(size), Some(size))
             }
-            (
-                "sets.contains" | "sets.intersects" | "sets.equivalent" | "isSorted" | "sum" | "max" | "min"
-                | "indexOf" | "lastIndexOf" | "includes" | "join",
-                _,
-                _,
-            ) => return Some(None),
-            _ => return None,
-        };
-        Some(Some(cost))
+            Cost::Split => {
+                let size = target?.size_or_unknown();
+                let most = match args.get(1).and_then(|limit| limit.literal.as_ref()) {
+                    Some(Literal::Int(limit)) => u64::try_from(*limit).unwrap_or(0),
+                    _ => size.max,
+                };
+                (size.times(2.0 * STRING_TRAVERSAL), Some(Estimate::between(0, most)))
+            }
+            Cost::Replace => {
+                let ([from, to, ..], Some(target)) = (args, target) else { return None };
+                replace(target.size_or_unknown(), from.size_or_unknown(), to.size_or_unknown())
+            }
+            Cost::Find => {
+                let (Some(target), Some(pattern)) = (target, first) else { return None };
+                let size = target.size_or_unknown();
+                let cost = scan(size.add(one)).multiply(pattern.times(REGEX_LENGTH));
+                (cost, Some(Estimate::between(0, size.max)))
+            }
+            cost @ (Cost::ContainsIp | Cost::ContainsCidr) => {
+                first?;
+                let address = Estimate::between(4, 16);
+                let mut estimate = scan(address.add(address));
+                if cost == Cost::ContainsCidr {
+                    estimate = estimate.add(scan(address)).add(one);
+                }
+                if overload == Overload::ContainsParsedFromString {
+                    estimate = estimate.add(scan(first?));
+                }
+                (estimate, None)
+            }
+            Cost::NameFormat => (scan(first?).times(MAX_NAME_FORMAT_REGEX_SIZE * REGEX_LENGTH), None),
+        })
     }
 
     /// The declared size of a list's elements (the library's `listElementNode`).
@@ -943,6 +883,24 @@ impl<'d> Checker<'d> {
 }
 
 /// `replace`'s result: every occurrence of `from` replaced by `to`.
+/// Equality of two values of one Kubernetes library type: formats and URLs compare as text,
+/// the others in O(1); `None` for other operands.
+fn library_equality(args: &[Node]) -> Option<(Estimate, Option<Estimate>)> {
+    let one = Estimate::fixed(1);
+    let [lhs, rhs] = args else { return None };
+    match (&lhs.ty, &rhs.ty) {
+        (Type::Library(a), Type::Library(b)) if a == b => Some(match a {
+            Library::Format => (Estimate::between(1, MAX_FORMAT_SIZE).times(STRING_TRAVERSAL), None),
+            Library::Url => {
+                let size = rhs.size.map_or(one, |r| r.union(r));
+                (Estimate::between(1, size.max).times(STRING_TRAVERSAL), None)
+            }
+            _ => (one, None),
+        }),
+        _ => None,
+    }
+}
+
 fn replace(size: Estimate, from: Estimate, to: Estimate) -> (Estimate, Option<Estimate>) {
     let (mut count, mut retained) = (Estimate::fixed(0), Estimate::fixed(0));
     if from.min == 0 {

@@ -18,6 +18,7 @@
 mod authorizer;
 pub mod checker;
 pub mod decl;
+mod library;
 pub mod source;
 mod types;
 

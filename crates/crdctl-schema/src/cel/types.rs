@@ -229,10 +229,10 @@ pub(super) fn no_matching_overload(function: &str, target: Option<&Type>, types:
     Some(format!("found no matching overload for '{function}' applied to '{applied}'"))
 }
 
-/// The type of a call's result, for the calls whose result later costs depend on.
+/// The type of a call's result, for the calls whose result later costs depend on: operators
+/// here, functions from their row in [`super::library`].
 pub(super) fn result_type<'d>(function: &str, target: Option<&Type<'d>>, args: &[&Type<'d>]) -> Type<'d> {
     let arg = |i: usize| args.get(i).map_or(Type::Dyn, |t| (*t).clone());
-    let on = target.cloned();
     match function {
         operators::INDEX => match arg(0) {
             Type::List(item) => *item,
@@ -258,76 +258,7 @@ pub(super) fn result_type<'d>(function: &str, target: Option<&Type<'d>>, args: &
         | operators::LOGICAL_OR
         | operators::LOGICAL_NOT
         | operators::NOT_STRICTLY_FALSE
-        | operators::IN
-        | "matches"
-        | "contains"
-        | "startsWith"
-        | "endsWith"
-        | "isSorted"
-        | "isURL"
-        | "isIP"
-        | "isCIDR"
-        | "isQuantity"
-        | "isSemver"
-        | "isInteger"
-        | "isGreaterThan"
-        | "isLessThan"
-        | "containsIP"
-        | "containsCIDR"
-        | "ip.isCanonical"
-        | "isUnspecified"
-        | "isLoopback"
-        | "isLinkLocalMulticast"
-        | "isLinkLocalUnicast"
-        | "isGlobalUnicast"
-        | "sets.contains"
-        | "sets.intersects"
-        | "sets.equivalent"
-        | "hasValue"
-        | "bool" => Type::Bool,
-        "size" | "int" | "indexOf" | "lastIndexOf" | "sign" | "asInteger" | "compareTo" | "family" | "prefixLength"
-        | "major" | "minor" | "patch" | "getFullYear" | "getMonth" | "getDayOfYear" | "getDayOfMonth" | "getDate"
-        | "getDayOfWeek" | "getHours" | "getMinutes" | "getSeconds" | "getMilliseconds" => Type::Int,
-        "uint" => Type::Uint,
-        "double" | "asApproximateFloat" => Type::Double,
-        "string"
-        | "lowerAscii"
-        | "upperAscii"
-        | "replace"
-        | "substring"
-        | "trim"
-        | "charAt"
-        | "join"
-        | "format"
-        | "strings.quote"
-        | "reverse"
-        | "find"
-        | "getScheme"
-        | "getHost"
-        | "getHostname"
-        | "getPort"
-        | "getEscapedPath"
-        | "jsonpatch.escapeKey" => match (function, &on) {
-            ("reverse", Some(Type::List(item))) => Type::List(item.clone()),
-            _ => Type::String,
-        },
-        "split" | "findAll" => Type::List(Box::new(Type::String)),
-        "bytes" => Type::Bytes,
-        "duration" => Type::Duration,
-        "timestamp" => Type::Timestamp,
-        "type" => Type::Meta,
-        "sum" | "min" | "max" => on.map_or(Type::Dyn, |t| t.element()),
-        "quantity" | "add" | "sub" => Type::Library(Library::Quantity),
-        "ip" => Type::Library(Library::Ip),
-        "cidr" | "masked" => Type::Library(Library::Cidr),
-        "url" => Type::Library(Library::Url),
-        "semver" => Type::Library(Library::Semver),
-        "labelSelector" | "fieldSelector" => Type::Library(Library::Selector),
-        name if name.starts_with("format.") => Type::Library(Library::Format),
-        "value" | "orValue" => match on {
-            Some(Type::Optional(inner)) => *inner,
-            _ => Type::Dyn,
-        },
-        _ => Type::Dyn,
+        | operators::IN => Type::Bool,
+        name => super::library::function(name).map_or(Type::Dyn, |f| f.returns.of(target)),
     }
 }
