@@ -3,7 +3,8 @@
 #![no_main]
 
 use crdctl_server::negotiate::{BodyType, decode_body};
-use crdctl_server::registry::{event, namespace};
+use crdctl_server::registry::builtin::namespace;
+use crdctl_server::registry::event;
 use crdctl_server::selector::{FieldSelector, LabelSelector};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
