@@ -25,9 +25,9 @@ use kube_cel::cel::common::ast::{
 use serde_json::Value;
 
 use super::decl::{Decl, DeclKind};
-use super::library::{self, Cost};
+use super::library::{self, Cost, result_type};
 use super::source::{self, Anchor};
-use super::types::{Kind, Library, TYPE_NAMES, Type, no_matching_overload, result_type};
+use super::types::{Kind, Library, TYPE_NAMES, Type, no_matching_overload};
 use super::unescape;
 
 /// A range of sizes or costs, as cel-go's `SizeEstimate` and `CostEstimate`; arithmetic

@@ -2,8 +2,10 @@
 //! depend on) and how a call's cost is estimated — cel-go's own rules for the standard
 //! functions, or the estimator of the Kubernetes library that declares the function
 //! (`apiserver/pkg/cel/library/cost.go`) and of the `sets` extension. The checker's typing
-//! ([`super::types::result_type`]) and its cost estimator read this table; operators are
+//! ([`result_type`]) and its cost estimator read this table; operators are
 //! typed and costed by the checker itself.
+
+use kube_cel::cel::common::ast::operators;
 
 use super::types::{Library, Type};
 
@@ -209,6 +211,40 @@ pub(super) fn function(name: &str) -> Option<&'static Function> {
         let (namespace, _) = name.split_once('.')?;
         FUNCTIONS.iter().find(|f| f.name.strip_suffix('.') == Some(namespace))
     })
+}
+
+/// The type of a call's result, for the calls whose result later costs depend on: operators'
+/// here, functions' from their row.
+pub(super) fn result_type<'d>(function: &str, target: Option<&Type<'d>>, args: &[&Type<'d>]) -> Type<'d> {
+    let arg = |i: usize| args.get(i).map_or(Type::Dyn, |t| (*t).clone());
+    match function {
+        operators::INDEX => match arg(0) {
+            Type::List(item) => *item,
+            Type::Map(_, value) => *value,
+            _ => Type::Dyn,
+        },
+        operators::ADD | operators::SUBSTRACT | operators::MULTIPLY | operators::DIVIDE | operators::MODULO => {
+            match (arg(0), arg(1)) {
+                (Type::Timestamp, Type::Timestamp) => Type::Duration,
+                (Type::Timestamp, _) | (_, Type::Timestamp) => Type::Timestamp,
+                (a, b) => a.join(b),
+            }
+        }
+        operators::NEGATE => arg(0),
+        operators::CONDITIONAL => arg(1).join(arg(2)),
+        operators::EQUALS
+        | operators::NOT_EQUALS
+        | operators::LESS
+        | operators::LESS_EQUALS
+        | operators::GREATER
+        | operators::GREATER_EQUALS
+        | operators::LOGICAL_AND
+        | operators::LOGICAL_OR
+        | operators::LOGICAL_NOT
+        | operators::NOT_STRICTLY_FALSE
+        | operators::IN => Type::Bool,
+        name => self::function(name).map_or(Type::Dyn, |f| f.returns.of(target)),
+    }
 }
 
 impl Returns {

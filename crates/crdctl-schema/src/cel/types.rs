@@ -1,7 +1,7 @@
-//! What the checker knows of types: the CEL type of a value (from its schema node, or what a
-//! call returns), how cel-go names types in messages, and which operand types the operators
-//! and core functions take (cel-go's standard declarations, with Kubernetes' cross-type
-//! numeric comparisons).
+//! What the checker knows of types: the CEL type of a value (from its schema node; what a call
+//! returns is [`super::library`]'s), how cel-go names types in messages, and which operand types
+//! the operators and core functions take (cel-go's standard declarations, with Kubernetes'
+//! cross-type numeric comparisons).
 
 use std::collections::HashMap;
 
@@ -227,38 +227,4 @@ pub(super) fn no_matching_overload(function: &str, target: Option<&Type>, types:
         None => format!("({})", names.join(", ")),
     };
     Some(format!("found no matching overload for '{function}' applied to '{applied}'"))
-}
-
-/// The type of a call's result, for the calls whose result later costs depend on: operators
-/// here, functions from their row in [`super::library`].
-pub(super) fn result_type<'d>(function: &str, target: Option<&Type<'d>>, args: &[&Type<'d>]) -> Type<'d> {
-    let arg = |i: usize| args.get(i).map_or(Type::Dyn, |t| (*t).clone());
-    match function {
-        operators::INDEX => match arg(0) {
-            Type::List(item) => *item,
-            Type::Map(_, value) => *value,
-            _ => Type::Dyn,
-        },
-        operators::ADD | operators::SUBSTRACT | operators::MULTIPLY | operators::DIVIDE | operators::MODULO => {
-            match (arg(0), arg(1)) {
-                (Type::Timestamp, Type::Timestamp) => Type::Duration,
-                (Type::Timestamp, _) | (_, Type::Timestamp) => Type::Timestamp,
-                (a, b) => a.join(b),
-            }
-        }
-        operators::NEGATE => arg(0),
-        operators::CONDITIONAL => arg(1).join(arg(2)),
-        operators::EQUALS
-        | operators::NOT_EQUALS
-        | operators::LESS
-        | operators::LESS_EQUALS
-        | operators::GREATER
-        | operators::GREATER_EQUALS
-        | operators::LOGICAL_AND
-        | operators::LOGICAL_OR
-        | operators::LOGICAL_NOT
-        | operators::NOT_STRICTLY_FALSE
-        | operators::IN => Type::Bool,
-        name => super::library::function(name).map_or(Type::Dyn, |f| f.returns.of(target)),
-    }
 }
