@@ -191,9 +191,9 @@ impl Kubectl {
         }
     }
 
-    /// What `kubectl delete` prints for a namespaced object: 1.35 names the namespace.
+    /// What `kubectl delete` prints for a namespaced object: from 1.34 on it names the namespace.
     pub fn deleted(&self, object: &str, namespace: &str) -> String {
-        if self.minor >= 35 {
+        if self.minor >= 34 {
             format!("{object} deleted from {namespace} namespace")
         } else {
             format!("{object} deleted")
