@@ -32,13 +32,13 @@
 
 pub mod admission;
 pub mod bootstrap;
+pub mod controller;
 pub mod discovery;
 pub mod error;
 pub mod fieldmanager;
 pub mod handler;
 pub mod jsonpath;
 pub mod metrics;
-pub mod migrator;
 pub mod negotiate;
 pub mod object;
 pub mod openapi;
@@ -221,15 +221,7 @@ impl Server {
                 tokio::spawn(server.serve(router))
             }
         };
-        let controllers = tokio::spawn(migrator::run(migrator::Controller {
-            store: Arc::clone(&state.store),
-            registry: state.registry.clone(),
-            metrics: state.metrics.clone(),
-            shutdown: Arc::clone(&state.shutdown),
-            names: state.config.names.clone(),
-            leader_election: state.config.leader_election.clone(),
-            auto_migrate: state.config.auto_migrate,
-        }));
+        let controllers = tokio::spawn(controller::run(state.controllers()));
         Ok(Server { address, tls: state.config.tls.is_some(), state, handle, task, controllers })
     }
 

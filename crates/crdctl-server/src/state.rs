@@ -13,7 +13,7 @@ use crdctl_storage::Store;
 
 use crate::registry::Registry;
 use crate::registry::upgrade::UpgradeSafety;
-use crate::{admission, bootstrap, metrics, migrator, object, registry, rest, watch};
+use crate::{admission, bootstrap, controller, metrics, object, registry, rest, watch};
 
 /// How the server runs.
 #[derive(Debug, Clone)]
@@ -41,8 +41,10 @@ pub struct Config {
     pub watch_stall_timeout: std::time::Duration,
     /// Where Services' ClusterIPs and node ports come from.
     pub service_ranges: registry::ranges::ServiceRanges,
-    /// How replicas elect the one that runs the controllers (the storage version migrator).
-    pub leader_election: migrator::lease::Timings,
+    /// Which controllers run.
+    pub controllers: controller::Controllers,
+    /// How replicas on a shared store elect the one that runs the controllers.
+    pub leader_election: controller::lease::Timings,
     /// Create a `StorageVersionMigration` whenever a CRD's storage version changes.
     pub auto_migrate: bool,
 }
@@ -59,7 +61,8 @@ impl Default for Config {
             names: object::NameGenerator::default(),
             watch_stall_timeout: std::time::Duration::from_secs(2),
             service_ranges: registry::ranges::ServiceRanges::default(),
-            leader_election: migrator::lease::Timings::default(),
+            controllers: controller::Controllers::default(),
+            leader_election: controller::lease::Timings::default(),
             auto_migrate: false,
         }
     }
@@ -152,6 +155,22 @@ impl AppState {
                 metrics: &self.metrics,
             },
             resources: self.context(),
+            garbage_collector: self.config.controllers.garbage_collector,
+        }
+    }
+
+    /// What the controllers use of the server.
+    pub fn controllers(&self) -> controller::Context {
+        controller::Context {
+            api: Arc::new(self.clone()),
+            store: Arc::clone(&self.store),
+            registry: self.registry.clone(),
+            metrics: self.metrics.clone(),
+            shutdown: Arc::clone(&self.shutdown),
+            names: self.config.names.clone(),
+            controllers: self.config.controllers.clone(),
+            leader_election: self.config.leader_election.clone(),
+            auto_migrate: self.config.auto_migrate,
         }
     }
 
@@ -219,5 +238,11 @@ impl AppState {
         }));
         bootstrap::ensure(state.verbs(), state.config.listen.port()).await;
         Ok(state)
+    }
+}
+
+impl controller::Api for AppState {
+    fn verbs(&self) -> rest::Context<'_> {
+        AppState::verbs(self)
     }
 }

@@ -340,6 +340,10 @@ impl Store for CachedStore {
     async fn stats(&self) -> Result<Stats, StoreError> {
         self.inner.stats().await
     }
+
+    fn shared(&self) -> bool {
+        self.inner.shared()
+    }
 }
 
 #[cfg(test)]

@@ -60,6 +60,10 @@ impl Store for DryRun {
     async fn stats(&self) -> Result<Stats, StoreError> {
         self.0.stats().await
     }
+
+    fn shared(&self) -> bool {
+        self.0.shared()
+    }
 }
 
 #[cfg(test)]

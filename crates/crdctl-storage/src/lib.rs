@@ -274,6 +274,12 @@ pub trait Store: Send + Sync + 'static {
     /// Counts for `crdctl store stats`.
     async fn stats(&self) -> Result<Stats, StoreError>;
 
+    /// Whether other processes may write this store too (etcd), so that background work must
+    /// be coordinated between them; an embedded store belongs to one process.
+    fn shared(&self) -> bool {
+        false
+    }
+
     /// Creates `key`.
     async fn create(&self, key: &str, value: Vec<u8>) -> Result<Entry, StoreError> {
         let event = self.write(Write::Create { key: key.to_string(), value }).await?;

@@ -18,7 +18,7 @@ use crate::fieldmanager::OtherVersions;
 use crate::registry::ranges::Reserved;
 use crate::registry::resource::{Context, Part, Resource, Subresource, Written};
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
-use crate::registry::{Items, OnDelete, ServedCrd, scale};
+use crate::registry::{Items, OnDelete, Propagation, ServedCrd, scale};
 use crate::selector::SelectableFields;
 use crate::table::Column;
 
@@ -176,6 +176,10 @@ impl Resource for ServedCrd {
 
     fn on_delete(&self, object: &mut Value) -> ApiResult<OnDelete> {
         Ok(crate::registry::on_delete(object))
+    }
+
+    fn garbage_collection(&self) -> Option<Propagation> {
+        Some(Propagation::Background)
     }
 
     fn refuse_create(&self, subject: Subject<'_>) -> ApiResult<()> {

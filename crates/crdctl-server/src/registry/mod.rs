@@ -528,7 +528,8 @@ pub enum OnDelete {
 }
 
 /// What a DELETE does to an object its `metadata.finalizers` may hold: marked with
-/// `deletionTimestamp` (a grace period of 0, as nothing runs pods) until its finalizers are gone.
+/// `deletionTimestamp` (a grace period of 0, as nothing runs pods) until its finalizers are gone;
+/// marking counts a `generation` (upstream's `markAsDeleting`).
 pub fn on_delete(object: &mut Value) -> OnDelete {
     if crate::object::finalizers(object).is_empty() {
         return OnDelete::Remove;
@@ -537,9 +538,71 @@ pub fn on_delete(object: &mut Value) -> OnDelete {
         return OnDelete::AlreadyMarked;
     }
     let meta = crate::object::meta_mut(object);
+    if let Some(generation) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+        meta.insert("generation".into(), Value::from(generation.saturating_add(1)));
+    }
     meta.insert("deletionTimestamp".into(), Value::String(crate::object::now_timestamp()));
     meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
     OnDelete::Mark
+}
+
+/// How a deletion treats the deleted object's dependents (`propagationPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// The object goes first, its dependents after.
+    Background,
+    /// The dependents that block it go first.
+    Foreground,
+    /// The dependents lose their reference to it and stay.
+    Orphan,
+}
+
+impl Propagation {
+    /// The name in `DeleteOptions`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Propagation::Background => "Background",
+            Propagation::Foreground => "Foreground",
+            Propagation::Orphan => "Orphan",
+        }
+    }
+}
+
+/// The finalizer that keeps an object until the garbage collector has orphaned its dependents.
+pub const ORPHAN_FINALIZER: &str = "orphan";
+/// The finalizer that keeps an object until its blocking dependents are gone.
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+
+/// Sets the garbage collector's finalizers of an object being deleted, as upstream's store
+/// does (`deletionFinalizersForGarbageCollection`): the policy asked for, else the one its
+/// finalizers already say, else the resource's `default`. Whether they changed.
+pub fn set_gc_finalizers(object: &mut Value, asked: Option<Propagation>, default: Propagation) -> bool {
+    let mut finalizers = crate::object::finalizers(object);
+    let has = |finalizer: &str| finalizers.iter().any(|f| f == finalizer);
+    let propagation = asked.unwrap_or(if has(ORPHAN_FINALIZER) {
+        Propagation::Orphan
+    } else if has(FOREGROUND_FINALIZER) {
+        Propagation::Foreground
+    } else {
+        default
+    });
+    let before = finalizers.clone();
+    finalizers.retain(|f| f != ORPHAN_FINALIZER && f != FOREGROUND_FINALIZER);
+    match propagation {
+        Propagation::Orphan => finalizers.push(ORPHAN_FINALIZER.into()),
+        Propagation::Foreground => finalizers.push(FOREGROUND_FINALIZER.into()),
+        Propagation::Background => {}
+    }
+    let same = finalizers.len() == before.len() && finalizers.iter().all(|f| before.contains(f));
+    if !same {
+        let meta = crate::object::meta_mut(object);
+        if finalizers.is_empty() {
+            meta.remove("finalizers");
+        } else {
+            meta.insert("finalizers".into(), finalizers.into());
+        }
+    }
+    !same
 }
 
 /// A stored object with its `resourceVersion`.

@@ -27,7 +27,7 @@ use crate::registry::ranges::{Reserved, ServiceRanges};
 use crate::registry::token::TokenSigner;
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
 use crate::registry::upgrade::UpgradeSafety;
-use crate::registry::{Items, OnDelete, Registry, scale};
+use crate::registry::{Items, OnDelete, Propagation, Registry, scale};
 use crate::selector::SelectableFields;
 use crate::table::Column;
 
@@ -183,6 +183,10 @@ pub trait Resource: Send + Sync + std::fmt::Debug {
 
     /// What a DELETE does to `object`; marks it when something holds it.
     fn on_delete(&self, object: &mut Value) -> ApiResult<OnDelete>;
+
+    /// How a DELETE that names no `propagationPolicy` treats the object's dependents (upstream's
+    /// `DefaultGarbageCollectionPolicy`); `None` where the garbage collector takes no part.
+    fn garbage_collection(&self) -> Option<Propagation>;
 
     /// Refuses a create when the resource takes none now (a terminating CRD's objects).
     fn refuse_create(&self, subject: Subject<'_>) -> ApiResult<()>;

@@ -3,14 +3,15 @@
 
 use axum::http::StatusCode;
 use crdctl_conversion::Shape;
+use crdctl_model::field::{ErrorType, Path};
 use crdctl_storage::StoreError;
 use serde_json::{Value, json};
 
 use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult};
 use crate::negotiate::{self, BodyType};
-use crate::registry::OnDelete;
 use crate::registry::builtin::Written;
+use crate::registry::{OnDelete, Propagation};
 
 use super::read::read_list;
 use super::{
@@ -25,6 +26,8 @@ pub struct DeleteOptions {
     pub sent: Option<Value>,
     /// `dryRun`.
     pub dry_run: DryRun,
+    /// `propagationPolicy`, or the deprecated `orphanDependents`, if either was given.
+    pub propagation: Option<Propagation>,
 }
 
 impl DeleteOptions {
@@ -33,7 +36,10 @@ impl DeleteOptions {
     pub fn read(body: &[u8], body_type: BodyType, params: &Params) -> ApiResult<DeleteOptions> {
         const KIND: &str = "DeleteOptions";
         if body.is_empty() {
-            return Ok(DeleteOptions { sent: None, dry_run: params.dry_run_of(KIND)? });
+            let orphan = params.orphan_dependents.map(Value::Bool);
+            let policy = params.propagation_policy.clone().map(Value::String);
+            let propagation = propagation(policy.as_ref(), orphan.as_ref())?;
+            return Ok(DeleteOptions { sent: None, dry_run: params.dry_run_of(KIND)?, propagation });
         }
         let sent = negotiate::decode_body(body, body_type)?;
         let not_a_list = |value: &Value| {
@@ -50,7 +56,47 @@ impl DeleteOptions {
             Some(other) => return Err(not_a_list(other)),
         };
         let dry_run = DryRun::parse(&directives, KIND)?;
-        Ok(DeleteOptions { sent: Some(sent), dry_run })
+        let propagation = propagation(sent.get("propagationPolicy"), sent.get("orphanDependents"))?;
+        Ok(DeleteOptions { sent: Some(sent), dry_run, propagation })
+    }
+}
+
+/// `propagationPolicy` and `orphanDependents`, decoded and checked as upstream's
+/// `ValidateDeleteOptions`.
+fn propagation(policy: Option<&Value>, orphan: Option<&Value>) -> ApiResult<Option<Propagation>> {
+    let not_a = |value: &Value, field: &str, go_type: &str| {
+        ApiError::bad_request(format!(
+            "json: cannot unmarshal {} into Go struct field DeleteOptions.{field} of type {go_type}",
+            crdctl_conversion::response::json_type(value)
+        ))
+    };
+    let policy = match policy {
+        None | Some(Value::Null) => None,
+        Some(Value::String(policy)) => Some(policy.as_str()),
+        Some(other) => return Err(not_a(other, "propagationPolicy", "v1.DeletionPropagation")),
+    };
+    let orphan = match orphan {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(orphan)) => Some(*orphan),
+        Some(other) => return Err(not_a(other, "orphanDependents", "bool")),
+    };
+    let invalid = |error| ApiError::invalid("meta.k8s.io", "DeleteOptions", "", &[error]);
+    let path = Path::new("propagationPolicy");
+    match (policy, orphan) {
+        (Some(policy), Some(_)) => {
+            Err(invalid(path.invalid(policy, "orphanDependents and deletionPropagation cannot be both set")))
+        }
+        (None, Some(true)) => Ok(Some(Propagation::Orphan)),
+        (None, Some(false)) => Ok(Some(Propagation::Background)),
+        (None, None) => Ok(None),
+        (Some("Foreground"), None) => Ok(Some(Propagation::Foreground)),
+        (Some("Background"), None) => Ok(Some(Propagation::Background)),
+        (Some("Orphan"), None) => Ok(Some(Propagation::Orphan)),
+        (Some(other), None) => {
+            let supported = ["Foreground", "Background", "Orphan", "nil"].map(str::to_string).to_vec();
+            let value = crdctl_model::go::quote(other);
+            Err(invalid(path.error(ErrorType::NotSupported(value, supported), "")))
+        }
     }
 }
 
@@ -67,9 +113,15 @@ pub async fn delete(cx: Context<'_>, endpoint: &Endpoint, name: &str, options: &
         let admission = endpoint.admission(Operation::Delete, (name, ""), writes.dry_run(), None);
         let seen = async { Ok(endpoint.present(vec![object.clone()], Shape::Object).await?.pop()) };
         admission::validate_delete(cx.admission, &admission, seen).await?;
+        let finalizers_changed = match endpoint.served.garbage_collection().filter(|_| cx.garbage_collector) {
+            Some(default) => crate::registry::set_gc_finalizers(&mut object, options.propagation, default),
+            None => false,
+        };
         let result = match endpoint.served.on_delete(&mut object)? {
-            OnDelete::AlreadyMarked => return Ok(Reply::ok(endpoint.present_entry(&current).await?)),
-            OnDelete::Mark => {
+            OnDelete::AlreadyMarked if !finalizers_changed => {
+                return Ok(Reply::ok(endpoint.present_entry(&current).await?));
+            }
+            OnDelete::Mark | OnDelete::AlreadyMarked => {
                 writes.store().update(&key, crate::object::to_stored(&object), current.mod_revision).await.map(Some)
             }
             OnDelete::Remove => {

@@ -55,6 +55,9 @@ pub struct Context<'a> {
     pub admission: admission::Context<'a>,
     /// What strategies use.
     pub resources: resource::Context<'a>,
+    /// Whether the garbage collector runs, so deletions may leave their dependents to it
+    /// (upstream's `--enable-garbage-collector`).
+    pub garbage_collector: bool,
 }
 
 /// A resource at a version, in a namespace or across all of them.
@@ -150,6 +153,10 @@ pub struct Params {
     pub field_manager: Option<String>,
     /// `force` (server-side apply).
     pub force: Option<bool>,
+    /// `propagationPolicy` (a DELETE without a body).
+    pub propagation_policy: Option<String>,
+    /// `orphanDependents` (a DELETE without a body; deprecated).
+    pub orphan_dependents: Option<bool>,
     /// The request's `User-Agent`, for the default field manager; set by the handler.
     #[serde(skip)]
     pub user_agent: Option<String>,

@@ -27,7 +27,14 @@ impl Backend {
     /// [`Backend::start`] with `config` (etcd's server also runs the watch cache, as
     /// `crdctl serve --etcd` does).
     pub async fn start_with(self, config: Config) -> (TestServer, Keep) {
-        let (store, keep, config): (Arc<dyn crdctl_storage::Store>, Keep, Config) = match self {
+        let (store, keep, config) = self.open(config).await;
+        (TestServer::start_with(config, store).await.unwrap(), keep)
+    }
+
+    /// A fresh store of this kind, and `config` as a server on it runs: what
+    /// [`Backend::start_with`] starts, for a test that starts servers on it one after another.
+    pub async fn open(self, config: Config) -> (Arc<dyn crdctl_storage::Store>, Keep, Config) {
+        match self {
             Backend::Memory => (Arc::new(crdctl_storage::memory::open()), None, config),
             Backend::Redb => {
                 let dir = tempfile::tempdir().unwrap();
@@ -40,8 +47,7 @@ impl Backend {
                 let store = crdctl_storage::etcd::open(etcd).await.unwrap();
                 (Arc::new(store), Some(Box::new(cluster)), Config { watch_cache: true, ..config })
             }
-        };
-        (TestServer::start_with(config, store).await.unwrap(), keep)
+        }
     }
 }
 

@@ -588,6 +588,10 @@ impl Store for EtcdStore {
             value_bytes: page.entries.iter().map(|e| e.value.len() as u64).sum(),
         })
     }
+
+    fn shared(&self) -> bool {
+        true
+    }
 }
 
 impl Shared {

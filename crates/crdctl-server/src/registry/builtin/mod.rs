@@ -45,7 +45,7 @@ use crate::fieldmanager::OtherVersions;
 use crate::registry::ranges::Reserved;
 use crate::registry::resource::{Context, Resource};
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
-use crate::registry::{Items, OnDelete, crd, scale};
+use crate::registry::{Items, OnDelete, Propagation, crd, scale};
 use crate::selector::SelectableFields;
 use crate::table::Column;
 
@@ -432,6 +432,16 @@ impl Resource for &'static BuiltIn {
             Strategy::Namespace => namespace::on_delete(object),
             Strategy::CustomResourceDefinition => Ok(crd::on_delete(object)),
             _ => Ok(super::on_delete(object)),
+        }
+    }
+
+    fn garbage_collection(&self) -> Option<Propagation> {
+        match (self.group, self.version, self.resource) {
+            // Events take no part (upstream's event strategy: `Unsupported`).
+            ("" | "events.k8s.io", _, "events") => None,
+            // Orphaned unless asked otherwise, for backward compatibility, as upstream.
+            ("", "v1", "replicationcontrollers") | ("batch", "v1", "jobs") => Some(Propagation::Orphan),
+            _ => Some(Propagation::Background),
         }
     }
 

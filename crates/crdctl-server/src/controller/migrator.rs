@@ -11,29 +11,23 @@
 //! `Succeeded`, or `Failed` with upstream's reason and message. A migration a stopped server
 //! left running starts again at start-up and skips what is done.
 //!
-//! Only the replica that holds the `kube-system/crdctl-controller-manager` Lease ([`lease`])
-//! runs it, as only one kube-controller-manager leads. With `Config::auto_migrate`, the leader
-//! also creates a migration whenever a CRD's storage version changes, as the out-of-tree
-//! migrator's trigger controller did.
-
-pub mod lease;
+//! With `Config::auto_migrate`, it also creates a migration whenever a CRD's storage version
+//! changes, as the out-of-tree migrator's trigger controller did.
 
 use std::sync::Arc;
 
-use crdctl_storage::{EventKind, ListOptions, Store, StoreError};
+use crdctl_storage::{ListOptions, StoreError};
 use serde_json::{Value, json};
 
+use super::Context;
+use super::informer::{self, Change};
+use super::queue::{Next, Queue};
 use crate::error::ApiError;
-use crate::metrics::Metrics;
-use crate::object::NameGenerator;
-use crate::registry::Registry;
 use crate::registry::ServedCrd;
 use crate::registry::builtin::migration::{FAILED, PREFIX, RUNNING, SUCCEEDED, condition_true, str_at};
 
 /// The name the controller writes under, as upstream's.
 pub const CONTROLLER: &str = "storage-version-migrator-controller";
-/// The Lease the controllers' leader holds.
-pub const LEASE: &str = "crdctl-controller-manager";
 
 const SUCCEEDED_REASON: &str = "StorageVersionMigrationSucceeded";
 const RUNNING_REASON: &str = "StorageVersionMigrationInProgress";
@@ -44,45 +38,8 @@ const PAGE: usize = 500;
 /// Writes of one page in flight at once, so the store commits them together.
 const WRITES_IN_FLIGHT: usize = 64;
 
-/// Runs the controllers while this replica leads, until the server shuts down; then gives the
-/// What the migrator uses of the server, owned: it runs as long as the server does.
-#[derive(Clone)]
-pub struct Controller {
-    /// The store.
-    pub store: Arc<dyn Store>,
-    /// The served CRDs.
-    pub registry: Registry,
-    /// Where migrations and leadership are counted.
-    pub metrics: Metrics,
-    /// Set on shutdown: the controller stops.
-    pub shutdown: Arc<tokio::sync::watch::Sender<bool>>,
-    /// How names are drawn for the migrations it creates.
-    pub names: NameGenerator,
-    /// How replicas elect the one that runs it.
-    pub leader_election: lease::Timings,
-    /// Create a `StorageVersionMigration` whenever a CRD's storage version changes.
-    pub auto_migrate: bool,
-}
-
-/// Lease up.
-pub async fn run(cx: Controller) {
-    let elector = lease::Elector::new(Arc::clone(&cx.store), LEASE, cx.leader_election.clone());
-    let mut stop = cx.shutdown.subscribe();
-    while elector.acquire(&mut stop).await {
-        tracing::info!(identity = elector.identity(), "leading the controllers");
-        cx.metrics.set_leading(LEASE, true);
-        tokio::select! {
-            _ = lead(&cx) => {}
-            _ = elector.keep() => tracing::warn!(identity = elector.identity(), "lost the controllers' lease"),
-            _ = stop.wait_for(|stopped| *stopped) => {}
-        }
-        cx.metrics.set_leading(LEASE, false);
-    }
-    elector.release().await;
-}
-
-/// What the leader runs: the migrator, and the trigger when asked for.
-async fn lead(cx: &Controller) {
+/// The migrator, and the trigger when asked for.
+pub async fn run(cx: &Context) {
     if cx.auto_migrate {
         tokio::join!(migrations(cx), trigger(cx));
     } else {
@@ -91,26 +48,19 @@ async fn lead(cx: &Controller) {
 }
 
 /// Follows the migrations: every unfinished one at start, then each as it is created or changed.
-async fn migrations(cx: &Controller) {
-    loop {
-        let Ok(page) = cx.store.list(ListOptions { prefix: PREFIX, ..Default::default() }).await else {
-            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-            continue;
-        };
-        for entry in &page.entries {
-            sync(cx, &entry.key).await;
+async fn migrations(cx: &Context) {
+    let queue = Queue::new();
+    let feed = informer::follow(&*cx.store, PREFIX, |change| {
+        if let Change::Put { key, .. } = change {
+            queue.add(key);
         }
-        let Ok(mut watch) = cx.store.watch(PREFIX, page.revision).await else { continue };
-        while let Some(Ok(event)) = watch.next().await {
-            if event.kind == EventKind::Put {
-                sync(cx, &event.key).await;
-            }
-        }
-    }
+    });
+    let work = queue.run(CONTROLLER, 1, |key| async move { sync(cx, &key).await.map(|()| Next::Done) });
+    tokio::join!(feed, work);
 }
 
 /// Creates a migration whenever a CRD's storage version changes (`--auto-migrate`).
-async fn trigger(cx: &Controller) {
+async fn trigger(cx: &Context) {
     let mut storage_versions: std::collections::BTreeMap<String, String> =
         cx.registry.all().iter().map(|(name, crd)| (name.clone(), crd.storage_version().to_string())).collect();
     let mut changes = cx.registry.changes();
@@ -126,7 +76,7 @@ async fn trigger(cx: &Controller) {
 }
 
 /// A new migration of `crd`'s resource, named `<plural>.<group>-<suffix>`.
-async fn create_for(cx: &Controller, crd: &ServedCrd) {
+async fn create_for(cx: &Context, crd: &ServedCrd) {
     let prefix = format!("{}.{}-", crd.plural(), crd.group());
     let name = cx.names.generate(&prefix);
     let mut migration = json!({
@@ -152,7 +102,7 @@ enum Target {
 }
 
 impl Target {
-    fn find(cx: &Controller, group: &str, resource: &str) -> Option<Target> {
+    fn find(cx: &Context, group: &str, resource: &str) -> Option<Target> {
         if let Some(crd) = cx.registry.by_resource(group, resource).filter(|crd| crd.established()) {
             return Some(Target::Custom(crd));
         }
@@ -167,15 +117,8 @@ impl Target {
     }
 }
 
-/// Brings one migration forward; errors are logged and the migration is taken up again at the
-/// next change or start-up.
-async fn sync(cx: &Controller, key: &str) {
-    if let Err(err) = try_sync(cx, key).await {
-        tracing::warn!(migration = key.trim_start_matches(PREFIX), error = %err.message, "storage version migration");
-    }
-}
-
-async fn try_sync(cx: &Controller, key: &str) -> Result<(), ApiError> {
+/// Brings one migration forward; an error (the store unavailable) is retried.
+async fn sync(cx: &Context, key: &str) -> Result<(), ApiError> {
     let Some(migration) = read(cx, key).await? else { return Ok(()) };
     if condition_true(&migration, SUCCEEDED) || condition_true(&migration, FAILED) {
         return Ok(());
@@ -221,7 +164,7 @@ async fn try_sync(cx: &Controller, key: &str) -> Result<(), ApiError> {
 
 /// Rewrites every object of `crd` stored in another version than its storage version; how
 /// many were rewritten.
-async fn rewrite(cx: &Controller, crd: &ServedCrd) -> Result<u64, ApiError> {
+async fn rewrite(cx: &Context, crd: &ServedCrd) -> Result<u64, ApiError> {
     let prefix = crd.prefix(None);
     let storage = crd.api_version(crd.storage_version());
     let mut after: Option<String> = None;
@@ -286,7 +229,7 @@ async fn rewrite_one(
 }
 
 /// Sets a final condition (`Succeeded` or `Failed`), `Running` going `False`.
-async fn finish(cx: &Controller, key: &str, kind: &str, reason: &str, message: &str) -> Result<(), ApiError> {
+async fn finish(cx: &Context, key: &str, kind: &str, reason: &str, message: &str) -> Result<(), ApiError> {
     update_status(cx, key, |status| set_condition(status, kind, reason, message)).await
 }
 
@@ -312,28 +255,17 @@ fn set_condition(status: &mut serde_json::Map<String, Value>, kind: &str, reason
 
 /// Changes a migration's status in the store, re-reading and changing again on a conflict.
 async fn update_status(
-    cx: &Controller,
+    cx: &Context,
     key: &str,
     change: impl Fn(&mut serde_json::Map<String, Value>),
 ) -> Result<(), ApiError> {
-    loop {
-        let Some(entry) = cx.store.get(key).await.map_err(unavailable)? else { return Ok(()) };
-        let mut migration = crate::registry::decode_entry(&entry)?;
-        let before = migration.get("status").cloned();
-        change(crate::object::object_mut(&mut migration, "status"));
-        if migration.get("status") == before.as_ref() {
-            return Ok(());
-        }
-        match cx.store.update(key, crate::object::to_stored(&migration), entry.mod_revision).await {
-            Ok(_) => return Ok(()),
-            Err(StoreError::Conflict { .. }) => continue,
-            Err(StoreError::NotFound { .. }) => return Ok(()),
-            Err(err) => return Err(unavailable(err)),
-        }
-    }
+    super::guaranteed_update(&*cx.store, key, |migration| change(crate::object::object_mut(migration, "status")))
+        .await
+        .map(|_| ())
+        .map_err(unavailable)
 }
 
-async fn read(cx: &Controller, key: &str) -> Result<Option<Value>, ApiError> {
+async fn read(cx: &Context, key: &str) -> Result<Option<Value>, ApiError> {
     let entry = cx.store.get(key).await.map_err(unavailable)?;
     entry.map(|entry| crate::registry::decode_entry(&entry)).transpose()
 }

@@ -1,0 +1,225 @@
+//! The part of kube-controller-manager that acts on API objects alone (nothing here runs Pods),
+//! as one small framework and the controllers written on it.
+//!
+//! The framework is client-go's: an [`informer`] follows the store's own change feed (a list,
+//! then a watch; listed again after a break, so nothing is missed while it was down), a
+//! [`queue`] hands each key to one worker at a time and retries failures with backoff, and
+//! [`Client`] writes as a request would — through the verbs, so admission, validation,
+//! finalizers and the lifecycles apply to a controller's writes as to a user's, each a
+//! patch or delete with preconditions, re-read and retried on a conflict.
+//!
+//! The controllers: [`gc`] (the garbage collector: `ownerReferences`, background, foreground
+//! and orphan deletion) and [`migrator`] (the storage version migrator). One replica at a
+//! time runs them: on a store other processes share (etcd), the replica holding the
+//! `kube-system/crdctl-controller-manager` Lease ([`lease`]), as one kube-controller-manager
+//! leads; an embedded store belongs to one server, which runs them from the start.
+
+pub mod gc;
+pub mod informer;
+pub mod lease;
+pub mod migrator;
+pub mod queue;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use crdctl_storage::Store;
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ApiResult};
+use crate::metrics::Metrics;
+use crate::negotiate::BodyType;
+use crate::object::NameGenerator;
+use crate::registry::{Propagation, Registry};
+use crate::rest::{self, Endpoint, Params};
+
+/// The Lease the controllers' leader holds.
+pub const LEASE: &str = "crdctl-controller-manager";
+
+/// The user agent controllers write with (its first segment names them in `managedFields`).
+const USER_AGENT: &str = "kube-controller-manager/v1.33.0 (linux/amd64) kubernetes/crdctl";
+
+/// Which controllers run; all by default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Controllers {
+    /// The garbage collector.
+    pub garbage_collector: bool,
+    /// The storage version migrator.
+    pub storage_version_migrator: bool,
+}
+
+impl Default for Controllers {
+    fn default() -> Controllers {
+        Controllers { garbage_collector: true, storage_version_migrator: true }
+    }
+}
+
+/// What controllers reach the server by: its verbs, as a request does.
+pub trait Api: Send + Sync + 'static {
+    /// The verbs' context.
+    fn verbs(&self) -> rest::Context<'_>;
+}
+
+/// What the controllers use of the server, owned: they run as long as it does.
+#[derive(Clone)]
+pub struct Context {
+    /// The server's verbs.
+    pub api: Arc<dyn Api>,
+    /// The store, for following its changes and reading.
+    pub store: Arc<dyn Store>,
+    /// The served CRDs.
+    pub registry: Registry,
+    /// Where migrations and leadership are counted.
+    pub metrics: Metrics,
+    /// Set on shutdown: the controllers stop.
+    pub shutdown: Arc<tokio::sync::watch::Sender<bool>>,
+    /// How names are drawn for what controllers create.
+    pub names: NameGenerator,
+    /// Which controllers run.
+    pub controllers: Controllers,
+    /// How replicas on a shared store elect the one that runs them.
+    pub leader_election: lease::Timings,
+    /// Create a `StorageVersionMigration` whenever a CRD's storage version changes.
+    pub auto_migrate: bool,
+}
+
+impl Context {
+    /// A client writing through the verbs.
+    pub fn client(&self) -> Client<'_> {
+        Client { cx: self.api.verbs(), registry: &self.registry }
+    }
+}
+
+/// Runs the controllers until the server shuts down: at once on an embedded store, else
+/// whenever this replica holds the Lease; then gives the Lease up.
+pub async fn run(cx: Context) {
+    let mut stop = cx.shutdown.subscribe();
+    if !cx.store.shared() {
+        cx.metrics.set_leading(LEASE, true);
+        tokio::select! {
+            _ = lead(&cx) => {}
+            _ = stop.wait_for(|stopped| *stopped) => {}
+        }
+        return;
+    }
+    let elector = lease::Elector::new(Arc::clone(&cx.store), LEASE, cx.leader_election.clone());
+    while elector.acquire(&mut stop).await {
+        tracing::info!(identity = elector.identity(), "leading the controllers");
+        cx.metrics.set_leading(LEASE, true);
+        tokio::select! {
+            _ = lead(&cx) => {}
+            _ = elector.keep() => tracing::warn!(identity = elector.identity(), "lost the controllers' lease"),
+            _ = stop.wait_for(|stopped| *stopped) => {}
+        }
+        cx.metrics.set_leading(LEASE, false);
+    }
+    elector.release().await;
+}
+
+/// Every controller that is switched on, together.
+async fn lead(cx: &Context) {
+    let mut running: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>>> = Vec::new();
+    if cx.controllers.garbage_collector {
+        running.push(Box::pin(gc::run(cx)));
+    }
+    if cx.controllers.storage_version_migrator {
+        running.push(Box::pin(migrator::run(cx)));
+    }
+    futures_util::future::join_all(running).await;
+}
+
+/// Writes as a request would, through the verbs.
+pub struct Client<'a> {
+    cx: rest::Context<'a>,
+    registry: &'a Registry,
+}
+
+impl Client<'_> {
+    /// The endpoint of objects of `api_version` and `kind` in `namespace`: a built-in resource,
+    /// or a CRD's (at that version if it is served, else at its storage version).
+    pub fn endpoint(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Option<Endpoint> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let namespace = namespace.map(str::to_string);
+        let built_in = crate::registry::builtin::RESOURCES.iter();
+        if let Some(row) = built_in.into_iter().find(|r| r.group == group && r.version == version && r.kind == kind) {
+            return Some(Endpoint::built_in(row, namespace));
+        }
+        let crds = self.registry.all();
+        let crd = crds.values().find(|crd| crd.group() == group && crd.kind() == kind)?;
+        let version = if crd.served_version(version).is_some() { version } else { crd.storage_version() };
+        let version = version.to_string();
+        Some(Endpoint::custom(Arc::clone(crd), &version, namespace))
+    }
+
+    fn params() -> Params {
+        Params { user_agent: Some(USER_AGENT.into()), ..Params::default() }
+    }
+
+    /// Deletes object `name` if it is still the one with `uid`, with `propagation`; an object
+    /// already gone, or replaced by another of that name, is not an error.
+    pub async fn delete(&self, endpoint: &Endpoint, name: &str, uid: &str, propagation: Propagation) -> ApiResult<()> {
+        let sent = json!({"propagationPolicy": propagation.name(), "preconditions": {"uid": uid}});
+        let options = rest::DeleteOptions { sent: Some(sent), ..Default::default() };
+        match rest::delete(self.cx, endpoint, name, &options).await {
+            Err(err) if err.code == StatusCode::NOT_FOUND || err.code == StatusCode::CONFLICT => Ok(()),
+            done => done.map(|_| ()),
+        }
+    }
+
+    /// Changes the metadata of `object` if it has not changed since it was read: a merge patch
+    /// with its `resourceVersion` as precondition (a revision is the store's, so it names that
+    /// one write of that one object). Whether it was written (false: it is gone, or changed;
+    /// read it again).
+    pub async fn patch_metadata(&self, endpoint: &Endpoint, object: &Value, metadata: Value) -> ApiResult<bool> {
+        let name = crate::object::name(object);
+        let mut patch = json!({"metadata": metadata});
+        let read_at = crate::object::meta_field(object, "resourceVersion").cloned().unwrap_or(Value::Null);
+        crate::object::meta_mut(&mut patch).insert("resourceVersion".into(), read_at);
+        let change = rest::Change::Patch(BodyType::MergePatch, patch);
+        match rest::update(self.cx, endpoint, name, change, rest::Subresource::Main, &Self::params()).await {
+            Ok(_) => Ok(true),
+            Err(err) if err.code == StatusCode::NOT_FOUND || err.code == StatusCode::CONFLICT => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Creates `object` at `endpoint`.
+    pub async fn create(&self, endpoint: &Endpoint, object: Value) -> ApiResult<()> {
+        rest::create(self.cx, endpoint, object, &Self::params(), rest::Managed::Record).await.map(|_| ())
+    }
+
+    /// Reads object `name` as stored; `None` if there is none.
+    pub async fn get(&self, endpoint: &Endpoint, name: &str) -> ApiResult<Option<Value>> {
+        let entry =
+            self.cx.store.get(&endpoint.key(name)).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
+        entry.map(|entry| crate::registry::decode_entry(&entry)).transpose()
+    }
+}
+
+/// upstream's `GuaranteedUpdate` for a controller's own writes: reads the object under `key`,
+/// lets `change` change it, and writes it back comparing revisions, reading again on a
+/// conflict. Nothing is written when `change` leaves it as it was, or it is gone; the entry
+/// written, if any.
+pub async fn guaranteed_update(
+    store: &dyn Store,
+    key: &str,
+    mut change: impl FnMut(&mut Value),
+) -> Result<Option<crdctl_storage::Entry>, crdctl_storage::StoreError> {
+    loop {
+        let Some(entry) = store.get(key).await? else { return Ok(None) };
+        let Some(mut object) = crate::registry::decode(&entry.value, entry.mod_revision) else { return Ok(None) };
+        let before = object.clone();
+        change(&mut object);
+        if object == before {
+            return Ok(None);
+        }
+        match store.update(key, crate::object::to_stored(&object), entry.mod_revision).await {
+            Ok(written) => return Ok(Some(written)),
+            Err(crdctl_storage::StoreError::Conflict { .. }) => continue,
+            Err(crdctl_storage::StoreError::NotFound { .. }) => return Ok(None),
+            Err(err) => return Err(err),
+        }
+    }
+}
