@@ -215,17 +215,6 @@ impl AppState {
         let tokens = registry::token::TokenSigner::load_or_create(&*store).await.map_err(StartError::Store)?;
         let resolver = Arc::new(MappedServices(config.webhook_services.clone()));
         let registry = Registry::start(Arc::clone(&store), resolver).await.map_err(|e| StartError::Store(e.message))?;
-        // A namespace whose deletion a stopped server left unfinished is finished now.
-        let namespaces =
-            crdctl_storage::ListOptions { prefix: registry::builtin::namespace::PREFIX, ..Default::default() };
-        let namespaces = store.list(namespaces).await.map_err(|e| StartError::Store(e.to_string()))?;
-        for entry in namespaces.entries {
-            let Some(object) = registry::decode(&entry.value, entry.mod_revision) else { continue };
-            if object::meta_field(&object, "deletionTimestamp").is_some() {
-                let name = object::name(&object).to_string();
-                tokio::spawn(registry::builtin::namespace::finalize(Arc::clone(&store), registry.clone(), name));
-            }
-        }
         let state = AppState(Arc::new(Shared {
             store,
             registry,

@@ -9,7 +9,8 @@
 //! patch or delete with preconditions, re-read and retried on a conflict.
 //!
 //! The controllers: [`gc`] (the garbage collector: `ownerReferences`, background, foreground
-//! and orphan deletion) and [`migrator`] (the storage version migrator). One replica at a
+//! and orphan deletion), [`namespace`] (a deleted namespace empties itself, reports what is
+//! left, and goes) and [`migrator`] (the storage version migrator). One replica at a
 //! time runs them: on a store other processes share (etcd), the replica holding the
 //! `kube-system/crdctl-controller-manager` Lease ([`lease`]), as one kube-controller-manager
 //! leads; an embedded store belongs to one server, which runs them from the start.
@@ -18,6 +19,7 @@ pub mod gc;
 pub mod informer;
 pub mod lease;
 pub mod migrator;
+pub mod namespace;
 pub mod queue;
 
 use std::future::Future;
@@ -46,13 +48,15 @@ const USER_AGENT: &str = "kube-controller-manager/v1.33.0 (linux/amd64) kubernet
 pub struct Controllers {
     /// The garbage collector.
     pub garbage_collector: bool,
+    /// The namespace controller: a deleted namespace empties itself and goes.
+    pub namespace: bool,
     /// The storage version migrator.
     pub storage_version_migrator: bool,
 }
 
 impl Default for Controllers {
     fn default() -> Controllers {
-        Controllers { garbage_collector: true, storage_version_migrator: true }
+        Controllers { garbage_collector: true, namespace: true, storage_version_migrator: true }
     }
 }
 
@@ -123,6 +127,9 @@ async fn lead(cx: &Context) {
     let mut running: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>>> = Vec::new();
     if cx.controllers.garbage_collector {
         running.push(Box::pin(gc::run(cx)));
+    }
+    if cx.controllers.namespace {
+        running.push(Box::pin(namespace::run(cx)));
     }
     if cx.controllers.storage_version_migrator {
         running.push(Box::pin(migrator::run(cx)));

@@ -545,10 +545,6 @@ impl Resource for &'static BuiltIn {
             (Strategy::Namespace, Written::Created(name)) => {
                 namespace::create_default_service_account(&**context.store, name).await
             }
-            (Strategy::Namespace, Written::Marked(name)) => {
-                let (store, registry) = (std::sync::Arc::clone(context.store), context.registry.clone());
-                tokio::spawn(namespace::finalize(store, registry, name.to_string()));
-            }
             (Strategy::CustomResourceDefinition, _) => context.registry.wait_for(revision).await,
             _ => {}
         }

@@ -1,22 +1,16 @@
 //! Core `v1` Namespaces and their lifecycle, as kube-apiserver's NamespaceLifecycle admission
 //! and controller-manager's namespace controller: `default`, `kube-system`, `kube-public` and
 //! `kube-node-lease` always exist and cannot be deleted; objects need an existing namespace that
-//! is not terminating; deleting a namespace marks it `Terminating`, then [`finalize`] deletes
-//! every namespaced object in it — custom resources, events, built-ins — honouring their
-//! finalizers, and removes the namespace once nothing is left and no spec finalizer (written
-//! through the `finalize` subresource) holds it. Every namespace has a `default`
-//! ServiceAccount, as controller-manager makes it.
+//! is not terminating; deleting a namespace marks it `Terminating`, and the namespace
+//! controller (`crate::controller::namespace`) empties and removes it. Every namespace has a
+//! `default` ServiceAccount, as controller-manager makes it.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use crdctl_storage::{ListOptions, Store, StoreError};
+use crdctl_storage::{Store, StoreError};
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Subject};
+use crate::registry::OnDelete;
 use crate::registry::builtin::Part;
-use crate::registry::resource::Resource;
-use crate::registry::{OnDelete, Registry};
 use crate::selector::{SelectableFields, field_value};
 
 /// Where namespaces are stored.
@@ -50,7 +44,7 @@ pub fn key(name: &str) -> String {
 const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// The spec finalizer of the namespace lifecycle, removed once the namespace is empty.
-const KUBERNETES_FINALIZER: &str = "kubernetes";
+pub const KUBERNETES_FINALIZER: &str = "kubernetes";
 
 /// A namespace the server makes at start-up, as a create would store it.
 pub fn initial(name: &str) -> Value {
@@ -102,7 +96,7 @@ fn set_finalizers(namespace: &mut Value, finalizers: Option<Value>) {
 }
 
 /// A DELETE: refused for the built-in four; otherwise the namespace is marked `Terminating`,
-/// and [`finalize`] empties it.
+/// for the namespace controller to empty.
 pub fn on_delete(object: &mut Value) -> Result<OnDelete, ApiError> {
     let name = crate::object::name(object);
     if BUILT_IN.contains(&name) {
@@ -127,94 +121,4 @@ pub async fn create_default_service_account(store: &dyn Store, namespace: &str) 
         Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
         Err(err) => tracing::warn!(namespace, error = %err, "cannot create the default ServiceAccount"),
     }
-}
-
-/// How soon a terminating namespace looks again at what is left in it; the wait doubles, up to
-/// [`RECHECK_AT_MOST`], while objects held by finalizers stay.
-const RECHECK: Duration = Duration::from_millis(100);
-const RECHECK_AT_MOST: Duration = Duration::from_secs(2);
-
-/// Empties the terminating namespace `name`, then deletes it: objects without finalizers are
-/// deleted, objects with finalizers are marked for deletion and waited for (their controllers
-/// remove the finalizers); then the `kubernetes` spec finalizer goes, and the namespace once
-/// no other finalizer holds it. Safe to run more than once, and resumed at start-up.
-pub async fn finalize(store: Arc<dyn Store>, registry: Registry, name: String) {
-    let mut wait = RECHECK;
-    loop {
-        match finalized(&*store, &registry, &name).await {
-            Ok(true) => break,
-            Ok(false) => {}
-            Err(err) => {
-                tracing::warn!(namespace = %name, error = %err, "cannot empty a terminating namespace; retrying")
-            }
-        }
-        tokio::time::sleep(wait).await;
-        wait = (wait * 2).min(RECHECK_AT_MOST);
-    }
-}
-
-/// One pass of [`finalize`]; whether the namespace is gone.
-async fn finalized(store: &dyn Store, registry: &Registry, name: &str) -> Result<bool, StoreError> {
-    if remaining(store, registry, name).await? > 0 {
-        return Ok(false);
-    }
-    let Some(entry) = store.get(&key(name)).await? else { return Ok(true) };
-    let Some(mut namespace) = crate::registry::decode(&entry.value, entry.mod_revision) else { return Ok(false) };
-    let mut revision = entry.mod_revision;
-    let finalizers = namespace.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut);
-    if let Some(finalizers) = finalizers.filter(|f| f.iter().any(|f| f == KUBERNETES_FINALIZER)) {
-        finalizers.retain(|f| f != KUBERNETES_FINALIZER);
-        match store.update(&key(name), crate::object::to_stored(&namespace), revision).await {
-            Ok(entry) => revision = entry.mod_revision,
-            Err(StoreError::NotFound { .. }) => return Ok(true),
-            Err(StoreError::Conflict { .. }) => return Ok(false),
-            Err(err) => return Err(err),
-        }
-    }
-    let held_by_spec = namespace.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
-    if held_by_spec || !crate::object::finalizers(&namespace).is_empty() {
-        return Ok(false);
-    }
-    match store.delete(&key(name), Some(revision)).await {
-        Ok(_) | Err(StoreError::NotFound { .. }) => {
-            tracing::info!(namespace = %name, "namespace deleted");
-            Ok(true)
-        }
-        Err(StoreError::Conflict { .. }) => Ok(false),
-        Err(err) => Err(err),
-    }
-}
-
-/// One pass over the namespace's objects; how many are left.
-async fn remaining(store: &dyn Store, registry: &Registry, namespace: &str) -> Result<usize, StoreError> {
-    let crds = registry.all();
-    let custom = crds.values().filter(|crd| crd.namespaced()).map(|crd| Arc::clone(crd) as Arc<dyn Resource>);
-    let built_in = crate::registry::builtin::RESOURCES.iter().filter(|r| r.namespaced && r.owns_storage());
-    let resources = custom.chain(built_in.map(|resource| Arc::new(resource) as Arc<dyn Resource>));
-    let mut left = 0;
-    for resource in resources {
-        let prefix = resource.prefix(Some(namespace));
-        let page = store.list(ListOptions { prefix: &prefix, ..Default::default() }).await?;
-        for entry in page.entries {
-            let Some(mut object) = crate::registry::decode(&entry.value, entry.mod_revision) else { continue };
-            if crate::object::finalizers(&object).is_empty() {
-                match store.delete(&entry.key, Some(entry.mod_revision)).await {
-                    Ok(_) => resource.release(store, &object, None).await,
-                    Err(StoreError::NotFound { .. }) => {}
-                    Err(StoreError::Conflict { .. }) => left += 1,
-                    Err(err) => return Err(err),
-                }
-                continue;
-            }
-            left += 1;
-            if crate::registry::on_delete(&mut object) == OnDelete::Mark {
-                let bytes = crate::object::to_stored(&object);
-                match store.update(&entry.key, bytes, entry.mod_revision).await {
-                    Ok(_) | Err(StoreError::NotFound { .. } | StoreError::Conflict { .. }) => {}
-                    Err(err) => return Err(err),
-                }
-            }
-        }
-    }
-    Ok(left)
 }

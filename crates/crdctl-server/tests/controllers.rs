@@ -1,7 +1,9 @@
-//! The garbage collector, as a cluster runs it, on every store backend: background deletion
-//! across kinds and scopes, foreground deletion held by a blocking dependent's finalizer,
-//! orphaning, dangling owner references, invalid cross-namespace references, the deletion
-//! options' checks, and a restart in the middle of a foreground deletion.
+//! The controllers, as a cluster runs them, on every store backend. The garbage collector:
+//! background deletion across kinds and scopes, foreground deletion held by a blocking
+//! dependent's finalizer, orphaning, dangling owner references, invalid cross-namespace
+//! references, the deletion options' checks, and a restart in the middle of a foreground
+//! deletion. The namespace controller: a deleted namespace empties itself, says what holds it
+//! in its conditions, and goes.
 
 // Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
 #![cfg(test)]
@@ -331,7 +333,57 @@ async fn the_collector_can_be_switched_off(backend: Backend) {
     assert!(client.get(&format!("{CONFIGMAPS}/dependent")).await.is_some());
 }
 
+/// A deleted namespace deletes its content — custom resources and built-ins — reports what
+/// finalizers hold in its conditions, and goes once they are removed.
+async fn a_deleted_namespace_empties_itself_and_goes(backend: Backend) {
+    let (server, _keep) = backend.start().await;
+    let client = Client::of(&server);
+    with_crontabs(&client, &server).await;
+    client.create("/api/v1/namespaces", json!({"metadata": {"name": "doomed"}})).await;
+    let crontabs = "/apis/example.com/v1/namespaces/doomed/crontabs";
+    let configmaps = "/api/v1/namespaces/doomed/configmaps";
+    let held = json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
+    client.create(crontabs, held).await;
+    client
+        .create(crontabs, json!({"apiVersion": "example.com/v1", "kind": "CronTab", "metadata": {"name": "free"}}))
+        .await;
+    client.create(configmaps, configmap("plain", json!([]), &[])).await;
+
+    client.delete("/api/v1/namespaces/doomed", None).await;
+    let namespace = client
+        .until("/api/v1/namespaces/doomed", "reported what is left", |namespace| {
+            namespace["status"]["conditions"].as_array().is_some_and(|c| c.len() == 5)
+        })
+        .await;
+    assert_eq!(namespace["status"]["phase"], "Terminating");
+    let condition = |kind: &str| {
+        let conditions = namespace["status"]["conditions"].as_array().unwrap();
+        conditions.iter().find(|c| c["type"] == kind).cloned().unwrap()
+    };
+    let remaining = condition("NamespaceContentRemaining");
+    assert_eq!(remaining["status"], "True", "{namespace}");
+    assert_eq!(remaining["reason"], "SomeResourcesRemain");
+    assert_eq!(remaining["message"], "Some resources are remaining: crontabs.example.com has 1 resource instances");
+    let finalizers = condition("NamespaceFinalizersRemaining");
+    assert_eq!(finalizers["reason"], "SomeFinalizersRemain");
+    assert_eq!(
+        finalizers["message"],
+        "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"
+    );
+    let discovery = condition("NamespaceDeletionDiscoveryFailure");
+    assert_eq!((&discovery["status"], &discovery["reason"]), (&json!("False"), &json!("ResourcesDiscovered")));
+    client.gone(&format!("{configmaps}/plain")).await;
+    client.gone(&format!("{crontabs}/free")).await;
+    let held = client.get(&format!("{crontabs}/held")).await.expect("held by its finalizer");
+    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
+
+    client.patch(&format!("{crontabs}/held"), json!({"metadata": {"finalizers": null}})).await;
+    client.gone("/api/v1/namespaces/doomed").await;
+}
+
 on_each_backend!(
+    a_deleted_namespace_empties_itself_and_goes,
     background_deletion_collects_dependents_across_kinds_and_scopes,
     foreground_deletion_waits_for_blocking_dependents,
     orphan_deletion_keeps_dependents,
