@@ -3,7 +3,8 @@
 //! dependent's finalizer, orphaning, dangling owner references, invalid cross-namespace
 //! references, the deletion options' checks, and a restart in the middle of a foreground
 //! deletion. The namespace controller: a deleted namespace empties itself, says what holds it
-//! in its conditions, and goes.
+//! in its conditions, and goes. The CRD finalizer: a deleted CRD waits for its custom
+//! resources to be really gone.
 
 // Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
 #![cfg(test)]
@@ -382,7 +383,35 @@ async fn a_deleted_namespace_empties_itself_and_goes(backend: Backend) {
     client.gone("/api/v1/namespaces/doomed").await;
 }
 
+/// A CRD being deleted deletes its custom resources and stays `Terminating` while one is held
+/// by its own finalizer; then it goes.
+async fn a_deleted_crd_waits_for_its_custom_resources(backend: Backend) {
+    let (server, _keep) = backend.start().await;
+    let client = Client::of(&server);
+    with_crontabs(&client, &server).await;
+    let held = json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
+    client.create(CRONTABS, held).await;
+    client.create(CRONTABS, json!({"apiVersion": "example.com/v1", "kind": "CronTab", "metadata": {"name": "free"}})).await;
+    let crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com";
+
+    client.delete(crd, None).await;
+    client.gone(&format!("{CRONTABS}/free")).await;
+    client.until(&format!("{CRONTABS}/held"), "marked", |held| held["metadata"]["deletionTimestamp"].is_string()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let terminating = client.get(crd).await.expect("the CRD waits for the held custom resource");
+    let conditions = terminating["status"]["conditions"].as_array().unwrap();
+    let condition = conditions.iter().find(|c| c["type"] == "Terminating").unwrap();
+    assert_eq!(condition["status"], "True", "{terminating}");
+    assert_eq!(condition["reason"], "InstanceDeletionInProgress");
+    assert_eq!(condition["message"], "CustomResource deletion is in progress");
+
+    client.patch(&format!("{CRONTABS}/held"), json!({"metadata": {"finalizers": null}})).await;
+    client.gone(crd).await;
+}
+
 on_each_backend!(
+    a_deleted_crd_waits_for_its_custom_resources,
     a_deleted_namespace_empties_itself_and_goes,
     background_deletion_collects_dependents_across_kinds_and_scopes,
     foreground_deletion_waits_for_blocking_dependents,

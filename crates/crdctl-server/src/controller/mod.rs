@@ -10,11 +10,13 @@
 //!
 //! The controllers: [`gc`] (the garbage collector: `ownerReferences`, background, foreground
 //! and orphan deletion), [`namespace`] (a deleted namespace empties itself, reports what is
-//! left, and goes) and [`migrator`] (the storage version migrator). One replica at a
+//! left, and goes), [`migrator`] (the storage version migrator), and apiextensions' own
+//! [`crd_cleanup`] (a deleted CRD's objects go, finalizers honoured, before the CRD). One replica at a
 //! time runs them: on a store other processes share (etcd), the replica holding the
 //! `kube-system/crdctl-controller-manager` Lease ([`lease`]), as one kube-controller-manager
 //! leads; an embedded store belongs to one server, which runs them from the start.
 
+pub mod crd_cleanup;
 pub mod gc;
 pub mod informer;
 pub mod lease;
@@ -124,7 +126,8 @@ pub async fn run(cx: Context) {
 
 /// Every controller that is switched on, together.
 async fn lead(cx: &Context) {
-    let mut running: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>>> = Vec::new();
+    // The CRD finalizer is the API server's own (apiextensions'), never switched off.
+    let mut running: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>>> = vec![Box::pin(crd_cleanup::run(cx))];
     if cx.controllers.garbage_collector {
         running.push(Box::pin(gc::run(cx)));
     }

@@ -6,16 +6,14 @@
 //! Upstream: apiextensions' `pkg/registry/customresourcedefinition/strategy.go`,
 //! `pkg/controller/{status/naming_controller.go,establish,finalizer}`.
 
-use std::sync::Arc;
-
 use crdctl_model::Crd;
 use crdctl_model::crd::{API_VERSION_V1, KIND};
-use crdctl_storage::{ListOptions, Store, StoreError};
+use crdctl_storage::Store;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use crate::registry::upgrade::UpgradeSafety;
-use crate::registry::{CRD_PREFIX, OnDelete, Registry, ServedCrd};
+use crate::registry::{CRD_PREFIX, OnDelete, Registry};
 
 /// The group of CRDs.
 pub use crdctl_model::crd::GROUP;
@@ -232,52 +230,22 @@ pub fn prepare_status_update(new: &mut Value, old: &Value) -> Result<(), ApiErro
 }
 
 /// A DELETE marks a CRD as terminating: `deletionTimestamp` and the `Terminating` condition;
-/// the finalizer then deletes its objects and the CRD.
+/// the cleanup controller (`crate::controller::crd_cleanup`) then deletes its objects, and the
+/// CRD once they are gone.
 pub fn on_delete(object: &mut Value) -> OnDelete {
     if crate::object::meta_field(object, "deletionTimestamp").is_some() {
         return OnDelete::AlreadyMarked;
     }
     crate::object::meta_mut(object).insert("deletionTimestamp".into(), json!(crate::object::now_timestamp()));
-    let mut conditions: Vec<Value> =
-        object.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-    conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some("Terminating"));
-    conditions.push(condition(
-        "Terminating",
-        true,
-        "InstanceDeletionInProgress",
-        "CustomResource deletion is in progress",
-    ));
-    crate::object::object_mut(object, "status").insert("conditions".into(), Value::Array(conditions));
+    set_terminating(object, true, "InstanceDeletionInProgress", "CustomResource deletion is in progress");
     OnDelete::Mark
 }
 
-/// Deletes every object of a terminating CRD, then the CRD. Safe to run more than once (every
-/// replica may); objects already gone are skipped.
-pub async fn finalize(store: Arc<dyn Store>, crd: Arc<ServedCrd>) {
-    let prefix = crd.prefix(None);
-    loop {
-        let page = match store.list(ListOptions { prefix: &prefix, limit: 500, ..Default::default() }).await {
-            Ok(page) => page,
-            Err(err) => {
-                tracing::warn!(crd = %crd.crd.name(), error = %err, "cannot list objects to delete");
-                return;
-            }
-        };
-        for entry in &page.entries {
-            match store.delete(&entry.key, None).await {
-                Ok(_) | Err(StoreError::NotFound { .. }) => {}
-                Err(err) => {
-                    tracing::warn!(key = %entry.key, error = %err, "cannot delete object of a terminating CRD");
-                    return;
-                }
-            }
-        }
-        if !page.more {
-            break;
-        }
-    }
-    match store.delete(&key(crd.crd.name()), None).await {
-        Ok(_) | Err(StoreError::NotFound { .. }) => tracing::info!(crd = %crd.crd.name(), "CRD deleted"),
-        Err(err) => tracing::warn!(crd = %crd.crd.name(), error = %err, "cannot delete the CRD"),
-    }
+/// Sets the `Terminating` condition.
+pub fn set_terminating(object: &mut Value, status: bool, reason: &str, message: &str) {
+    let mut conditions: Vec<Value> =
+        object.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some("Terminating"));
+    conditions.push(condition("Terminating", status, reason, message));
+    crate::object::object_mut(object, "status").insert("conditions".into(), Value::Array(conditions));
 }

@@ -480,9 +480,6 @@ impl Registry {
                 match (event.kind, event.entry) {
                     (EventKind::Put, Some(entry)) => {
                         if let Some(served) = decode(&entry.value, entry.mod_revision).and_then(|o| self.load(o)) {
-                            if served.terminating() {
-                                tokio::spawn(crate::registry::crd::finalize(Arc::clone(&store), Arc::clone(&served)));
-                            }
                             crds.insert(name, served);
                         }
                     }
