@@ -171,6 +171,7 @@ impl AppState {
             controllers: self.config.controllers.clone(),
             leader_election: self.config.leader_election.clone(),
             auto_migrate: self.config.auto_migrate,
+            root_ca: self.config.tls.as_ref().and_then(|(cert, _)| std::fs::read_to_string(cert).ok()),
         }
     }
 
@@ -210,7 +211,6 @@ impl AppState {
                 Ok(_) | Err(crdctl_storage::StoreError::AlreadyExists { .. }) => {}
                 Err(err) => return Err(StartError::Store(err.to_string())),
             }
-            registry::builtin::namespace::create_default_service_account(&*store, name).await;
         }
         let tokens = registry::token::TokenSigner::load_or_create(&*store).await.map_err(StartError::Store)?;
         let resolver = Arc::new(MappedServices(config.webhook_services.clone()));

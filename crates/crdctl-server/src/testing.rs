@@ -238,7 +238,15 @@ impl Builder {
         self
     }
 
-    /// The server's configuration (listen address, TLS, token, upgrade-safety gate).
+    /// Which controllers run (all by default: the garbage collector, the namespace controller,
+    /// the service account controller, the root CA publisher, the storage version migrator).
+    pub fn controllers(mut self, controllers: crate::controller::Controllers) -> Builder {
+        self.config.controllers = controllers;
+        self
+    }
+
+    /// The server's configuration (listen address, TLS, token, upgrade-safety gate,
+    /// controllers).
     pub fn config(mut self, config: Config) -> Builder {
         let webhooks = std::mem::take(&mut self.config.webhook_services);
         self.config = config;
@@ -264,8 +272,12 @@ impl Builder {
             crds.push(crd.map_err(StartError::Setup)?);
         }
         let store = self.store.unwrap_or_else(|| Arc::new(crdctl_storage::memory::open()));
+        let service_account = self.config.controllers.service_account;
         let server = Server::start(self.config, store).await?;
         let test_server = TestServer { server, requests: Arc::default() };
+        if service_account {
+            test_server.wait_for_the_default_service_account().await?;
+        }
         for crd in &crds {
             test_server.install(crd).await?;
         }
@@ -278,6 +290,21 @@ impl Builder {
 }
 
 impl TestServer {
+    /// Waits until the service account controller has made `default/default`, as a test that
+    /// asks for its token expects of a cluster that is up.
+    async fn wait_for_the_default_service_account(&self) -> Result<(), StartError> {
+        let store = &self.server.state().store;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            match store.get("/registry/serviceaccounts/default/default").await {
+                Ok(Some(_)) => return Ok(()),
+                Ok(None) => tokio::time::sleep(Duration::from_millis(5)).await,
+                Err(err) => return Err(StartError::Store(err.to_string())),
+            }
+        }
+        Err(StartError::Setup("the default ServiceAccount was not made within 10 s".into()))
+    }
+
     /// Creates a CRD through the API, as a client would.
     async fn install(&self, crd: &Value) -> Result<(), StartError> {
         let state = self.server.state();

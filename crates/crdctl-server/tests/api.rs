@@ -921,11 +921,6 @@ async fn built_in_resources(backend: Backend) {
         json!(["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"])
     );
     assert_eq!(find(&core, "serviceaccounts").unwrap()["shortNames"], json!(["sa"]));
-    // Every namespace has its `default` ServiceAccount, as controller-manager makes it.
-    for namespace in ["default", "kube-system", "team-c"] {
-        let account = api.get(&format!("/api/v1/namespaces/{namespace}/serviceaccounts/default")).await;
-        assert_eq!((account.code, account.body["kind"].as_str()), (200, Some("ServiceAccount")), "{namespace}");
-    }
     let rbac = api.get("/apis/rbac.authorization.k8s.io/v1").await.body;
     assert_eq!(find(&rbac, "clusterroles").unwrap()["namespaced"], false);
     assert_eq!(find(&rbac, "roles").unwrap()["namespaced"], true);

@@ -4,7 +4,8 @@
 //! references, the deletion options' checks, and a restart in the middle of a foreground
 //! deletion. The namespace controller: a deleted namespace empties itself, says what holds it
 //! in its conditions, and goes. The CRD finalizer: a deleted CRD waits for its custom
-//! resources to be really gone.
+//! resources to be really gone. Every namespace's `default` ServiceAccount and
+//! `kube-root-ca.crt`, made again when deleted or changed.
 
 // Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
 #![cfg(test)]
@@ -33,6 +34,13 @@ struct Client {
 impl Client {
     fn of(server: &TestServer) -> Client {
         Client { url: server.url(), http: reqwest::Client::new() }
+    }
+
+    /// A client of a server on HTTPS whose certificate `ca` (PEM) signed.
+    fn trusting(server: &TestServer, ca: &str) -> Client {
+        let ca = reqwest::Certificate::from_pem(ca.as_bytes()).unwrap();
+        let http = reqwest::Client::builder().tls_certs_only([ca]).build().unwrap();
+        Client { url: server.url().replace("127.0.0.1", "localhost"), http }
     }
 
     async fn send(&self, method: &str, path: &str, content_type: &str, body: Option<&Value>) -> (u16, Value) {
@@ -392,7 +400,9 @@ async fn a_deleted_crd_waits_for_its_custom_resources(backend: Backend) {
     let held = json!({"apiVersion": "example.com/v1", "kind": "CronTab",
         "metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
     client.create(CRONTABS, held).await;
-    client.create(CRONTABS, json!({"apiVersion": "example.com/v1", "kind": "CronTab", "metadata": {"name": "free"}})).await;
+    client
+        .create(CRONTABS, json!({"apiVersion": "example.com/v1", "kind": "CronTab", "metadata": {"name": "free"}}))
+        .await;
     let crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com";
 
     client.delete(crd, None).await;
@@ -410,7 +420,38 @@ async fn a_deleted_crd_waits_for_its_custom_resources(backend: Backend) {
     client.gone(crd).await;
 }
 
+/// Every active namespace gets the `default` ServiceAccount and the `kube-root-ca.crt`
+/// ConfigMap holding the server's CA; both come back when deleted, and the CA when changed.
+async fn every_namespace_has_its_defaults(backend: Backend) {
+    let bundle = crdctl_conversion::certs::generate(&["localhost".to_string()]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    // The chain, as the kubeconfig `crdctl serve` writes trusts it: what the server publishes.
+    let chain = format!("{}{}", bundle.cert_pem, bundle.ca_pem);
+    std::fs::write(&cert, &chain).unwrap();
+    std::fs::write(&key, &bundle.key_pem).unwrap();
+    let (server, _keep) = backend.start_with(Config { tls: Some((cert, key)), ..Config::default() }).await;
+    let client = Client::trusting(&server, &bundle.ca_pem);
+    client.create("/api/v1/namespaces", json!({"metadata": {"name": "fresh"}})).await;
+    let account = "/api/v1/namespaces/fresh/serviceaccounts/default";
+    let root_ca = "/api/v1/namespaces/fresh/configmaps/kube-root-ca.crt";
+    let published = |object: &Value| object["data"]["ca.crt"] == chain.as_str();
+    for account in [account, "/api/v1/namespaces/kube-system/serviceaccounts/default"] {
+        client.until(account, "made", |object| object["kind"] == "ServiceAccount").await;
+    }
+    client.until(root_ca, "made", published).await;
+    client.until("/api/v1/namespaces/kube-system/configmaps/kube-root-ca.crt", "made", published).await;
+
+    client.delete(account, None).await;
+    client.until(account, "made again", |object| object["kind"] == "ServiceAccount").await;
+    client.patch(root_ca, json!({"data": {"ca.crt": "forged"}})).await;
+    client.until(root_ca, "put back", published).await;
+    client.delete(root_ca, None).await;
+    client.until(root_ca, "made again", published).await;
+}
+
 on_each_backend!(
+    every_namespace_has_its_defaults,
     a_deleted_crd_waits_for_its_custom_resources,
     a_deleted_namespace_empties_itself_and_goes,
     background_deletion_collects_dependents_across_kinds_and_scopes,

@@ -9,9 +9,9 @@ use std::time::Duration;
 use crdctl_storage::{ListOptions, StoreError};
 use serde_json::Value;
 
+use super::Context;
 use super::informer::{self, Change};
 use super::queue::{Next, Queue};
-use super::Context;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::crd::{CLEANUP_FINALIZER, key, set_terminating};
 use crate::registry::{CRD_PREFIX, Propagation};
@@ -55,7 +55,8 @@ async fn sync(cx: &Context, name: String) -> ApiResult<Next> {
             let namespace = crate::object::meta_str(&object, "namespace").map(str::to_string);
             let endpoint = Endpoint::custom(std::sync::Arc::clone(&served), &version, namespace);
             let uid = crate::object::meta_str(&object, "uid").unwrap_or_default();
-            if let Err(err) = client.delete(&endpoint, crate::object::name(&object), uid, Propagation::Background).await {
+            if let Err(err) = client.delete(&endpoint, crate::object::name(&object), uid, Propagation::Background).await
+            {
                 let message = format!("could not issue all deletes: {}", err.message);
                 record(cx, &name, |crd| set_terminating(crd, true, "InstanceDeletionFailed", &message)).await?;
                 return Err(err);
@@ -90,11 +91,7 @@ async fn sync(cx: &Context, name: String) -> ApiResult<Next> {
 }
 
 /// Changes the stored CRD, re-reading on a conflict.
-async fn record(
-    cx: &Context,
-    name: &str,
-    change: impl FnMut(&mut Value),
-) -> ApiResult<Option<crdctl_storage::Entry>> {
+async fn record(cx: &Context, name: &str, change: impl FnMut(&mut Value)) -> ApiResult<Option<crdctl_storage::Entry>> {
     super::guaranteed_update(&*cx.store, &key(name), change).await.map_err(unavailable)
 }
 

@@ -10,13 +10,15 @@
 //!
 //! The controllers: [`gc`] (the garbage collector: `ownerReferences`, background, foreground
 //! and orphan deletion), [`namespace`] (a deleted namespace empties itself, reports what is
-//! left, and goes), [`migrator`] (the storage version migrator), and apiextensions' own
+//! left, and goes), [`defaults`] (every namespace's `default` ServiceAccount and
+//! `kube-root-ca.crt`), [`migrator`] (the storage version migrator), and apiextensions' own
 //! [`crd_cleanup`] (a deleted CRD's objects go, finalizers honoured, before the CRD). One replica at a
 //! time runs them: on a store other processes share (etcd), the replica holding the
 //! `kube-system/crdctl-controller-manager` Lease ([`lease`]), as one kube-controller-manager
 //! leads; an embedded store belongs to one server, which runs them from the start.
 
 pub mod crd_cleanup;
+pub mod defaults;
 pub mod gc;
 pub mod informer;
 pub mod lease;
@@ -52,13 +54,24 @@ pub struct Controllers {
     pub garbage_collector: bool,
     /// The namespace controller: a deleted namespace empties itself and goes.
     pub namespace: bool,
+    /// The service account controller: every namespace's `default` ServiceAccount.
+    pub service_account: bool,
+    /// The root CA publisher: every namespace's `kube-root-ca.crt` ConfigMap (when the server
+    /// has a CA: it serves TLS).
+    pub root_ca_publisher: bool,
     /// The storage version migrator.
     pub storage_version_migrator: bool,
 }
 
 impl Default for Controllers {
     fn default() -> Controllers {
-        Controllers { garbage_collector: true, namespace: true, storage_version_migrator: true }
+        Controllers {
+            garbage_collector: true,
+            namespace: true,
+            service_account: true,
+            root_ca_publisher: true,
+            storage_version_migrator: true,
+        }
     }
 }
 
@@ -89,6 +102,8 @@ pub struct Context {
     pub leader_election: lease::Timings,
     /// Create a `StorageVersionMigration` whenever a CRD's storage version changes.
     pub auto_migrate: bool,
+    /// The server's CA (PEM), published in every namespace.
+    pub root_ca: Option<String>,
 }
 
 impl Context {
@@ -133,6 +148,12 @@ async fn lead(cx: &Context) {
     }
     if cx.controllers.namespace {
         running.push(Box::pin(namespace::run(cx)));
+    }
+    if cx.controllers.service_account {
+        running.push(Box::pin(defaults::run(cx, defaults::service_account())));
+    }
+    if let Some(ca) = cx.root_ca.as_deref().filter(|_| cx.controllers.root_ca_publisher) {
+        running.push(Box::pin(defaults::run(cx, defaults::root_ca(ca))));
     }
     if cx.controllers.storage_version_migrator {
         running.push(Box::pin(migrator::run(cx)));
@@ -188,6 +209,17 @@ impl Client<'_> {
         let read_at = crate::object::meta_field(object, "resourceVersion").cloned().unwrap_or(Value::Null);
         crate::object::meta_mut(&mut patch).insert("resourceVersion".into(), read_at);
         let change = rest::Change::Patch(BodyType::MergePatch, patch);
+        match rest::update(self.cx, endpoint, name, change, rest::Subresource::Main, &Self::params()).await {
+            Ok(_) => Ok(true),
+            Err(err) if err.code == StatusCode::NOT_FOUND || err.code == StatusCode::CONFLICT => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Replaces object `name` with `object`, which carries the `resourceVersion` it was read at;
+    /// whether it was written (false: it is gone, or changed; read it again).
+    pub async fn replace(&self, endpoint: &Endpoint, name: &str, object: Value) -> ApiResult<bool> {
+        let change = rest::Change::Replace(object);
         match rest::update(self.cx, endpoint, name, change, rest::Subresource::Main, &Self::params()).await {
             Ok(_) => Ok(true),
             Err(err) if err.code == StatusCode::NOT_FOUND || err.code == StatusCode::CONFLICT => Ok(false),

@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager::OtherVersions;
 use crate::registry::ranges::Reserved;
-use crate::registry::resource::{Context, Part, Resource, Subresource, Written};
+use crate::registry::resource::{Context, Part, Resource, Subresource};
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
 use crate::registry::{Items, OnDelete, Propagation, ServedCrd, scale};
 use crate::selector::SelectableFields;
@@ -261,5 +261,5 @@ impl Resource for ServedCrd {
 
     async fn release(&self, _: &dyn Store, _: &Value, _: Option<&Value>) {}
 
-    async fn after_write(&self, _: Context<'_>, _: Written<'_>, _: Revision) {}
+    async fn after_write(&self, _: Context<'_>, _: Revision) {}
 }

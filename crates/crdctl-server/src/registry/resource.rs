@@ -62,17 +62,6 @@ pub enum Part {
     Finalizers,
 }
 
-/// What a write did, for the strategy's after-effects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Written<'a> {
-    /// The object `name` was created.
-    Created(&'a str),
-    /// It was updated.
-    Updated,
-    /// It was marked for deletion.
-    Marked(&'a str),
-}
-
 /// A subresource of a resource, as the URL names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subresource {
@@ -247,7 +236,7 @@ pub trait Resource: Send + Sync + std::fmt::Debug {
     /// Gives back what `old` held and `new` (if the object is still there) does not.
     async fn release(&self, store: &dyn Store, old: &Value, new: Option<&Value>);
 
-    /// What follows a write once it is stored (a new namespace's `default` ServiceAccount, a
-    /// deleted namespace emptied, a CRD served as written before the reply).
-    async fn after_write(&self, context: Context<'_>, written: Written<'_>, revision: Revision);
+    /// What follows a write once it is stored at `revision` (a CRD served as written before the
+    /// reply; what controllers do follows the store, not the request).
+    async fn after_write(&self, context: Context<'_>, revision: Revision);
 }

@@ -8,7 +8,6 @@ use serde_json::Value;
 use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
-use crate::registry::builtin::Written;
 use crate::registry::builtin::namespace;
 use crate::registry::unknown_fields::FieldValidation;
 
@@ -103,7 +102,7 @@ pub async fn create(
             (Ok(entry), _) => break entry,
         }
     };
-    writes.after_write(cx, endpoint, Written::Created(&name), entry.mod_revision).await;
+    writes.after_write(cx, endpoint, entry.mod_revision).await;
     let body = endpoint.present_created(stored, &entry).await?;
     Ok(Reply::with_warnings(StatusCode::CREATED, body, warnings))
 }

@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult};
 use crate::negotiate::{self, BodyType};
-use crate::registry::builtin::Written;
 use crate::registry::{OnDelete, Propagation};
 
 use super::read::read_list;
@@ -134,7 +133,7 @@ pub async fn delete(cx: Context<'_>, endpoint: &Endpoint, name: &str, options: &
         };
         match result {
             Ok(Some(entry)) => {
-                writes.after_write(cx, endpoint, Written::Marked(name), entry.mod_revision).await;
+                writes.after_write(cx, endpoint, entry.mod_revision).await;
                 return Ok(Reply::ok(endpoint.present_entry(&entry).await?));
             }
             Ok(None) => {

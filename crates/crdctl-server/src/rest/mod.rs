@@ -21,7 +21,7 @@ use crate::error::{ApiError, ApiResult, Subject};
 use crate::fieldmanager;
 use crate::object::NameGenerator;
 use crate::registry::builtin::{BuiltIn, CUSTOM_RESOURCE_DEFINITIONS};
-use crate::registry::resource::{self, Part, Resource, Written};
+use crate::registry::resource::{self, Part, Resource};
 use crate::registry::scale;
 use crate::registry::{Items, Registry, ServedCrd};
 use crate::selector::FieldSelector;
@@ -234,11 +234,10 @@ impl Writes {
         self.dry_run
     }
 
-    /// What follows a write (a namespace's default ServiceAccount or its finalization, a CRD
-    /// served); nothing follows a dry run.
-    async fn after_write(&self, cx: Context<'_>, endpoint: &Endpoint, written: Written<'_>, revision: u64) {
+    /// What follows a write (a CRD served); nothing follows a dry run.
+    async fn after_write(&self, cx: Context<'_>, endpoint: &Endpoint, revision: u64) {
         if self.dry_run == DryRun::No {
-            endpoint.served.after_write(cx.resources, written, revision).await;
+            endpoint.served.after_write(cx.resources, revision).await;
         }
     }
 }

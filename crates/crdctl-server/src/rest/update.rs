@@ -12,9 +12,9 @@ use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult};
 use crate::fieldmanager;
 use crate::negotiate::{BodyType, PATCH_TYPES};
+use crate::registry::builtin::Part;
 use crate::registry::builtin::documents::compiled_in;
 use crate::registry::builtin::go_decode;
-use crate::registry::builtin::{Part, Written};
 use crate::registry::ranges::Reserved;
 use crate::registry::scale;
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
@@ -123,7 +123,7 @@ pub async fn update(
         match result {
             Ok(entry) => {
                 let entry = entry.ok_or_else(|| ApiError::internal("the store returned no object"))?;
-                writes.after_write(cx, endpoint, Written::Updated, entry.mod_revision).await;
+                writes.after_write(cx, endpoint, entry.mod_revision).await;
                 return Ok(Reply::of(StatusCode::OK, endpoint.reply_entry(&entry).await?, warnings));
             }
             Err(StoreError::Conflict { .. }) if precondition.is_none() => continue,

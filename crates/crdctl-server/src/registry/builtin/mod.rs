@@ -49,7 +49,7 @@ use crate::registry::{Items, OnDelete, Propagation, crd, scale};
 use crate::selector::SelectableFields;
 use crate::table::Column;
 
-pub use super::resource::{Part, Subresource, Written};
+pub use super::resource::{Part, Subresource};
 pub use table::{CUSTOM_RESOURCE_DEFINITIONS, RESOURCES};
 
 /// One built-in resource at one version.
@@ -540,13 +540,9 @@ impl Resource for &'static BuiltIn {
         }
     }
 
-    async fn after_write(&self, context: Context<'_>, written: Written<'_>, revision: Revision) {
-        match (self.strategy, written) {
-            (Strategy::Namespace, Written::Created(name)) => {
-                namespace::create_default_service_account(&**context.store, name).await
-            }
-            (Strategy::CustomResourceDefinition, _) => context.registry.wait_for(revision).await,
-            _ => {}
+    async fn after_write(&self, context: Context<'_>, revision: Revision) {
+        if let Strategy::CustomResourceDefinition = self.strategy {
+            context.registry.wait_for(revision).await;
         }
     }
 }

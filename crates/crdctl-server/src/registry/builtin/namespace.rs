@@ -2,10 +2,8 @@
 //! and controller-manager's namespace controller: `default`, `kube-system`, `kube-public` and
 //! `kube-node-lease` always exist and cannot be deleted; objects need an existing namespace that
 //! is not terminating; deleting a namespace marks it `Terminating`, and the namespace
-//! controller (`crate::controller::namespace`) empties and removes it. Every namespace has a
-//! `default` ServiceAccount, as controller-manager makes it.
+//! controller (`crate::controller::namespace`) empties and removes it.
 
-use crdctl_storage::{Store, StoreError};
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Subject};
@@ -108,17 +106,4 @@ pub fn on_delete(object: &mut Value) -> Result<OnDelete, ApiError> {
     crate::object::meta_mut(object).insert("deletionTimestamp".into(), json!(crate::object::now_timestamp()));
     crate::object::set(object, "status", json!({"phase": "Terminating"}));
     Ok(OnDelete::Mark)
-}
-
-/// The `default` ServiceAccount every namespace gets, as controller-manager's serviceaccounts
-/// controller makes it. A failure is logged, not returned: the namespace exists either way.
-pub async fn create_default_service_account(store: &dyn Store, namespace: &str) {
-    let Some(accounts) = crate::registry::builtin::find("", "v1", "serviceaccounts") else { return };
-    let mut account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
-    crate::object::prepare_create(&mut account, Some(namespace));
-    let key = format!("{}default", accounts.namespace_prefix(Some(namespace)));
-    match store.create(&key, crate::object::to_stored(&account)).await {
-        Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
-        Err(err) => tracing::warn!(namespace, error = %err, "cannot create the default ServiceAccount"),
-    }
 }
