@@ -185,11 +185,16 @@ async fn orphan_deletion_keeps_dependents(backend: Backend) {
         let mut references = owned_by(&owner_object, true);
         references.as_array_mut().unwrap().extend(owned_by(&other, false).as_array().unwrap().clone());
         client.create(CONFIGMAPS, configmap(&format!("{owner}-dependent"), references, &[])).await;
+        client
+            .create(CONFIGMAPS, configmap(&format!("{owner}-only-dependent"), owned_by(&owner_object, false), &[]))
+            .await;
 
         let answer = client.delete(&format!("{CONFIGMAPS}/{owner}"), Some(options)).await;
         assert_eq!(answer["metadata"]["finalizers"], json!(["orphan"]), "{answer}");
         client.gone(&format!("{CONFIGMAPS}/{owner}")).await;
         let dependent = client.get(&format!("{CONFIGMAPS}/{owner}-dependent")).await.expect("orphaned, not deleted");
+        let only = client.get(&format!("{CONFIGMAPS}/{owner}-only-dependent")).await.expect("orphaned, not deleted");
+        assert!(only["metadata"].get("ownerReferences").is_none(), "no reference left, none written: {only}");
         let references = dependent["metadata"]["ownerReferences"].as_array().unwrap();
         assert_eq!(references.len(), 1, "{dependent}");
         assert_eq!(references[0]["uid"], other["metadata"]["uid"], "{dependent}");

@@ -776,7 +776,58 @@ spec:
     }
 }
 
+/// A ConfigMap in `team` owned by the object `owner` (its kind and uid).
+fn owned_configmap(name: &str, owner: &Value) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: team\n  ownerReferences:\n  - {{apiVersion: {}, kind: {}, name: {}, uid: {}, blockOwnerDeletion: true}}\n",
+        owner["apiVersion"].as_str().unwrap(),
+        owner["kind"].as_str().unwrap(),
+        owner["metadata"]["name"].as_str().unwrap(),
+        owner["metadata"]["uid"].as_str().unwrap(),
+    )
+}
+
+/// `kubectl delete --cascade` behaves as on a cluster (the garbage collector deletes or orphans
+/// the dependents), and a deleted namespace with custom resources and finalizers in it goes
+/// once the finalizers do.
+fn kubectl_cascades_deletions_and_namespaces_finish(backend: Backend) {
+    for version in kubectl_versions() {
+        let served = Served::start_on(backend, &[]);
+        let k = Kubectl::new(&version, &served);
+        k.ok(&["create", "namespace", "team"]);
+        k.apply(&example("3-v1-storage.yaml"));
+        k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+        for cascade in ["background", "foreground", "orphan"] {
+            let owner = format!("owner-{cascade}");
+            k.ok(&["create", "configmap", &owner, "-n", "team"]);
+            let owner_object = k.json(&["get", "configmap", &owner, "-n", "team"]);
+            k.apply(&owned_configmap(&format!("dependent-{cascade}"), &owner_object));
+            k.ok(&["delete", "configmap", &owner, "-n", "team", &format!("--cascade={cascade}")]);
+        }
+        let exists = |name: &str| k.run(&["get", "configmap", name, "-n", "team"]).code == 0;
+        wait_until("background dependents to go", || !exists("dependent-background"));
+        assert!(!exists("dependent-foreground"), "{}: foreground deletion returns after its dependents", k.name());
+        assert!(!exists("owner-foreground"), "{}", k.name());
+        let orphan = k.json(&["get", "configmap", "dependent-orphan", "-n", "team"]);
+        assert!(orphan["metadata"]["ownerReferences"].is_null(), "{}: {orphan}", k.name());
+
+        let held = "apiVersion: example.com/v1\nkind: CronTab\nmetadata: {name: held, namespace: team, finalizers: [example.com/hold]}\nhost: localhost\nport: '8080'\n";
+        k.apply(held);
+        k.ok(&["delete", "namespace", "team", "--wait=false"]);
+        wait_until("the namespace to say what holds it", || {
+            let namespace = k.json(&["get", "namespace", "team"]);
+            namespace["status"]["conditions"].as_array().into_iter().flatten().any(|c| {
+                c["type"] == "NamespaceFinalizersRemaining"
+                    && c["message"] == "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"
+            })
+        });
+        k.ok(&["patch", "crontab", "held", "-n", "team", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+        wait_until("the namespace to go", || k.run(&["get", "namespace", "team"]).code != 0);
+    }
+}
+
 on_each_backend!(
+    kubectl_cascades_deletions_and_namespaces_finish,
     kubectl_patches_built_in_objects_strategically,
     kubectl_generators_create_built_in_objects,
     kubectl_drives_the_seed_story,

@@ -178,10 +178,16 @@ async fn reconciles_through_a_storage_version_upgrade() {
     let series = reconciled("nightly").and_then(|e| e.series.as_ref()).map(|s| s.count);
     assert!(series.is_some_and(|count| count >= 2), "{recorded:?}");
 
-    // Deleting waits for the finalizer; the controller removes it and the object goes.
+    // Deleting waits for the finalizer; the controller removes it and the object goes, and the
+    // garbage collector takes the ConfigMap it owned: the controller deletes nothing itself.
     crontabs.delete("nightly", &DeleteParams::default()).await.unwrap();
     eventually("nightly to be gone", || async { crontabs.get_opt("nightly").await.ok()?.is_none().then_some(()) })
         .await;
+    let config_maps: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    eventually("nightly's ConfigMap to be collected", || async {
+        config_maps.get_opt("nightly").await.ok()?.is_none().then_some(())
+    })
+    .await;
     let reasons: Vec<String> =
         events.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|e| e.reason).collect();
     assert!(reasons.contains(&"Deleted".to_string()), "{reasons:?}");

@@ -329,6 +329,7 @@ impl Collector<'_> {
             return Ok(Next::Done);
         }
         finalizers.retain(|f| f != finalizer);
+        let finalizers = list_or_null(finalizers.into_iter().map(Value::String).collect());
         patched(client.patch_metadata(endpoint, latest, json!({"finalizers": finalizers})).await?)
     }
 
@@ -405,8 +406,14 @@ fn reference_uid(reference: &Value) -> &str {
     reference.get("uid").and_then(Value::as_str).unwrap_or_default()
 }
 
-/// `object`'s owner references without those `drop` picks.
-fn references_without(object: &Value, drop: impl Fn(&Value) -> bool) -> Vec<Value> {
+/// `object`'s owner references without those `drop` picks, as a merge patch sets them: none
+/// left removes the field, as Go's `omitempty` leaves it out.
+fn references_without(object: &Value, drop: impl Fn(&Value) -> bool) -> Value {
     let references = crate::object::meta_field(object, "ownerReferences").and_then(Value::as_array);
-    references.into_iter().flatten().filter(|reference| !drop(reference)).cloned().collect()
+    list_or_null(references.into_iter().flatten().filter(|reference| !drop(reference)).cloned().collect())
+}
+
+/// A list for a merge patch of metadata: `null` (removed) when empty.
+fn list_or_null(items: Vec<Value>) -> Value {
+    if items.is_empty() { Value::Null } else { Value::Array(items) }
 }
