@@ -40,10 +40,12 @@
 //! enables by default (Namespaces, Events, ConfigMaps, Secrets, ServiceAccounts and their tokens,
 //! Services with ClusterIPs, Deployments, Jobs, Leases, RBAC, …; see `registry::builtin`), in
 //! JSON and protobuf, with upstream's schemas, defaults and the strategies controllers rely on.
-//! What is not: nothing runs, as in envtest (no kubelet, scheduler, garbage collector or
-//! controller manager: a Deployment makes no ReplicaSet, owner references are kept but nothing
-//! deletes by them; the namespace lifecycle, the `default` ServiceAccount and the storage
-//! version migrator are the controllers emulated), no authentication beyond an optional bearer
+//! Unlike envtest, the controllers that act on API objects alone run, each switchable off
+//! ([`Builder::controllers`]): the garbage collector (owned objects go with their owner), the
+//! namespace controller (a deleted namespace empties itself and goes), every namespace's
+//! `default` ServiceAccount and `kube-root-ca.crt`, and the storage version migrator; a
+//! started server has `default/default`. What is not: nothing runs Pods (no kubelet, scheduler
+//! or workload controllers: a Deployment makes no ReplicaSet), no authentication beyond an optional bearer
 //! token (and ServiceAccount tokens), and RBAC objects are stored but not enforced. Admission
 //! runs as on `crdctl serve`: the stored webhook configurations and ValidatingAdmissionPolicies
 //! apply to every write.
