@@ -1,10 +1,9 @@
 //! client-go's informer over the store's own change feed: every object under a prefix, then
 //! each change as it is committed. A broken or compacted watch lists again and hands every
-//! object over again, with a deletion for each key that went away meanwhile, so a controller
+//! object over again, between [`Change::Listing`] and [`Change::Synced`], so a controller
 //! misses nothing while the feed was down (or the server was: at start-up the first list is
-//! everything the store holds).
+//! everything the store holds): what it knows of and was not listed again is gone.
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use crdctl_storage::{EventKind, ListOptions, Revision, Store, StoreError};
@@ -25,23 +24,26 @@ pub enum Change {
         /// The object before, when the feed says.
         old: Option<Value>,
     },
-    /// Deleted.
+    /// Deleted (seen on the feed; a deletion missed while it was down shows as a key not
+    /// listed again).
     Delete {
         /// The store key.
         key: String,
         /// The object before, when the feed says.
         old: Option<Value>,
     },
-    /// Every object present when the follower started (or listed again) has been handed over.
+    /// A list begins: every object present is handed over next.
+    Listing,
+    /// The list is done: every object present has been handed over since [`Change::Listing`].
     Synced,
 }
 
 /// Follows everything under `prefix`, calling `handle` with each change in order, until the
 /// returned future is dropped.
 pub async fn follow(store: &dyn Store, prefix: &str, mut handle: impl FnMut(Change)) {
-    let mut known = HashSet::new();
     loop {
-        let revision = match list(store, prefix, &mut known, &mut handle).await {
+        handle(Change::Listing);
+        let revision = match list(store, prefix, &mut handle).await {
             Ok(revision) => revision,
             Err(err) => {
                 tracing::warn!(prefix, error = %err, "cannot list; retrying");
@@ -50,21 +52,15 @@ pub async fn follow(store: &dyn Store, prefix: &str, mut handle: impl FnMut(Chan
             }
         };
         handle(Change::Synced);
-        if let Err(err) = watch(store, prefix, revision, &mut known, &mut handle).await {
+        if let Err(err) = watch(store, prefix, revision, &mut handle).await {
             tracing::warn!(prefix, error = %err, "watch ended; listing again");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
-/// Lists every object, handing each over, and the deletion of each known key that is gone.
-async fn list(
-    store: &dyn Store,
-    prefix: &str,
-    known: &mut HashSet<String>,
-    handle: &mut impl FnMut(Change),
-) -> Result<Revision, StoreError> {
-    let mut listed = HashSet::new();
+/// Lists every object, handing each over.
+async fn list(store: &dyn Store, prefix: &str, handle: &mut impl FnMut(Change)) -> Result<Revision, StoreError> {
     let mut after: Option<String> = None;
     let mut revision = None;
     loop {
@@ -75,17 +71,12 @@ async fn list(
         after = page.entries.last().map(|entry| entry.key.clone());
         for entry in page.entries {
             let Some(object) = crate::registry::decode(&entry.value, entry.mod_revision) else { continue };
-            listed.insert(entry.key.clone());
             handle(Change::Put { key: entry.key, object, old: None });
         }
         if !page.more {
             break;
         }
     }
-    for key in known.difference(&listed) {
-        handle(Change::Delete { key: key.clone(), old: None });
-    }
-    *known = listed;
     Ok(revision.unwrap_or_default())
 }
 
@@ -94,7 +85,6 @@ async fn watch(
     store: &dyn Store,
     prefix: &str,
     revision: Revision,
-    known: &mut HashSet<String>,
     handle: &mut impl FnMut(Change),
 ) -> Result<(), StoreError> {
     let mut watch = store.watch(prefix, revision).await?;
@@ -104,14 +94,9 @@ async fn watch(
         match (event.kind, event.entry) {
             (EventKind::Put, Some(entry)) => {
                 let Some(object) = crate::registry::decode(&entry.value, entry.mod_revision) else { continue };
-                known.insert(event.key.clone());
                 handle(Change::Put { key: event.key, object, old });
             }
-            _ => {
-                if known.remove(&event.key) {
-                    handle(Change::Delete { key: event.key, old });
-                }
-            }
+            _ => handle(Change::Delete { key: event.key, old }),
         }
     }
     Ok(())

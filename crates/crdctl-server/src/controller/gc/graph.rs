@@ -2,6 +2,10 @@
 //! object (by uid) with its owner references and its dependents, and "virtual" nodes for
 //! owners referred to but not (yet) seen, to be verified against the store. Built from the
 //! store's change feed; each change says which nodes the workers must look at again.
+//!
+//! Unlike upstream's, it holds only what garbage collection is about — objects with owner
+//! references, the owners they name, and objects a finalizer of the collector holds — so a
+//! store of a million objects that own nothing costs it nothing.
 
 use std::collections::{HashMap, HashSet};
 
@@ -69,6 +73,8 @@ pub struct Node {
     pub being_deleted: bool,
     /// It is being deleted in the foreground: it waits for its blocking dependents.
     pub deleting_dependents: bool,
+    /// The listing it was last seen in.
+    seen: u64,
 }
 
 /// What a change asks the workers to do.
@@ -88,6 +94,10 @@ pub struct Graph {
     by_key: HashMap<String, String>,
     /// Owners verified absent: (uid, the namespace they were looked up in).
     absent: HashSet<(String, Option<String>)>,
+    /// Owners absent where their dependents look that live in another namespace.
+    elsewhere: HashSet<String>,
+    /// Which listing of the store this is: an observed node not seen since it began is gone.
+    listing: u64,
 }
 
 impl Graph {
@@ -101,23 +111,62 @@ impl Graph {
         self.absent.contains(&(uid.to_string(), namespace.map(str::to_string)))
     }
 
+    /// Whether the owner `uid` was found in another namespace than its dependents'.
+    pub fn is_elsewhere(&self, uid: &str) -> bool {
+        self.elsewhere.contains(uid)
+    }
+
+    /// Records that the owner `uid` lives in another namespace than its dependents'.
+    pub fn record_elsewhere(&mut self, uid: &str) {
+        self.elsewhere.insert(uid.to_string());
+    }
+
     /// Records that the owner `uid` is not in `namespace`.
     pub fn record_absent(&mut self, uid: &str, namespace: Option<&str>) {
         self.absent.insert((uid.to_string(), namespace.map(str::to_string)));
     }
 
-    /// An object was created or changed.
+    /// The store is listed again: what is not seen before [`Graph::listed`] is gone.
+    pub fn listing(&mut self) {
+        self.listing = self.listing.wrapping_add(1);
+    }
+
+    /// The listing is done: observed nodes it did not see were deleted while the feed was down.
+    pub fn listed(&mut self) -> Work {
+        let gone: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|(_, node)| node.key.is_some() && node.seen != self.listing)
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        let mut work = Work::default();
+        for uid in gone {
+            if let Some(key) = self.nodes.get(&uid).and_then(|node| node.key.clone()) {
+                self.by_key.remove(&key);
+            }
+            let removed = self.remove(&uid);
+            work.delete.extend(removed.delete);
+        }
+        work
+    }
+
+    /// An object was created or changed (or listed, or looked up as an owner).
     pub fn put(&mut self, key: &str, object: &Value, namespaced: bool) -> Work {
         let mut work = Work::default();
         let Some((identity, owners)) = read(object, namespaced) else { return work };
+        let being_deleted = crate::object::meta_field(object, "deletionTimestamp").is_some();
+        let finalizers = crate::object::finalizers(object);
+        let has = |finalizer: &str| finalizers.iter().any(|f| f == finalizer);
+        let held = being_deleted && (has(ORPHAN_FINALIZER) || has(FOREGROUND_FINALIZER));
+        let known = self.by_key.contains_key(key) || self.nodes.contains_key(&identity.uid);
+        if !known && owners.is_empty() && !held {
+            return work;
+        }
         if let Some(replaced) = self.by_key.get(key).filter(|uid| **uid != identity.uid).cloned() {
             work = self.remove(&replaced);
         }
         self.by_key.insert(key.to_string(), identity.uid.clone());
         let uid = identity.uid.clone();
-        let being_deleted = crate::object::meta_field(object, "deletionTimestamp").is_some();
-        let finalizers = crate::object::finalizers(object);
-        let has = |finalizer: &str| finalizers.iter().any(|f| f == finalizer);
         let deleting_dependents = being_deleted && has(FOREGROUND_FINALIZER);
         let before = self.nodes.get(&uid).filter(|node| node.key.is_some()).map(|node| node.owners.clone());
         let node = self.nodes.entry(uid.clone()).or_insert_with(|| Node {
@@ -127,8 +176,10 @@ impl Graph {
             dependents: HashSet::new(),
             being_deleted: false,
             deleting_dependents: false,
+            seen: 0,
         });
         node.identity = identity;
+        node.seen = self.listing;
         node.key = Some(key.to_string());
         node.owners = owners.clone();
         node.being_deleted = being_deleted;
@@ -153,9 +204,10 @@ impl Graph {
         work
     }
 
-    /// The object under `key` was deleted.
-    pub fn delete(&mut self, key: &str) -> Work {
-        match self.by_key.remove(key) {
+    /// The object under `key` was deleted (`uid`, when the feed said what it was: an owner only
+    /// looked up so far is known by its uid alone).
+    pub fn delete(&mut self, key: &str, uid: Option<&str>) -> Work {
+        match self.by_key.remove(key).or_else(|| uid.map(str::to_string)) {
             Some(uid) => self.remove(&uid),
             None => Work::default(),
         }
@@ -219,6 +271,7 @@ impl Graph {
                     dependents,
                     being_deleted: false,
                     deleting_dependents: false,
+                    seen: 0,
                 };
                 self.nodes.insert(owner.uid.clone(), node);
                 work.delete.push(owner.uid.clone());
@@ -320,9 +373,9 @@ mod tests {
     #[test]
     fn a_deleted_owner_sends_its_dependents_to_be_looked_at_and_is_recorded_absent() {
         let mut graph = Graph::default();
-        graph.put("/o", &object("o", "O", &[], &[], false), true);
         graph.put("/d", &object("d", "D", &[("O", false)], &[], false), true);
-        let work = graph.delete("/o");
+        graph.put("/o", &object("o", "O", &[], &[], false), true);
+        let work = graph.delete("/o", None);
         assert_eq!(work.delete, ["D"]);
         assert!(graph.is_absent("O", Some("default")));
         assert!(graph.node("O").is_none());
@@ -331,14 +384,40 @@ mod tests {
     #[test]
     fn foreground_deletion_looks_at_the_dependents_and_a_blocking_one_going_wakes_the_owner() {
         let mut graph = Graph::default();
-        graph.put("/o", &object("o", "O", &[], &[], false), true);
         graph.put("/d", &object("d", "D", &[("O", true)], &[], false), true);
+        graph.put("/o", &object("o", "O", &[], &[], false), true);
         let work = graph.put("/o", &object("o", "O", &[], &["foregroundDeletion"], true), true);
         assert_eq!(work.delete, ["D", "O"]);
         assert_eq!(graph.blocking_dependents("O").len(), 1);
-        let work = graph.delete("/d");
+        let work = graph.delete("/d", None);
         assert_eq!(work.delete, ["O"]);
         assert!(graph.blocking_dependents("O").is_empty());
+    }
+
+    #[test]
+    fn an_object_that_owns_nothing_and_is_named_by_nothing_is_not_kept() {
+        let mut graph = Graph::default();
+        graph.put("/o", &object("o", "O", &[], &[], false), true);
+        assert!(graph.node("O").is_none());
+        graph.put("/d", &object("d", "D", &[("O", false)], &[], false), true);
+        // The owner, looked up in the store when the dependent named it, is kept from then on.
+        graph.put("/o", &object("o", "O", &[], &[], false), true);
+        assert!(graph.node("O").is_some_and(|o| o.key.is_some()));
+    }
+
+    #[test]
+    fn what_a_new_listing_does_not_see_is_gone() {
+        let mut graph = Graph::default();
+        graph.listing();
+        graph.put("/o", &object("o", "O", &[], &[], false), true);
+        graph.put("/d", &object("d", "D", &[("O", false)], &[], false), true);
+        graph.put("/o", &object("o", "O", &[], &[], false), true);
+        assert!(graph.listed().delete.is_empty());
+        graph.listing();
+        graph.put("/d", &object("d", "D", &[("O", false)], &[], false), true);
+        let work = graph.listed();
+        assert_eq!(work.delete, ["D"]);
+        assert!(graph.node("O").is_none());
     }
 
     #[test]

@@ -94,10 +94,18 @@ impl Collector<'_> {
                 }
                 self.graph().put(&key, &object, endpoint.namespaced)
             }
-            Change::Delete { key, .. } => self.graph().delete(&key),
-            Change::Synced => {
-                synced.send_replace(true);
+            Change::Delete { key, old } => {
+                let uid = old.as_ref().and_then(|old| crate::object::meta_str(old, "uid"));
+                self.graph().delete(&key, uid)
+            }
+            Change::Listing => {
+                self.graph().listing();
                 return;
+            }
+            Change::Synced => {
+                let work = self.graph().listed();
+                synced.send_replace(true);
+                work
             }
         };
         self.queue(work);
@@ -170,11 +178,17 @@ impl Collector<'_> {
             (true, None) => None,
             _ => client.get(&endpoint, &identity.name).await?,
         };
-        let same = found.is_some_and(|owner| crate::object::meta_str(&owner, "uid") == Some(identity.uid.as_str()));
-        if !same {
-            let work = self.graph().virtual_absent(&identity.uid, lookup_namespace);
-            self.queue(work);
-        }
+        let work = match found.filter(|owner| crate::object::meta_str(owner, "uid") == Some(identity.uid.as_str())) {
+            // The owner is there: from now on the graph follows it.
+            Some(owner) => self.graph().put(&endpoint.key(&identity.name), &owner, endpoint.namespaced),
+            None => {
+                if lookup_namespace.is_some() {
+                    self.record_absent(&endpoint, &identity.uid, lookup_namespace).await?;
+                }
+                self.graph().virtual_absent(&identity.uid, lookup_namespace)
+            }
+        };
+        self.queue(work);
         Ok(Next::Done)
     }
 
@@ -201,22 +215,16 @@ impl Collector<'_> {
                 return Ok(None);
             }
             let lookup_namespace = if endpoint.namespaced { namespace } else { None };
-            let seen_elsewhere = self.graph().node(&owner.uid).is_some_and(|node| {
-                node.key.is_some()
-                    && node.identity.namespace.is_some()
-                    && node.identity.namespace.as_deref() != namespace
-            });
-            if endpoint.namespaced && seen_elsewhere {
-                self.report_invalid_namespace(client, dependent, owner).await;
-            }
-            if self.graph().is_absent(&owner.uid, lookup_namespace) {
-                classified.dangling.push(owner.clone());
-                continue;
-            }
-            let live = client.get(&endpoint, &owner.name).await?;
+            let absent = self.graph().is_absent(&owner.uid, lookup_namespace);
+            let live = if absent { None } else { client.get(&endpoint, &owner.name).await? };
             match live.filter(|live| crate::object::meta_str(live, "uid") == Some(owner.uid.as_str())) {
                 None => {
-                    self.graph().record_absent(&owner.uid, lookup_namespace);
+                    if !absent {
+                        self.record_absent(&endpoint, &owner.uid, lookup_namespace).await?;
+                    }
+                    if self.graph().is_elsewhere(&owner.uid) {
+                        self.report_invalid_namespace(client, dependent, owner).await;
+                    }
                     classified.dangling.push(owner.clone());
                 }
                 Some(live) if deleting_dependents(&live) => classified.waiting.push(owner.clone()),
@@ -224,6 +232,35 @@ impl Collector<'_> {
             }
         }
         Ok(Some(classified))
+    }
+
+    /// Records that the owner `uid` is not in `namespace`, and whether an object of
+    /// `endpoint`'s namespaced resource with that uid lives in another namespace: a reference
+    /// across namespaces, which no owner can satisfy. Read once per owner found absent, from
+    /// the stored text.
+    async fn record_absent(
+        &self,
+        endpoint: &crate::rest::Endpoint,
+        uid: &str,
+        namespace: Option<&str>,
+    ) -> ApiResult<()> {
+        self.graph().record_absent(uid, namespace);
+        if !endpoint.namespaced {
+            return Ok(());
+        }
+        let prefix = endpoint.served.prefix(None);
+        let options = crdctl_storage::ListOptions { prefix: &prefix, ..Default::default() };
+        let page = self.cx.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
+        let quoted = format!("\"{uid}\"");
+        let elsewhere = page.entries.iter().any(|entry| {
+            std::str::from_utf8(&entry.value).is_ok_and(|text| text.contains(&quoted))
+                && crate::registry::decode(&entry.value, entry.mod_revision)
+                    .is_some_and(|object| crate::object::meta_str(&object, "uid") == Some(uid))
+        });
+        if elsewhere {
+            self.graph().record_elsewhere(uid);
+        }
+        Ok(())
     }
 
     /// upstream's `processDeletingDependentsItem`: the `foregroundDeletion` finalizer goes once

@@ -12,8 +12,8 @@
 //! dropped, unknown fields dropped (or refused under `fieldValidation=Strict`)
 //! against the kind's schema from upstream's OpenAPI documents ([`documents`]); then the
 //! strategy's defaults, then validation (names, the schema's types and required fields, the
-//! strategy's checks). Nothing acts on the objects afterwards: no controller runs, as in envtest,
-//! but the storage version migrator ([`crate::migrator`]) on `StorageVersionMigration`s.
+//! strategy's checks). Afterwards only the controllers that act on API objects alone
+//! ([`crate::controller`]) do anything with them: nothing runs Pods.
 
 mod admissionregistration;
 mod autoscaling;
