@@ -11,12 +11,14 @@
 #![cfg(test)]
 
 mod backends;
+mod http;
 
 use std::time::Duration;
 
 use backends::Backend;
 use crdctl_server::Config;
 use crdctl_server::testing::TestServer;
+use http::Http;
 use serde_json::{Value, json};
 
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
@@ -27,31 +29,23 @@ const CLUSTER_ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
 const PATIENCE: Duration = Duration::from_secs(20);
 
 struct Client {
-    url: String,
-    http: reqwest::Client,
+    http: Http,
 }
 
 impl Client {
     fn of(server: &TestServer) -> Client {
-        Client { url: server.url(), http: reqwest::Client::new() }
+        Client { http: Http::to(server) }
     }
 
     /// A client of a server on HTTPS whose certificate `ca` (PEM) signed.
     fn trusting(server: &TestServer, ca: &str) -> Client {
         let ca = reqwest::Certificate::from_pem(ca.as_bytes()).unwrap();
-        let http = reqwest::Client::builder().tls_certs_only([ca]).build().unwrap();
-        Client { url: server.url().replace("127.0.0.1", "localhost"), http }
+        let client = reqwest::Client::builder().tls_certs_only([ca]).build().unwrap();
+        Client { http: Http { url: server.url().replace("127.0.0.1", "localhost"), client } }
     }
 
     async fn send(&self, method: &str, path: &str, content_type: &str, body: Option<&Value>) -> (u16, Value) {
-        let url = format!("{}{path}", self.url);
-        let mut request = self.http.request(method.parse().unwrap(), url).header("Content-Type", content_type);
-        if let Some(body) = body {
-            request = request.body(body.to_string());
-        }
-        let response = request.send().await.unwrap();
-        let code = response.status().as_u16();
-        (code, serde_json::from_slice(&response.bytes().await.unwrap()).unwrap_or(Value::Null))
+        self.http.send(method, path, content_type, body).await
     }
 
     async fn create(&self, collection: &str, object: Value) -> Value {

@@ -11,6 +11,7 @@
 #![cfg(test)]
 
 mod backends;
+mod http;
 
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ use backends::Backend;
 use crdctl_server::Config;
 use crdctl_server::testing::TestServer;
 use crdctl_storage::{Entry, ListOptions, Store};
+use http::Http;
 use serde_json::{Value, json};
 
 const CRD: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -107,20 +109,13 @@ fn with_finalizer(mut object: Value) -> Value {
 
 struct Fixture {
     server: TestServer,
-    http: reqwest::Client,
+    http: Http,
     _keep: backends::Keep,
 }
 
 impl Fixture {
     async fn send(&self, method: &str, path: &str, content_type: &str, body: Option<&Value>) -> (u16, Value) {
-        let url = format!("{}{path}", self.server.url());
-        let mut request = self.http.request(method.parse().unwrap(), url).header("Content-Type", content_type);
-        if let Some(body) = body {
-            request = request.body(body.to_string());
-        }
-        let response = request.send().await.unwrap();
-        let code = response.status().as_u16();
-        (code, serde_json::from_slice(&response.bytes().await.unwrap()).unwrap_or(Value::Null))
+        self.http.send(method, path, content_type, body).await
     }
 
     async fn create(&self, collection: &str, object: Value) -> Value {
@@ -147,7 +142,7 @@ async fn fixture(backend: Backend) -> Fixture {
     let still =
         crdctl_server::controller::lease::Timings { lease_duration: hour, renew_deadline: hour, retry_period: hour };
     let (server, keep) = backend.start_with(Config { leader_election: still, ..Config::default() }).await;
-    let fixture = Fixture { server, http: reqwest::Client::new(), _keep: keep };
+    let fixture = Fixture { http: Http::to(&server), server, _keep: keep };
     let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "crontabs.example.com"},
         "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "crontabs", "kind": "CronTab"},
@@ -297,7 +292,7 @@ async fn dry_runs_write_nothing(backend: Backend) {
 /// it, before the request does anything.
 async fn unknown_directives_are_refused(backend: Backend) {
     let (server, keep) = backend.start().await;
-    let fixture = Fixture { server, http: reqwest::Client::new(), _keep: keep };
+    let fixture = Fixture { http: Http::to(&server), server, _keep: keep };
     fixture.create(CONFIGMAPS, configmap("a")).await;
     let configmaps = || async {
         let options = ListOptions { prefix: "/registry/configmaps/", ..Default::default() };

@@ -10,11 +10,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod backends;
+mod http;
 
 use backends::Backend;
 use crdctl_server::Config;
 use crdctl_server::testing::TestServer;
 use crdctl_storage::{ListOptions, Store};
+use http::Http;
 use serde_json::{Value, json};
 
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -41,23 +43,16 @@ fn migration(name: &str, group: &str, resource: &str) -> Value {
 }
 
 struct Client {
-    base: String,
-    http: reqwest::Client,
+    http: Http,
 }
 
 impl Client {
     fn of(server: &TestServer) -> Client {
-        Client { base: server.url(), http: reqwest::Client::new() }
+        Client { http: Http::to(server) }
     }
 
     async fn send(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> (u16, Value) {
-        let mut request = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let response = request.send().await.unwrap();
-        let code = response.status().as_u16();
-        (code, response.json().await.unwrap_or(Value::Null))
+        self.http.send(method.as_str(), path, "application/json", body).await
     }
 
     async fn get(&self, path: &str) -> Value {
@@ -71,7 +66,8 @@ impl Client {
     }
 
     async fn metrics(&self) -> String {
-        self.http.get(format!("{}/metrics", self.base)).send().await.unwrap().text().await.unwrap()
+        let metrics = self.http.client.get(format!("{}/metrics", self.http.url)).send().await.unwrap();
+        metrics.text().await.unwrap()
     }
 
     /// CronTabs at v1beta1 (its storage version), then v1 made the storage version.

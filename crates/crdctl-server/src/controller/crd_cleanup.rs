@@ -10,7 +10,7 @@ use crdctl_storage::{ListOptions, StoreError};
 use serde_json::Value;
 
 use super::Context;
-use super::informer::{self, Change};
+use super::informer;
 use super::queue::{Next, Queue};
 use crate::error::{ApiError, ApiResult};
 use crate::registry::crd::{CLEANUP_FINALIZER, key, set_terminating};
@@ -23,13 +23,7 @@ const RECHECK: Duration = Duration::from_millis(200);
 /// Runs the controller until the returned future is dropped.
 pub async fn run(cx: &Context) {
     let queue = Queue::new();
-    let feed = informer::follow(&*cx.store, CRD_PREFIX, |change| {
-        if let Change::Put { object, .. } = change
-            && crate::object::meta_field(&object, "deletionTimestamp").is_some()
-        {
-            queue.add(crate::object::name(&object).to_string());
-        }
-    });
+    let feed = informer::follow(&*cx.store, CRD_PREFIX, informer::queue_deleted(&queue));
     let work = queue.run("crd-finalizer", 5, |name| sync(cx, name));
     tokio::join!(feed, work);
 }

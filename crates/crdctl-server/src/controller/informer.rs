@@ -38,6 +38,18 @@ pub enum Change {
     Synced,
 }
 
+/// A handler for [`follow`] that queues the name of each object being deleted: what a
+/// controller that finishes deletions (namespaces, CRDs) works on.
+pub fn queue_deleted(queue: &super::queue::Queue<String>) -> impl FnMut(Change) + '_ {
+    |change| {
+        if let Change::Put { object, .. } = change
+            && crate::object::meta_field(&object, "deletionTimestamp").is_some()
+        {
+            queue.add(crate::object::name(&object).to_string());
+        }
+    }
+}
+
 /// Follows everything under `prefix`, calling `handle` with each change in order, until the
 /// returned future is dropped.
 pub async fn follow(store: &dyn Store, prefix: &str, mut handle: impl FnMut(Change)) {

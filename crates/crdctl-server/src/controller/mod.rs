@@ -75,6 +75,50 @@ impl Default for Controllers {
     }
 }
 
+impl Controllers {
+    /// The controllers' names, as kube-controller-manager's `--controllers` spells them.
+    pub const NAMES: [&'static str; 5] = [
+        "garbage-collector-controller",
+        "namespace-controller",
+        "serviceaccount-controller",
+        "root-ca-certificate-publisher-controller",
+        "storage-version-migrator-controller",
+    ];
+
+    /// kube-controller-manager's `--controllers`: a comma-separated list of names to run,
+    /// `*` for all (the default), `-name` for all but that one.
+    pub fn parse(list: &str) -> Result<Controllers, String> {
+        let none = Controllers {
+            garbage_collector: false,
+            namespace: false,
+            service_account: false,
+            root_ca_publisher: false,
+            storage_version_migrator: false,
+        };
+        let mut controllers = none.clone();
+        for item in list.split(',').map(str::trim).filter(|item| !item.is_empty()) {
+            let (name, on) = match item.strip_prefix('-') {
+                Some(name) => (name, false),
+                None => (item, true),
+            };
+            if name == "*" {
+                controllers = if on { Controllers::default() } else { none.clone() };
+                continue;
+            }
+            let switch = match name {
+                "garbage-collector-controller" => &mut controllers.garbage_collector,
+                "namespace-controller" => &mut controllers.namespace,
+                "serviceaccount-controller" => &mut controllers.service_account,
+                "root-ca-certificate-publisher-controller" => &mut controllers.root_ca_publisher,
+                "storage-version-migrator-controller" => &mut controllers.storage_version_migrator,
+                _ => return Err(format!("{name:?} is not a controller: known are {}", Controllers::NAMES.join(", "))),
+            };
+            *switch = on;
+        }
+        Ok(controllers)
+    }
+}
+
 /// What controllers reach the server by: its verbs, as a request does.
 pub trait Api: Send + Sync + 'static {
     /// The verbs' context.
@@ -263,5 +307,21 @@ pub async fn guaranteed_update(
             Err(crdctl_storage::StoreError::NotFound { .. }) => return Ok(None),
             Err(err) => return Err(err),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Controllers;
+
+    #[test]
+    fn controllers_are_named_as_kube_controller_manager_names_them() {
+        assert_eq!(Controllers::parse("*"), Ok(Controllers::default()));
+        let without_gc = Controllers::parse("*,-garbage-collector-controller").unwrap();
+        assert_eq!(without_gc, Controllers { garbage_collector: false, ..Controllers::default() });
+        let only = Controllers::parse("namespace-controller").unwrap();
+        assert!(only.namespace && !only.garbage_collector && !only.storage_version_migrator);
+        let error = Controllers::parse("*,-gc").unwrap_err();
+        assert!(error.starts_with("\"gc\" is not a controller: known are garbage-collector-controller, "), "{error}");
     }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crdctl_storage::{ListOptions, StoreError};
 use serde_json::{Value, json};
 
-use super::informer::{self, Change};
+use super::informer;
 use super::queue::{Next, Queue};
 use super::{Client, Context};
 use crate::error::{ApiError, ApiResult};
@@ -43,13 +43,7 @@ const CONDITIONS: [(&str, &str, &str); 5] = [
 /// Runs the controller until the returned future is dropped.
 pub async fn run(cx: &Context) {
     let queue = Queue::new();
-    let feed = informer::follow(&*cx.store, PREFIX, |change| {
-        if let Change::Put { object, .. } = change
-            && crate::object::meta_field(&object, "deletionTimestamp").is_some()
-        {
-            queue.add(crate::object::name(&object).to_string());
-        }
-    });
+    let feed = informer::follow(&*cx.store, PREFIX, informer::queue_deleted(&queue));
     let work = queue.run(CONTROLLER, WORKERS, |name| sync(cx, name));
     tokio::join!(feed, work);
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use crdctl_server::controller::Controllers;
 use crdctl_server::registry::ranges::{Cidr, ServiceRanges};
 use crdctl_server::{Config, Server, UpgradeSafety};
 
@@ -60,6 +61,11 @@ pub struct Args {
     /// objects are rewritten in the new one (the server carries migrations out either way).
     #[arg(long)]
     auto_migrate: bool,
+    /// The controllers to run, as kube-controller-manager's flag: `*` for all, `-NAME` for all
+    /// but NAME (garbage-collector-controller, namespace-controller, serviceaccount-controller,
+    /// root-ca-certificate-publisher-controller, storage-version-migrator-controller).
+    #[arg(long, default_value = "*", value_parser = Controllers::parse, value_name = "LIST")]
+    controllers: Controllers,
 }
 
 /// `--service-node-port-range`: `FIRST-LAST`, FIRST not above LAST.
@@ -127,6 +133,7 @@ async fn serve(args: Args) -> anyhow::Result<Outcome> {
             node_ports: args.service_node_port_range.0..=args.service_node_port_range.1,
         },
         auto_migrate: args.auto_migrate,
+        controllers: args.controllers.clone(),
         ..Config::default()
     };
     let (store, where_): (Arc<dyn crdctl_storage::Store>, String) = if args.in_memory {

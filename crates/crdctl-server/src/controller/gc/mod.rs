@@ -120,14 +120,7 @@ impl Collector<'_> {
             return Ok(Next::Done);
         }
         let identity = &node.identity;
-        let Some(endpoint) = client.endpoint(&identity.api_version, &identity.kind, identity.namespace.as_deref())
-        else {
-            return Ok(Next::Done);
-        };
-        let latest = client.get(&endpoint, &identity.name).await?;
-        let Some(latest) = latest.filter(|latest| crate::object::meta_str(latest, "uid") == Some(uid.as_str())) else {
-            return Ok(Next::Done);
-        };
+        let Some((endpoint, latest)) = latest(&client, identity).await? else { return Ok(Next::Done) };
         if node.deleting_dependents {
             return self.delete_dependents_first(&client, &endpoint, &uid, &latest).await;
         }
@@ -330,26 +323,13 @@ impl Collector<'_> {
         };
         let client = self.cx.client();
         for dependent in &dependents {
-            let namespace = dependent.namespace.as_deref();
-            let Some(endpoint) = client.endpoint(&dependent.api_version, &dependent.kind, namespace) else { continue };
-            let Some(latest) = client.get(&endpoint, &dependent.name).await? else { continue };
-            if crate::object::meta_str(&latest, "uid") != Some(dependent.uid.as_str()) {
-                continue;
-            }
+            let Some((endpoint, latest)) = latest(&client, dependent).await? else { continue };
             let kept = references_without(&latest, |reference| reference_uid(reference) == uid);
             if !client.patch_metadata(&endpoint, &latest, json!({"ownerReferences": kept})).await? {
                 return Err(ApiError::internal("a dependent changed while it was being orphaned"));
             }
         }
-        let identity = &node.identity;
-        let Some(endpoint) = client.endpoint(&identity.api_version, &identity.kind, identity.namespace.as_deref())
-        else {
-            return Ok(Next::Done);
-        };
-        let Some(latest) = client.get(&endpoint, &identity.name).await? else { return Ok(Next::Done) };
-        if crate::object::meta_str(&latest, "uid") != Some(uid.as_str()) {
-            return Ok(Next::Done);
-        }
+        let Some((endpoint, latest)) = latest(&client, &node.identity).await? else { return Ok(Next::Done) };
         self.remove_finalizer(&client, &endpoint, &latest, ORPHAN_FINALIZER).await
     }
 
@@ -412,6 +392,16 @@ impl Collector<'_> {
             tracing::warn!(error = %err.message, "cannot record an OwnerRefInvalidNamespace event");
         }
     }
+}
+
+/// The object `identity` names as it is now, with its endpoint; `None` if it is gone (or
+/// another object of that name took its place, or its kind is no longer served).
+async fn latest(client: &Client<'_>, identity: &Identity) -> ApiResult<Option<(crate::rest::Endpoint, Value)>> {
+    let namespace = identity.namespace.as_deref();
+    let Some(endpoint) = client.endpoint(&identity.api_version, &identity.kind, namespace) else { return Ok(None) };
+    let latest = client.get(&endpoint, &identity.name).await?;
+    let same = latest.filter(|latest| crate::object::meta_str(latest, "uid") == Some(identity.uid.as_str()));
+    Ok(same.map(|latest| (endpoint, latest)))
 }
 
 /// An object's owners by what the store says of them.
