@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use super::Context;
@@ -58,7 +59,7 @@ pub async fn run(cx: &Context, wanted: Wanted) {
         }
     });
     let prefix = format!("/registry/{}/", wanted.resource);
-    let objects = informer::follow(&*cx.store, &prefix, |change| {
+    let objects = informer::follow(&*cx.store, &prefix, |change: Change<IgnoredAny>| {
         let (Change::Put { key, .. } | Change::Delete { key, .. }) = change else { return };
         let Some((namespace, name)) = key.strip_prefix(prefix.as_str()).and_then(|rest| rest.split_once('/')) else {
             return;

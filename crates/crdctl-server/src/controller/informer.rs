@@ -12,17 +12,39 @@ use serde_json::Value;
 /// Objects listed per page.
 const PAGE: usize = 1000;
 
+/// What an informer decodes each stored object into: the whole object, or only what its
+/// controller reads (as upstream's metadata-only informers), which costs a fraction of it on
+/// a feed that carries every write.
+pub trait Decode: Sized {
+    /// The object stored as `bytes` at `revision`; `None` for what is not an object.
+    fn decode(bytes: &[u8], revision: Revision) -> Option<Self>;
+}
+
+/// The whole object, with its `resourceVersion`.
+impl Decode for Value {
+    fn decode(bytes: &[u8], revision: Revision) -> Option<Value> {
+        crate::registry::decode(bytes, revision)
+    }
+}
+
+/// Nothing decoded: for a controller that works from the key alone.
+impl Decode for serde::de::IgnoredAny {
+    fn decode(_bytes: &[u8], _revision: Revision) -> Option<serde::de::IgnoredAny> {
+        Some(serde::de::IgnoredAny)
+    }
+}
+
 /// A change to an object under the followed prefix.
 #[derive(Debug)]
-pub enum Change {
+pub enum Change<T = Value> {
     /// Created or changed (or listed).
     Put {
         /// The store key.
         key: String,
-        /// The object now, with its `resourceVersion`.
-        object: Value,
+        /// The object now.
+        object: T,
         /// The object before, when the feed says.
-        old: Option<Value>,
+        old: Option<T>,
     },
     /// Deleted (seen on the feed; a deletion missed while it was down shows as a key not
     /// listed again).
@@ -30,7 +52,7 @@ pub enum Change {
         /// The store key.
         key: String,
         /// The object before, when the feed says.
-        old: Option<Value>,
+        old: Option<T>,
     },
     /// A list begins: every object present is handed over next.
     Listing,
@@ -52,7 +74,7 @@ pub fn queue_deleted(queue: &super::queue::Queue<String>) -> impl FnMut(Change) 
 
 /// Follows everything under `prefix`, calling `handle` with each change in order, until the
 /// returned future is dropped.
-pub async fn follow(store: &dyn Store, prefix: &str, mut handle: impl FnMut(Change)) {
+pub async fn follow<T: Decode>(store: &dyn Store, prefix: &str, mut handle: impl FnMut(Change<T>)) {
     loop {
         handle(Change::Listing);
         let revision = match list(store, prefix, &mut handle).await {
@@ -72,7 +94,11 @@ pub async fn follow(store: &dyn Store, prefix: &str, mut handle: impl FnMut(Chan
 }
 
 /// Lists every object, handing each over.
-async fn list(store: &dyn Store, prefix: &str, handle: &mut impl FnMut(Change)) -> Result<Revision, StoreError> {
+async fn list<T: Decode>(
+    store: &dyn Store,
+    prefix: &str,
+    handle: &mut impl FnMut(Change<T>),
+) -> Result<Revision, StoreError> {
     let mut after: Option<String> = None;
     let mut revision = None;
     loop {
@@ -82,7 +108,7 @@ async fn list(store: &dyn Store, prefix: &str, handle: &mut impl FnMut(Change)) 
         revision = Some(page.revision);
         after = page.entries.last().map(|entry| entry.key.clone());
         for entry in page.entries {
-            let Some(object) = crate::registry::decode(&entry.value, entry.mod_revision) else { continue };
+            let Some(object) = T::decode(&entry.value, entry.mod_revision) else { continue };
             handle(Change::Put { key: entry.key, object, old: None });
         }
         if !page.more {
@@ -93,19 +119,19 @@ async fn list(store: &dyn Store, prefix: &str, handle: &mut impl FnMut(Change)) 
 }
 
 /// Hands over each change after `revision` until the watch ends.
-async fn watch(
+async fn watch<T: Decode>(
     store: &dyn Store,
     prefix: &str,
     revision: Revision,
-    handle: &mut impl FnMut(Change),
+    handle: &mut impl FnMut(Change<T>),
 ) -> Result<(), StoreError> {
     let mut watch = store.watch(prefix, revision).await?;
     while let Some(event) = watch.next().await {
         let event = event?;
-        let old = event.prev.and_then(|prev| crate::registry::decode(&prev.value, prev.mod_revision));
+        let old = event.prev.and_then(|prev| T::decode(&prev.value, prev.mod_revision));
         match (event.kind, event.entry) {
             (EventKind::Put, Some(entry)) => {
-                let Some(object) = crate::registry::decode(&entry.value, entry.mod_revision) else { continue };
+                let Some(object) = T::decode(&entry.value, entry.mod_revision) else { continue };
                 handle(Change::Put { key: event.key, object, old });
             }
             _ => handle(Change::Delete { key: event.key, old }),

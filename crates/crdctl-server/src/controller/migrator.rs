@@ -17,6 +17,7 @@
 use std::sync::Arc;
 
 use crdctl_storage::{ListOptions, StoreError};
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use super::Context;
@@ -50,7 +51,7 @@ pub async fn run(cx: &Context) {
 /// Follows the migrations: every unfinished one at start, then each as it is created or changed.
 async fn migrations(cx: &Context) {
     let queue = Queue::new();
-    let feed = informer::follow(&*cx.store, PREFIX, |change| {
+    let feed = informer::follow(&*cx.store, PREFIX, |change: Change<IgnoredAny>| {
         if let Change::Put { key, .. } = change {
             queue.add(key);
         }

@@ -9,6 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::registry::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
@@ -151,11 +152,11 @@ impl Graph {
     }
 
     /// An object was created or changed (or listed, or looked up as an owner).
-    pub fn put(&mut self, key: &str, object: &Value, namespaced: bool) -> Work {
+    pub fn put(&mut self, key: &str, object: &Object, namespaced: bool) -> Work {
         let mut work = Work::default();
-        let Some((identity, owners)) = read(object, namespaced) else { return work };
-        let being_deleted = crate::object::meta_field(object, "deletionTimestamp").is_some();
-        let finalizers = crate::object::finalizers(object);
+        let Some((identity, owners)) = object.read(namespaced) else { return work };
+        let being_deleted = object.metadata.deletion_timestamp.is_some();
+        let finalizers = object.finalizers();
         let has = |finalizer: &str| finalizers.iter().any(|f| f == finalizer);
         let held = being_deleted && (has(ORPHAN_FINALIZER) || has(FOREGROUND_FINALIZER));
         let known = self.by_key.contains_key(key) || self.nodes.contains_key(&identity.uid);
@@ -308,46 +309,108 @@ impl Graph {
     }
 }
 
-/// An object's identity and owner references; `None` for what is not an object with a uid.
-fn read(object: &Value, namespaced: bool) -> Option<(Identity, Vec<OwnerRef>)> {
-    let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_string);
-    let identity = Identity {
-        api_version: text(object.get("apiVersion"))?,
-        kind: text(object.get("kind"))?,
-        namespace: namespaced.then(|| text(crate::object::meta_field(object, "namespace"))).flatten(),
-        name: text(crate::object::meta_field(object, "name"))?,
-        uid: text(crate::object::meta_field(object, "uid")).filter(|uid| !uid.is_empty())?,
-    };
-    Some((identity, owner_references(object)))
+/// What the collector reads of an object — upstream's metadata-only informers'
+/// `PartialObjectMetadata`: decoded from the stored bytes without building the rest.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Object {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    metadata: Metadata,
 }
 
-/// An object's owner references (those without a uid name nothing).
-pub fn owner_references(object: &Value) -> Vec<OwnerRef> {
-    let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_string);
-    let references = crate::object::meta_field(object, "ownerReferences").and_then(Value::as_array);
-    references
-        .into_iter()
-        .flatten()
-        .filter_map(|reference| {
-            Some(OwnerRef {
-                api_version: text(reference.get("apiVersion"))?,
-                kind: text(reference.get("kind"))?,
-                name: text(reference.get("name"))?,
-                uid: text(reference.get("uid")).filter(|uid| !uid.is_empty())?,
-                block: reference.get("blockOwnerDeletion").and_then(Value::as_bool).unwrap_or(false),
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Metadata {
+    #[serde(default)]
+    name: String,
+    namespace: Option<String>,
+    #[serde(default)]
+    uid: String,
+    owner_references: Option<Vec<Reference>>,
+    finalizers: Option<Vec<String>>,
+    deletion_timestamp: Option<String>,
+}
+
+/// An owner reference as written; one without a uid names nothing.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Reference {
+    api_version: Option<String>,
+    kind: Option<String>,
+    name: Option<String>,
+    uid: Option<String>,
+    block_owner_deletion: Option<bool>,
+}
+
+impl Object {
+    /// `object`'s metadata; an object of another shape reads as one without a uid.
+    pub fn of(object: &Value) -> Object {
+        Object::deserialize(object).unwrap_or_default()
+    }
+
+    /// `apiVersion` and `kind`.
+    pub fn type_meta(&self) -> (&str, &str) {
+        (&self.api_version, &self.kind)
+    }
+
+    /// The uid, if the object has one.
+    pub fn uid(&self) -> Option<&str> {
+        Some(self.metadata.uid.as_str()).filter(|uid| !uid.is_empty())
+    }
+
+    /// The object's finalizers.
+    pub fn finalizers(&self) -> &[String] {
+        self.metadata.finalizers.as_deref().unwrap_or_default()
+    }
+
+    /// The owner references that name an owner.
+    pub fn owner_references(&self) -> Vec<OwnerRef> {
+        let references = self.metadata.owner_references.iter().flatten();
+        references
+            .filter_map(|reference| {
+                Some(OwnerRef {
+                    api_version: reference.api_version.clone()?,
+                    kind: reference.kind.clone()?,
+                    name: reference.name.clone()?,
+                    uid: reference.uid.clone().filter(|uid| !uid.is_empty())?,
+                    block: reference.block_owner_deletion.unwrap_or(false),
+                })
             })
-        })
-        .collect()
+            .collect()
+    }
+
+    /// Its identity and owner references; `None` for what is not an object with a uid.
+    fn read(&self, namespaced: bool) -> Option<(Identity, Vec<OwnerRef>)> {
+        let non_empty = |text: &str| Some(text.to_string()).filter(|text| !text.is_empty());
+        let identity = Identity {
+            api_version: non_empty(&self.api_version)?,
+            kind: non_empty(&self.kind)?,
+            namespace: namespaced.then(|| self.metadata.namespace.clone()).flatten(),
+            name: non_empty(&self.metadata.name)?,
+            uid: self.uid()?.to_string(),
+        };
+        Some((identity, self.owner_references()))
+    }
+}
+
+impl crate::controller::informer::Decode for Object {
+    fn decode(bytes: &[u8], _revision: crdctl_storage::Revision) -> Option<Object> {
+        serde_json::from_slice(bytes).ok()
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
+    use serde_json::json;
 
-    use super::Graph;
+    use super::{Graph, Object};
 
-    fn object(name: &str, uid: &str, owners: &[(&str, bool)], finalizers: &[&str], deleting: bool) -> Value {
-        let references: Vec<Value> = owners
+    fn object(name: &str, uid: &str, owners: &[(&str, bool)], finalizers: &[&str], deleting: bool) -> Object {
+        let references: Vec<serde_json::Value> = owners
             .iter()
             .map(|(uid, block)| json!({"apiVersion": "v1", "kind": "ConfigMap", "name": uid, "uid": uid, "blockOwnerDeletion": block}))
             .collect();
@@ -356,7 +419,7 @@ mod tests {
         if deleting {
             object["metadata"]["deletionTimestamp"] = json!("2026-12-05T00:00:00Z");
         }
-        object
+        Object::of(&object)
     }
 
     #[test]

@@ -32,7 +32,7 @@ use super::queue::{Next, Queue};
 use super::{Client, Context};
 use crate::error::{ApiError, ApiResult};
 use crate::registry::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation};
-use graph::{Graph, Identity, OwnerRef, Work};
+use graph::{Graph, Identity, Object, OwnerRef, Work};
 
 /// The name the collector reports Events under, as upstream's.
 const COMPONENT: &str = "garbage-collector-controller";
@@ -82,22 +82,17 @@ impl Collector<'_> {
 
     /// Takes a change into the graph; objects of resources the collector takes no part in
     /// (events) and what is not an object are left out.
-    fn observe(&self, change: Change, synced: &tokio::sync::watch::Sender<bool>) {
+    fn observe(&self, change: Change<Object>, synced: &tokio::sync::watch::Sender<bool>) {
         let work = match change {
             Change::Put { key, object, .. } => {
-                let client = self.cx.client();
-                let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-                let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
-                let Some(endpoint) = client.endpoint(api_version, kind, None) else { return };
+                let (api_version, kind) = object.type_meta();
+                let Some(endpoint) = self.cx.client().endpoint(api_version, kind, None) else { return };
                 if endpoint.served.garbage_collection().is_none() {
                     return;
                 }
                 self.graph().put(&key, &object, endpoint.namespaced)
             }
-            Change::Delete { key, old } => {
-                let uid = old.as_ref().and_then(|old| crate::object::meta_str(old, "uid"));
-                self.graph().delete(&key, uid)
-            }
+            Change::Delete { key, old } => self.graph().delete(&key, old.as_ref().and_then(Object::uid)),
             Change::Listing => {
                 self.graph().listing();
                 return;
@@ -124,7 +119,7 @@ impl Collector<'_> {
         if node.deleting_dependents {
             return self.delete_dependents_first(&client, &endpoint, &uid, &latest).await;
         }
-        let owners = graph::owner_references(&latest);
+        let owners = Object::of(&latest).owner_references();
         if owners.is_empty() {
             return Ok(Next::Done);
         }
@@ -173,7 +168,7 @@ impl Collector<'_> {
         };
         let work = match found.filter(|owner| crate::object::meta_str(owner, "uid") == Some(identity.uid.as_str())) {
             // The owner is there: from now on the graph follows it.
-            Some(owner) => self.graph().put(&endpoint.key(&identity.name), &owner, endpoint.namespaced),
+            Some(owner) => self.graph().put(&endpoint.key(&identity.name), &Object::of(&owner), endpoint.namespaced),
             None => {
                 if lookup_namespace.is_some() {
                     self.record_absent(&endpoint, &identity.uid, lookup_namespace).await?;
