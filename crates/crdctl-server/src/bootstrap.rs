@@ -3,7 +3,7 @@
 //! endpoint reconciler), the `extension-apiserver-authentication` ConfigMap in `kube-system`
 //! (the client-CA post-start hook; it names no CA, as the server has no client CA), and the
 //! priority classes `system-node-critical` and `system-cluster-critical` (the scheduling
-//! post-start hook). The built-in namespaces come first ([`crate::registry::builtin::namespace::BUILT_IN`]).
+//! post-start hook), and RBAC's bootstrap policy ([`crate::auth::policy`]). The built-in namespaces come first ([`crate::registry::builtin::namespace::BUILT_IN`]).
 //!
 //! Each is created through the create path, as upstream's loopback client creates them —
 //! defaulted, validated and owned by the `kube-apiserver` field manager — and only if absent,
@@ -21,6 +21,13 @@ const MANAGER: &str = "kube-apiserver";
 /// Creates what is missing of the objects above, for a server listening on `port`.
 pub async fn ensure(cx: rest::Context<'_>, port: u16) {
     builtin::service::create_kubernetes_service(&**cx.store, cx.resources.service_ranges, port).await;
+    let policy = crate::auth::policy::objects().into_iter().map(|object| {
+        let resource = match object.get("kind").and_then(Value::as_str) {
+            Some("ClusterRole") => "clusterroles",
+            _ => "clusterrolebindings",
+        };
+        (("rbac.authorization.k8s.io", resource), None, object)
+    });
     let objects = [
         (("discovery.k8s.io", "endpointslices"), Some("default"), kubernetes_endpoint_slice(port)),
         (
@@ -32,7 +39,7 @@ pub async fn ensure(cx: rest::Context<'_>, port: u16) {
         (("scheduling.k8s.io", "priorityclasses"), None, priority_class("system-cluster-critical")),
     ];
     let params = Params { field_manager: Some(MANAGER.into()), ..Params::default() };
-    for ((group, resource), namespace, object) in objects {
+    for ((group, resource), namespace, object) in objects.into_iter().chain(policy) {
         let Some(resource) = builtin::find(group, "v1", resource) else { continue };
         let endpoint = Endpoint::built_in(resource, namespace.map(str::to_string));
         let name = crate::object::name(&object).to_string();

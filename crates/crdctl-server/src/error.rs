@@ -172,14 +172,22 @@ impl ApiError {
         ApiError::new(StatusCode::CONFLICT, "Conflict", message).with_details(json!({"causes": causes}))
     }
 
+    /// 403 for a non-resource request (a path), as `NewForbidden` words it without a resource.
+    pub fn forbidden_path(detail: &str) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "Forbidden", format!("forbidden: {detail}")).with_details(json!({}))
+    }
+
     /// 400 with a message.
     pub fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "BadRequest", message)
     }
 
-    /// 403 with a message.
+    /// 403 with a message, as apimachinery's `NewForbidden` words it (a collection has no name).
     pub fn forbidden(subject: Subject<'_>, detail: &str) -> ApiError {
-        let message = format!("{} {:?} is forbidden: {detail}", subject.qualified(), subject.name);
+        let message = match subject.name {
+            "" => format!("{} is forbidden: {detail}", subject.qualified()),
+            name => format!("{} {name:?} is forbidden: {detail}", subject.qualified()),
+        };
         ApiError::new(StatusCode::FORBIDDEN, "Forbidden", message).with_details(subject.details())
     }
 

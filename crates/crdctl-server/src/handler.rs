@@ -3,12 +3,13 @@
 //! the deprecation warning of the version and the response in the negotiated representation.
 
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::{Extension, Query, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, VARY};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
+use crate::auth::User;
 use crate::error::{ApiError, ApiResult};
 use crate::negotiate::{self, BodyType, Representation};
 use crate::registry::builtin;
@@ -20,6 +21,7 @@ use crate::state::AppState;
 /// Every `/api` and `/apis` request.
 pub async fn api(
     State(state): State<AppState>,
+    Extension(user): Extension<User>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -39,7 +41,7 @@ pub async fn api(
         path.as_ref().and_then(|path| crate::metrics::Request::new(verb, path, params.dry_run.is_some(), content_type));
     // The only way reading a body fails is the size limit (or a client that went away).
     let response = match body {
-        Ok(body) => match route(&state, (&method, verb), path, &uri, &headers, params, &body).await {
+        Ok(body) => match route((&state, &user), (&method, verb), path, &uri, &headers, params, &body).await {
             Ok(response) => response,
             Err(err) => err.into_response(),
         },
@@ -51,29 +53,9 @@ pub async fn api(
     response
 }
 
-async fn route(
-    state: &AppState,
-    (method, verb): (&Method, Option<Verb>),
-    path: Option<RequestInfo>,
-    uri: &Uri,
-    headers: &HeaderMap,
-    params: Params,
-    body: &Bytes,
-) -> ApiResult<Response> {
-    let path = path.ok_or_else(ApiError::no_route)?;
-    let Some(resource) = path.resource.clone() else {
-        return discovery(state, &path, uri.path().starts_with("/apis"), headers);
-    };
-    let (endpoint, warnings) = endpoint(state, &path, &resource, method)?;
-    let representation = match negotiate::representation(headers)? {
-        Representation::Protobuf if !endpoint.speaks_protobuf() => Representation::Object,
-        representation => representation,
-    };
-    if !warnings.is_empty() {
-        state.metrics.record_deprecated(&path);
-    }
-    let name = path.name.as_deref();
-    let subresource = match path.subresource.as_deref() {
+/// The subresource a request addresses, of those `endpoint` has.
+fn subresource_of(endpoint: &Endpoint, path: &RequestInfo, method: &Method) -> ApiResult<Subresource> {
+    Ok(match path.subresource.as_deref() {
         None => Subresource::Main,
         Some("status") if endpoint.has_status() => Subresource::Status,
         Some("scale") if endpoint.scale_paths().is_some() => Subresource::Scale,
@@ -88,11 +70,37 @@ async fn route(
             return Err(ApiError::bad_request(format!(
                 "{} {:?} has no node to {sub}: crdctl serve runs no kubelet, so no pod runs",
                 endpoint.resource,
-                name.unwrap_or_default()
+                path.name.as_deref().unwrap_or_default()
             )));
         }
-        Some(_) => return Err(ApiError::not_found(endpoint.subject(name.unwrap_or_default()))),
+        Some(_) => return Err(ApiError::not_found(endpoint.subject(path.name.as_deref().unwrap_or_default()))),
+    })
+}
+
+async fn route(
+    (state, user): (&AppState, &User),
+    (method, verb): (&Method, Option<Verb>),
+    path: Option<RequestInfo>,
+    uri: &Uri,
+    headers: &HeaderMap,
+    params: Params,
+    body: &Bytes,
+) -> ApiResult<Response> {
+    let path = path.ok_or_else(ApiError::no_route)?;
+    let Some(resource) = path.resource.clone() else {
+        return discovery(state, &path, uri.path().starts_with("/apis"), headers);
     };
+    let (endpoint, warnings) = endpoint(state, &path, &resource, method)?;
+    let cx = state.verbs_as(user);
+    let representation = match negotiate::representation(headers)? {
+        Representation::Protobuf if !endpoint.speaks_protobuf() => Representation::Object,
+        representation => representation,
+    };
+    if !warnings.is_empty() {
+        state.metrics.record_deprecated(&path);
+    }
+    let name = path.name.as_deref();
+    let subresource = subresource_of(&endpoint, &path, method)?;
     let main = subresource == Subresource::Main;
     // A verb the resource lacks (discovery does not list it) is 405, as go-restful answers a
     // route that is not registered.
@@ -118,36 +126,36 @@ async fn route(
         (Method::GET, Some(_)) if params.is_watch() => {
             return Err(ApiError::bad_request("watch of a single object: use a fieldSelector on metadata.name"));
         }
-        (Method::GET, None) => rest::list(state.verbs(), &endpoint, &params, representation).await?,
-        (Method::GET, Some(name)) => rest::get(state.verbs(), &endpoint, name).await?,
+        (Method::GET, None) => rest::list(cx, &endpoint, &params, representation).await?,
+        (Method::GET, Some(name)) => rest::get(cx, &endpoint, name).await?,
         (Method::POST, None) if main => {
             let (body_type, object) = decode()?;
             if matches!(body_type, BodyType::Json | BodyType::Yaml | BodyType::Protobuf) {
-                rest::create(state.verbs(), &endpoint, object, &params, rest::Managed::Record).await?
+                rest::create(cx, &endpoint, object, &params, rest::Managed::Record).await?
             } else {
                 return Err(ApiError::unsupported_media_type(&["application/json", "application/yaml"]));
             }
         }
         (Method::POST, Some(name)) if subresource == Subresource::Token => {
             let (_, request) = decode()?;
-            rest::request_token(state.verbs(), &endpoint, name, request).await?
+            rest::request_token(cx, &endpoint, name, request).await?
         }
         (Method::PUT, Some(name)) => {
             let (_, object) = decode()?;
-            rest::update(state.verbs(), &endpoint, name, Change::Replace(object), subresource, &params).await?
+            rest::update(cx, &endpoint, name, Change::Replace(object), subresource, &params).await?
         }
         (Method::PATCH, Some(name)) => {
             let body_type = negotiate::body_type(headers)?;
             let patch = negotiate::decode_body(body, body_type)?;
-            rest::update(state.verbs(), &endpoint, name, Change::Patch(body_type, patch), subresource, &params).await?
+            rest::update(cx, &endpoint, name, Change::Patch(body_type, patch), subresource, &params).await?
         }
         (Method::DELETE, Some(name)) if main => {
             let options = rest::DeleteOptions::read(body, negotiate::body_type(headers)?, &params)?;
-            rest::delete(state.verbs(), &endpoint, name, &options).await?
+            rest::delete(cx, &endpoint, name, &options).await?
         }
         (Method::DELETE, None) if main => {
             let options = rest::DeleteOptions::read(body, negotiate::body_type(headers)?, &params)?;
-            rest::delete_collection(state.verbs(), &endpoint, &params, &options).await?
+            rest::delete_collection(cx, &endpoint, &params, &options).await?
         }
         _ => return Err(ApiError::method_not_allowed()),
     };

@@ -31,6 +31,7 @@
 //! ```
 
 pub mod admission;
+pub mod auth;
 pub mod bootstrap;
 pub mod controller;
 pub mod discovery;
@@ -133,18 +134,22 @@ async fn openapi_v3(State(state): State<AppState>, Path(path): Path<String>) -> 
     }
 }
 
-async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if let Some(token) = &state.config.token {
-        let presented = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        let service_account = presented.and_then(|t| registry::token::user(&state.tokens, t));
-        if presented != Some(token.as_str()) && service_account.is_none() {
-            return ApiError::unauthorized().into_response();
-        }
+/// kube-apiserver's authentication, impersonation and authorization filters: the request goes
+/// on as its user (a request extension), or is answered 401 or 403 here.
+async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let user =
+        state.authenticator.authenticate(headers).and_then(|user| auth::impersonate(&state.authorizer, user, headers));
+    let user = match user {
+        Ok(user) => user,
+        Err(err) => return err.into_response(),
+    };
+    let attributes = auth::Attributes::of(user, request.method(), request.uri().path(), request.uri().query());
+    let decision = state.authorizer.decide_now(&*state.store, &attributes).await;
+    if !decision.allowed {
+        return attributes.forbidden(&decision.reason).into_response();
     }
+    request.extensions_mut().insert(attributes.user);
     next.run(request).await
 }
 
@@ -170,7 +175,7 @@ pub fn app(state: AppState) -> Router {
         .fallback(not_found)
         // One byte over the limit is enough to answer 413 from the handler.
         .layer(DefaultBodyLimit::max(error::MAX_REQUEST_BYTES + 1))
-        .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(panic::layer())
         .with_state(state)
 }
@@ -186,9 +191,11 @@ pub struct Server {
 }
 
 impl Server {
-    /// Binds and starts serving; refuses a non-loopback address without TLS and a token.
+    /// Binds and starts serving; refuses a non-loopback address without TLS and token
+    /// authentication.
     pub async fn start(config: Config, store: Arc<dyn Store>) -> Result<Server, StartError> {
-        if !config.listen.ip().is_loopback() && (config.tls.is_none() || config.token.is_none()) {
+        let authenticates = config.token.is_some() || config.token_auth_file.is_some();
+        if !config.listen.ip().is_loopback() && (config.tls.is_none() || !authenticates) {
             return Err(StartError::Insecure(config.listen));
         }
         let listener = std::net::TcpListener::bind(config.listen)

@@ -13,7 +13,7 @@ use crdctl_storage::Store;
 
 use crate::registry::Registry;
 use crate::registry::upgrade::UpgradeSafety;
-use crate::{admission, bootstrap, controller, metrics, object, registry, rest, watch};
+use crate::{admission, auth, bootstrap, controller, metrics, object, registry, rest, watch};
 
 /// How the server runs.
 #[derive(Debug, Clone)]
@@ -47,6 +47,13 @@ pub struct Config {
     pub leader_election: controller::lease::Timings,
     /// Create a `StorageVersionMigration` whenever a CRD's storage version changes.
     pub auto_migrate: bool,
+    /// Static bearer tokens (`--token-auth-file`, upstream's CSV).
+    pub token_auth_file: Option<PathBuf>,
+    /// Serve requests without credentials as `system:anonymous` (when the server authenticates
+    /// anyone; one that does not treats them as its administrator).
+    pub anonymous_auth: bool,
+    /// How requests are authorized (`--authorization-mode`).
+    pub authorization: auth::Mode,
 }
 
 impl Default for Config {
@@ -64,6 +71,9 @@ impl Default for Config {
             controllers: controller::Controllers::default(),
             leader_election: controller::lease::Timings::default(),
             auto_migrate: false,
+            token_auth_file: None,
+            anonymous_auth: false,
+            authorization: auth::Mode::default(),
         }
     }
 }
@@ -89,6 +99,9 @@ pub enum StartError {
     /// The TLS files could not be used.
     #[error("cannot use the TLS certificate and key: {0}")]
     Tls(String),
+    /// The authentication configuration could not be used.
+    #[error("{0}")]
+    Authentication(String),
     /// The store could not be read.
     #[error("cannot read the store: {0}")]
     Store(String),
@@ -123,8 +136,10 @@ pub struct Shared {
     pub metrics: metrics::Metrics,
     /// Watch events rendered once and shared by every watcher that sends them.
     pub watch_lines: Arc<watch::RenderedLines>,
-    /// Signs and checks ServiceAccount tokens.
-    pub tokens: registry::token::TokenSigner,
+    /// Who a request is.
+    pub authenticator: auth::Authenticator,
+    /// What a user may do.
+    pub authorizer: auth::Authorizer,
     /// What admission keeps between requests (webhook clients, parsed configurations).
     pub admission: admission::Kept,
 }
@@ -142,6 +157,35 @@ impl crdctl_conversion::webhook::ServiceResolver for MappedServices {
 }
 
 impl AppState {
+    /// What the verbs use of the server, for a request by `user`.
+    pub fn verbs_as<'a>(&'a self, user: &'a auth::User) -> rest::Context<'a> {
+        let mut cx = self.verbs();
+        cx.resources.user = user;
+        cx.admission.user = user;
+        cx
+    }
+
+    /// Keeps what authentication and authorization read of the store (ServiceAccounts; the
+    /// RBAC policy when RBAC decides) current, until shutdown.
+    fn follow_policy(&self) {
+        let mut shutdown = self.shutdown.subscribe();
+        let store = Arc::clone(&self.store);
+        let accounts = auth::Authenticator::follow_accounts(Arc::clone(&store), self.authenticator.accounts());
+        let policy =
+            self.authorizer.uses_rbac().then(|| auth::rbac::follow(store, Arc::clone(&self.authorizer.policy)));
+        tokio::spawn(async move {
+            let following = futures_util::future::join(accounts, async move {
+                if let Some(policy) = policy {
+                    policy.await
+                }
+            });
+            tokio::select! {
+                _ = following => {}
+                _ = shutdown.wait_for(|stopped| *stopped) => {}
+            }
+        });
+    }
+
     /// What the verbs use of the server.
     pub fn verbs(&self) -> rest::Context<'_> {
         rest::Context {
@@ -153,6 +197,7 @@ impl AppState {
                 registry: &self.registry,
                 kept: &self.admission,
                 metrics: &self.metrics,
+                user: auth::User::administrator_ref(),
             },
             resources: self.context(),
             garbage_collector: self.config.controllers.garbage_collector,
@@ -192,8 +237,9 @@ impl AppState {
             registry: &self.registry,
             upgrade_safety: self.config.upgrade_safety,
             service_ranges: &self.config.service_ranges,
-            tokens: &self.tokens,
-            server_token: self.config.token.as_deref(),
+            authenticator: &self.authenticator,
+            authorizer: &self.authorizer,
+            user: auth::User::administrator_ref(),
             type_check: admission::type_checking::record,
         }
     }
@@ -212,7 +258,15 @@ impl AppState {
                 Err(err) => return Err(StartError::Store(err.to_string())),
             }
         }
-        let tokens = registry::token::TokenSigner::load_or_create(&*store).await.map_err(StartError::Store)?;
+        let signer = registry::token::TokenSigner::load_or_create(&*store).await.map_err(StartError::Store)?;
+        let authenticator = auth::Authenticator::new(
+            signer,
+            config.token.clone(),
+            config.token_auth_file.as_deref(),
+            config.anonymous_auth,
+        )
+        .map_err(StartError::Authentication)?;
+        let authorizer = auth::Authorizer::new(config.authorization);
         let resolver = Arc::new(MappedServices(config.webhook_services.clone()));
         let registry = Registry::start(Arc::clone(&store), resolver).await.map_err(|e| StartError::Store(e.message))?;
         let state = AppState(Arc::new(Shared {
@@ -222,9 +276,11 @@ impl AppState {
             shutdown: Arc::new(tokio::sync::watch::Sender::new(false)),
             metrics: metrics::Metrics::default(),
             watch_lines: Arc::default(),
-            tokens,
+            authenticator,
+            authorizer,
             admission: admission::Kept::default(),
         }));
+        state.follow_policy();
         bootstrap::ensure(state.verbs(), state.config.listen.port()).await;
         Ok(state)
     }

@@ -185,13 +185,33 @@ impl TestServer {
     /// A `kube::Client` served in-process (no socket), its default namespace `default`. Its
     /// requests are recorded for [`requests`](TestServer::requests).
     pub fn client(&self) -> kube::Client {
+        self.client_impersonating(Vec::new())
+    }
+
+    /// A client whose requests the server authenticates as `user` in `groups` (as `kubectl
+    /// --as` asks: by impersonation, which the administrator may), so a test sees the 403s a
+    /// cluster's RBAC gives that user. A ServiceAccount is
+    /// `system:serviceaccount:<namespace>:<name>`, with its groups when `groups` is empty.
+    pub fn client_as(&self, user: &str, groups: &[&str]) -> kube::Client {
+        let mut headers = vec![("impersonate-user", user.to_string())];
+        headers.extend(groups.iter().map(|group| ("impersonate-group", group.to_string())));
+        self.client_impersonating(headers)
+    }
+
+    fn client_impersonating(&self, headers: Vec<(&'static str, String)>) -> kube::Client {
         use tower::ServiceExt as _;
         let log = Arc::clone(&self.requests);
-        let service =
-            crate::app(self.server.state().clone()).map_request(move |request: http::Request<kube::client::Body>| {
+        let service = crate::app(self.server.state().clone()).map_request(
+            move |mut request: http::Request<kube::client::Body>| {
                 record(&log, &request);
+                for (name, value) in &headers {
+                    if let Ok(value) = http::HeaderValue::from_str(value) {
+                        request.headers_mut().append(*name, value);
+                    }
+                }
                 request
-            });
+            },
+        );
         kube::Client::new(service, "default")
     }
 }
@@ -244,6 +264,13 @@ impl Builder {
     /// the service account controller, the root CA publisher, the storage version migrator).
     pub fn controllers(mut self, controllers: crate::controller::Controllers) -> Builder {
         self.config.controllers = controllers;
+        self
+    }
+
+    /// How requests are authorized (default `AlwaysAllow`; `RBAC` to test as a cluster
+    /// decides, with [`TestServer::client_as`]).
+    pub fn authorization(mut self, mode: crate::auth::Mode) -> Builder {
+        self.config.authorization = mode;
         self
     }
 

@@ -230,7 +230,7 @@ pub fn request_variable(request: &Request<'_>) -> Value {
         "name": request.name,
         "namespace": request.namespace.unwrap_or_default(),
         "operation": request.operation.as_str(),
-        "userInfo": crate::registry::builtin::review::user(),
+        "userInfo": request.user.info(),
         "dryRun": request.dry_run,
         "options": request.options(),
     })
@@ -253,6 +253,7 @@ mod tests {
             namespace: Some("default"),
             dry_run: false,
             field_manager: None,
+            user: crate::auth::User::administrator_ref(),
         }
     }
 

@@ -58,6 +58,8 @@ pub struct Context<'a> {
     pub kept: &'a Kept,
     /// Where policy checks are counted.
     pub metrics: &'a Metrics,
+    /// Who asks (a review's `userInfo`).
+    pub user: &'a crate::auth::User,
 }
 
 /// The group of the admission configurations, which no webhook sees (as upstream: a webhook
@@ -121,6 +123,8 @@ pub struct Request<'a> {
     pub dry_run: bool,
     /// The field manager, sent in the options.
     pub field_manager: Option<&'a str>,
+    /// Who asks (`userInfo`).
+    pub user: &'a crate::auth::User,
 }
 
 impl Request<'_> {

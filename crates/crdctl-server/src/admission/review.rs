@@ -124,7 +124,7 @@ fn review_request(
             name: request.name,
             namespace: request.namespace,
             operation: request.operation.as_str(),
-            user_info: crate::registry::builtin::review::user(),
+            user_info: request.user.info(),
             object,
             old_object: old,
             dry_run: request.dry_run,

@@ -94,7 +94,7 @@ pub async fn follow<T: Decode>(store: &dyn Store, prefix: &str, mut handle: impl
 }
 
 /// Lists every object, handing each over.
-async fn list<T: Decode>(
+pub(crate) async fn list<T: Decode>(
     store: &dyn Store,
     prefix: &str,
     handle: &mut impl FnMut(Change<T>),

@@ -21,10 +21,10 @@ use crdctl_schema::Schema;
 use crdctl_storage::{Entry, Revision, Store};
 use serde_json::Value;
 
+use crate::auth::{Authenticator, Authorizer, User};
 use crate::error::{ApiResult, Subject};
 use crate::fieldmanager::OtherVersions;
 use crate::registry::ranges::{Reserved, ServiceRanges};
-use crate::registry::token::TokenSigner;
 use crate::registry::unknown_fields::{Decoded, FieldValidation};
 use crate::registry::upgrade::UpgradeSafety;
 use crate::registry::{Items, OnDelete, Propagation, Registry, scale};
@@ -42,10 +42,12 @@ pub struct Context<'a> {
     pub upgrade_safety: UpgradeSafety,
     /// Where Services' ClusterIPs and node ports come from.
     pub service_ranges: &'a ServiceRanges,
-    /// Signs and checks ServiceAccount tokens.
-    pub tokens: &'a TokenSigner,
-    /// The server's own bearer token, if it has one.
-    pub server_token: Option<&'a str>,
+    /// Who a token names (and signs ServiceAccount tokens).
+    pub authenticator: &'a Authenticator,
+    /// What a user may do.
+    pub authorizer: &'a Authorizer,
+    /// Who asks: the request's user, or the server's administrator writing in the background.
+    pub user: &'a User,
     /// Records a ValidatingAdmissionPolicy's `status.typeChecking` (admission's type checker,
     /// which sits above the registry).
     pub type_check: fn(&Registry, &mut Value),

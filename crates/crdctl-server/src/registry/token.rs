@@ -125,15 +125,33 @@ pub fn request(signer: &TokenSigner, account: &Value, mut request: Value) -> Api
     Ok(request)
 }
 
-/// The user a token this server signed names (`system:serviceaccount:<ns>:<name>`), if valid.
-pub fn user(signer: &TokenSigner, token: &str) -> Option<Value> {
+/// The ServiceAccount a token names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// The uid it had when the token was issued.
+    pub uid: String,
+}
+
+impl Account {
+    /// `namespace/name/uid`: one account, not another by the same name.
+    pub fn key(&self) -> String {
+        format!("{}/{}/{}", self.namespace, self.name, self.uid)
+    }
+}
+
+/// The account a token this server signed names, if the token is valid now.
+pub fn account(signer: &TokenSigner, token: &str) -> Option<Account> {
     let claims = signer.verify(token, now_seconds())?;
-    let namespace = claims.pointer("/kubernetes.io/namespace")?.as_str()?;
-    Some(json!({
-        "username": claims.get("sub")?,
-        "uid": claims.pointer("/kubernetes.io/serviceaccount/uid").cloned().unwrap_or_default(),
-        "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{namespace}"), "system:authenticated"],
-    }))
+    let text = |pointer: &str| claims.pointer(pointer).and_then(Value::as_str).map(str::to_string);
+    Some(Account {
+        namespace: text("/kubernetes.io/namespace")?,
+        name: text("/kubernetes.io/serviceaccount/name")?,
+        uid: text("/kubernetes.io/serviceaccount/uid").unwrap_or_default(),
+    })
 }
 
 #[cfg(test)]
@@ -143,16 +161,15 @@ mod tests {
     #[test]
     fn a_token_verifies_until_it_expires_and_not_under_another_key() {
         let signer = TokenSigner::with_key(b"one").unwrap();
-        let account = json!({"metadata": {"name": "builder", "namespace": "ci", "uid": "u-1"}});
-        let answered = request(&signer, &account, json!({"spec": {"expirationSeconds": 600}})).unwrap();
+        let builder = json!({"metadata": {"name": "builder", "namespace": "ci", "uid": "u-1"}});
+        let answered = request(&signer, &builder, json!({"spec": {"expirationSeconds": 600}})).unwrap();
         let token = answered["status"]["token"].as_str().unwrap();
-        let user = user(&signer, token).unwrap();
-        assert_eq!(user["username"], "system:serviceaccount:ci:builder");
-        assert_eq!(user["groups"][1], "system:serviceaccounts:ci");
+        let named = account(&signer, token).unwrap();
+        assert_eq!((named.namespace.as_str(), named.name.as_str(), named.uid.as_str()), ("ci", "builder", "u-1"));
         assert_eq!(answered["spec"]["audiences"], json!([ISSUER]));
         assert!(signer.verify(token, now_seconds() + 601).is_none(), "expired");
         assert!(TokenSigner::with_key(b"two").unwrap().verify(token, now_seconds()).is_none(), "another key");
-        let short = request(&signer, &account, json!({"spec": {"expirationSeconds": 60}})).unwrap_err();
+        let short = request(&signer, &builder, json!({"spec": {"expirationSeconds": 60}})).unwrap_err();
         assert_eq!(
             short.message,
             r#"TokenRequest.authentication.k8s.io "builder" is invalid: spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes"#

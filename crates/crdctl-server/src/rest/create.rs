@@ -55,8 +55,13 @@ pub async fn create(
         require_namespace(cx, namespace, endpoint.subject(crate::object::name(&object))).await?;
     }
     let admitted_name = crate::object::name(&object).to_string();
-    let admission =
-        endpoint.admission(Operation::Create, (&admitted_name, ""), writes.dry_run(), params.field_manager.as_deref());
+    let admission = endpoint.admission(
+        Operation::Create,
+        (&admitted_name, ""),
+        writes.dry_run(),
+        params.field_manager.as_deref(),
+        cx.admission.user,
+    );
     warnings.extend(admission::mutate(cx.admission, &admission, &mut object, None).await?);
     let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
     let at = (endpoint.version.as_str(), endpoint.namespace.as_deref());
@@ -152,6 +157,9 @@ fn being_deleted(entry: &Entry) -> ApiResult<bool> {
 pub async fn request_token(cx: Context<'_>, endpoint: &Endpoint, name: &str, request: Value) -> ApiResult<Reply> {
     let entry = cx.store.get(&endpoint.key(name)).await.map_err(store_error(endpoint, name))?;
     let account = decode_entry(&entry.ok_or_else(|| ApiError::not_found(endpoint.subject(name)))?)?;
-    let answered = crate::registry::token::request(cx.resources.tokens, &account, request)?;
+    let authenticator = cx.resources.authenticator;
+    let answered = crate::registry::token::request(&authenticator.signer, &account, request)?;
+    let meta = |field| crate::object::meta_str(&account, field).unwrap_or_default();
+    authenticator.saw_account(meta("namespace"), meta("name"), meta("uid"));
     Ok(Reply::of(StatusCode::CREATED, Body::Value(answered), Vec::new()))
 }

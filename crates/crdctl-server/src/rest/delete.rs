@@ -109,7 +109,7 @@ pub async fn delete(cx: Context<'_>, endpoint: &Endpoint, name: &str, options: &
         let current = current.ok_or_else(|| ApiError::not_found(endpoint.subject(name)))?;
         let mut object = decode_entry(&current)?;
         check_preconditions(endpoint, name, &object, options.sent.as_ref())?;
-        let admission = endpoint.admission(Operation::Delete, (name, ""), writes.dry_run(), None);
+        let admission = endpoint.admission(Operation::Delete, (name, ""), writes.dry_run(), None, cx.admission.user);
         let seen = async { Ok(endpoint.present(vec![object.clone()], Shape::Object).await?.pop()) };
         admission::validate_delete(cx.admission, &admission, seen).await?;
         let finalizers_changed = match endpoint.served.garbage_collection().filter(|_| cx.garbage_collector) {

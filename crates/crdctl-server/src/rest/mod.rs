@@ -359,6 +359,7 @@ impl Endpoint {
         (name, subresource): (&'a str, &'a str),
         dry_run: DryRun,
         field_manager: Option<&'a str>,
+        user: &'a crate::auth::User,
     ) -> admission::Request<'a> {
         admission::Request {
             operation,
@@ -371,6 +372,7 @@ impl Endpoint {
             namespace: self.namespace.as_deref(),
             dry_run: dry_run == DryRun::All,
             field_manager,
+            user,
         }
     }
 

@@ -80,6 +80,7 @@ pub async fn update(
             (name, subresource.name()),
             writes.dry_run(),
             params.field_manager.as_deref(),
+            cx.admission.user,
         );
         let mut new = new;
         let mut warnings = admission::mutate(cx.admission, &admission, &mut new, Some(&old)).await?;

@@ -18,6 +18,16 @@ impl Http {
         Http { url: server.url(), client: reqwest::Client::new() }
     }
 
+    /// Plain HTTP to `server`, every request carrying `headers` (credentials, say).
+    #[allow(dead_code, reason = "each suite compiles this module; not every suite sends credentials")]
+    pub fn with_headers(server: &TestServer, headers: &[(&str, &str)]) -> Http {
+        let mut default = reqwest::header::HeaderMap::new();
+        for (name, value) in headers {
+            default.append(reqwest::header::HeaderName::from_bytes(name.as_bytes()).unwrap(), value.parse().unwrap());
+        }
+        Http { url: server.url(), client: reqwest::Client::builder().default_headers(default).build().unwrap() }
+    }
+
     /// Sends `body` (if any) as `content_type` with `method` to `path`.
     pub async fn send(&self, method: &str, path: &str, content_type: &str, body: Option<&Value>) -> (u16, Value) {
         let url = format!("{}{path}", self.url);

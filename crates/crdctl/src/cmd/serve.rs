@@ -40,6 +40,18 @@ pub struct Args {
     /// File holding the bearer token every request must carry.
     #[arg(long)]
     token_file: Option<PathBuf>,
+    /// More users, by bearer token: a CSV file of `token,user,uid,"group1,group2"` rows, as
+    /// kube-apiserver's flag.
+    #[arg(long, value_name = "FILE")]
+    token_auth_file: Option<PathBuf>,
+    /// Serve requests that carry no credentials as `system:anonymous` (in
+    /// `system:unauthenticated`) instead of refusing them; only with a token or token file.
+    #[arg(long)]
+    anonymous_auth: bool,
+    /// How requests are authorized: AlwaysAllow (every authenticated request), or RBAC (the
+    /// Roles, ClusterRoles and bindings in the server; `system:masters` may do anything).
+    #[arg(long, value_enum, default_value_t = AuthorizationArg::AlwaysAllow, value_name = "MODE")]
+    authorization_mode: AuthorizationArg,
     /// Where to write the kubeconfig (default: `kubeconfig` in the data directory).
     #[arg(long)]
     write_kubeconfig: Option<PathBuf>,
@@ -88,6 +100,15 @@ enum SafetyArg {
     None,
 }
 
+/// `--authorization-mode`, spelled as kube-apiserver's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum AuthorizationArg {
+    #[value(name = "AlwaysAllow")]
+    AlwaysAllow,
+    #[value(name = "RBAC")]
+    Rbac,
+}
+
 fn parse_service(text: &str) -> Result<(String, SocketAddr), String> {
     let (service, address) = text.split_once('=').ok_or("expected NAMESPACE/NAME=HOST:PORT")?;
     if service.split('/').count() != 2 {
@@ -134,6 +155,12 @@ async fn serve(args: Args) -> anyhow::Result<Outcome> {
         },
         auto_migrate: args.auto_migrate,
         controllers: args.controllers.clone(),
+        token_auth_file: args.token_auth_file.clone(),
+        anonymous_auth: args.anonymous_auth,
+        authorization: match args.authorization_mode {
+            AuthorizationArg::AlwaysAllow => crdctl_server::auth::Mode::AlwaysAllow,
+            AuthorizationArg::Rbac => crdctl_server::auth::Mode::Rbac,
+        },
         ..Config::default()
     };
     let (store, where_): (Arc<dyn crdctl_storage::Store>, String) = if args.in_memory {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::namespace;
 use super::printers::{self, columns, count};
-use super::review::{allowed, every_rule, token_review, whoami};
+use super::review::{rules, self_access, subject_access, token_review, whoami};
 use super::{BuiltIn, StoredAs, Strategy, Subresource};
 use crate::registry::resource::Context;
 use crate::registry::{CRD_PREFIX, crd, event};
@@ -473,7 +473,7 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         "localsubjectaccessreview",
         "LocalSubjectAccessReview",
         true,
-        allowed,
+        subject_access,
     ),
     review(
         AUTHORIZATION,
@@ -481,17 +481,10 @@ pub static RESOURCES: [BuiltIn; COUNT] = [
         "selfsubjectaccessreview",
         "SelfSubjectAccessReview",
         false,
-        allowed,
+        self_access,
     ),
-    review(
-        AUTHORIZATION,
-        "selfsubjectrulesreviews",
-        "selfsubjectrulesreview",
-        "SelfSubjectRulesReview",
-        false,
-        every_rule,
-    ),
-    review(AUTHORIZATION, "subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview", false, allowed),
+    review(AUTHORIZATION, "selfsubjectrulesreviews", "selfsubjectrulesreview", "SelfSubjectRulesReview", false, rules),
+    review(AUTHORIZATION, "subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview", false, subject_access),
     // autoscaling/v2, and v1 stored as v2
     horizontal_pod_autoscalers("v2", None),
     horizontal_pod_autoscalers(

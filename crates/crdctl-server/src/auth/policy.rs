@@ -1,0 +1,71 @@
+//! The bootstrap policy: the ClusterRoles and ClusterRoleBindings every cluster has
+//! (`cluster-admin`, `admin`/`edit`/`view` and their aggregation, discovery and public-info),
+//! kept as data in `bootstrap-policy.yaml` and created on start where missing, as upstream's
+//! RBAC post-start hook does; an existing one is left as it is.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+const POLICY: &str = include_str!("bootstrap-policy.yaml");
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Bootstrap {
+    cluster_roles: Vec<Map<String, Value>>,
+    cluster_role_bindings: Vec<Map<String, Value>>,
+}
+
+/// Every bootstrap object, `ClusterRole`s first, as created.
+pub fn objects() -> Vec<Value> {
+    // The file is part of the build and its test reads it: it always parses.
+    let Ok(policy) = serde_saphyr::from_str::<Bootstrap>(POLICY) else { return Vec::new() };
+    let roles = policy.cluster_roles.into_iter().map(|object| (object, "ClusterRole"));
+    let bindings = policy.cluster_role_bindings.into_iter().map(|object| (object, "ClusterRoleBinding"));
+    roles
+        .chain(bindings)
+        .map(|(mut object, kind)| {
+            object.insert("apiVersion".into(), json!("rbac.authorization.k8s.io/v1"));
+            object.insert("kind".into(), json!(kind));
+            let mut object = Value::Object(object);
+            let meta = crate::object::meta_mut(&mut object);
+            let labels = meta.entry("labels").or_insert_with(|| json!({}));
+            crate::object::set(labels, "kubernetes.io/bootstrapping", json!("rbac-defaults"));
+            meta.insert("annotations".into(), json!({"rbac.authorization.kubernetes.io/autoupdate": "true"}));
+            object
+        })
+        .collect()
+}
+#[cfg(test)]
+mod tests {
+    use super::super::rbac::Policy;
+    use super::super::{Attributes, User};
+    use super::*;
+
+    fn policy() -> Policy {
+        assert_eq!(objects().len(), 17, "12 ClusterRoles and 5 bindings");
+        objects().into_iter().fold(Policy::default(), |policy, object| {
+            let plural = if object["kind"] == "ClusterRole" { "clusterroles" } else { "clusterrolebindings" };
+            let key = format!("/registry/{plural}/{}", object["metadata"]["name"].as_str().unwrap());
+            policy.with(&key, object)
+        })
+    }
+
+    #[test]
+    fn every_user_may_discover_and_ask_about_itself_and_nothing_more() {
+        let policy = policy();
+        let jane = User::named("jane", &[]);
+        let ask =
+            |method: axum::http::Method, path: &str| policy.decide(&Attributes::of(jane.clone(), &method, path, None));
+        let discovery = ask(axum::http::Method::GET, "/apis/apps/v1");
+        assert!(discovery.allowed);
+        assert_eq!(
+            discovery.reason,
+            r#"RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" to Group "system:authenticated""#
+        );
+        assert!(ask(axum::http::Method::POST, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews").allowed);
+        assert!(!ask(axum::http::Method::GET, "/api/v1/namespaces/ns/configmaps").allowed);
+        assert!(!ask(axum::http::Method::GET, "/metrics").allowed);
+        let anonymous = Attributes::of(User::anonymous(), &axum::http::Method::GET, "/version", None);
+        assert!(policy.decide(&anonymous).allowed, "public info");
+    }
+}

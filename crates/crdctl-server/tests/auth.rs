@@ -1,0 +1,225 @@
+//! Authentication and authorization as kube-apiserver's filters: static tokens, ServiceAccount
+//! tokens that die with their account, anonymous requests, impersonation checked against the
+//! `impersonate` verb, RBAC decisions (bindings, aggregation, missing roles) with upstream's
+//! 403 text, and the review APIs answering as the filters decide.
+
+// Test code throughout, as clippy's allowances for tests (clippy.toml) see it.
+#![cfg(test)]
+
+mod http;
+
+use std::time::Duration;
+
+use crdctl_server::Config;
+use crdctl_server::auth::Mode;
+use crdctl_server::testing::TestServer;
+use http::Http;
+use serde_json::{Value, json};
+
+const ADMIN_TOKEN: &str = "admin-secret";
+const JANE_TOKEN: &str = "jane-secret";
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+
+/// A server deciding by RBAC, with an administrator's token and jane's in a token file.
+async fn server(anonymous: bool) -> (TestServer, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, format!("{JANE_TOKEN},jane,u-jane,\"dev\"\n")).unwrap();
+    let config = Config {
+        token: Some(ADMIN_TOKEN.into()),
+        token_auth_file: Some(tokens),
+        anonymous_auth: anonymous,
+        authorization: Mode::Rbac,
+        ..Config::default()
+    };
+    (TestServer::builder().config(config).start().await.unwrap(), dir)
+}
+
+/// A client presenting `token` (none when `None`) and any extra headers.
+fn client(server: &TestServer, token: Option<&str>, headers: &[(&str, &str)]) -> Http {
+    let Some(token) = token else { return Http::to(server) };
+    let bearer = format!("Bearer {token}");
+    let mut all = vec![("authorization", bearer.as_str())];
+    all.extend_from_slice(headers);
+    Http::with_headers(server, &all)
+}
+
+async fn post(http: &Http, path: &str, body: Value) -> (u16, Value) {
+    http.send("POST", path, "application/json", Some(&body)).await
+}
+
+async fn get(http: &Http, path: &str) -> (u16, Value) {
+    http.send("GET", path, "application/json", None).await
+}
+
+fn role_binding(name: &str, role: (&str, &str), subject: Value) -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role.0, "name": role.1}, "subjects": [subject]})
+}
+
+const ROLE_BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings";
+
+#[tokio::test]
+async fn rbac_refuses_in_upstreams_words_until_a_binding_allows() {
+    let (server, _dir) = server(false).await;
+    let admin = client(&server, Some(ADMIN_TOKEN), &[]);
+    let jane = client(&server, Some(JANE_TOKEN), &[]);
+    let (code, status) = get(&jane, CONFIGMAPS).await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        status["message"],
+        r#"configmaps is forbidden: User "jane" cannot list resource "configmaps" in API group "" in the namespace "default""#
+    );
+    assert_eq!(
+        (status["reason"].as_str(), status["details"]["kind"].as_str()),
+        (Some("Forbidden"), Some("configmaps"))
+    );
+    assert_eq!(get(&jane, "/apis").await.0, 200, "discovery is everyone's");
+
+    // `kubectl create rolebinding --clusterrole=edit --user=jane`: the next request may.
+    let edit = role_binding("jane-edits", ("ClusterRole", "edit"), json!({"kind": "User", "name": "jane"}));
+    assert_eq!(post(&admin, ROLE_BINDINGS, edit).await.0, 201);
+    let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}});
+    assert_eq!(post(&jane, CONFIGMAPS, config_map).await.0, 201);
+    assert_eq!(get(&jane, CONFIGMAPS).await.0, 200);
+    let (code, status) =
+        get(&jane, "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication").await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        status["message"],
+        r#"configmaps "extension-apiserver-authentication" is forbidden: User "jane" cannot get resource "configmaps" in API group "" in the namespace "kube-system""#
+    );
+    // edit holds no leases until a role aggregated into it does.
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "leader"}});
+    assert_eq!(post(&jane, leases, lease.clone()).await.0, 403);
+    let aggregated = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "lease-editor", "labels": {"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
+        "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]}]});
+    assert_eq!(post(&admin, "/apis/rbac.authorization.k8s.io/v1/clusterroles", aggregated).await.0, 201);
+    assert_eq!(post(&jane, leases, lease).await.0, 201);
+
+    // A binding to a role that is not there denies, and says so.
+    let dangling = role_binding("jane-secrets", ("Role", "secret-reader"), json!({"kind": "User", "name": "jane"}));
+    assert_eq!(post(&admin, ROLE_BINDINGS, dangling).await.0, 201);
+    let (_, status) = jane.send("DELETE", "/api/v1/namespaces/default/resourcequotas/q", "", None).await;
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .ends_with(r#": RBAC: role.rbac.authorization.k8s.io "secret-reader" not found"#),
+        "{status}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_service_account_token_is_that_account_until_the_account_goes() {
+    let (server, _dir) = server(false).await;
+    let admin = client(&server, Some(ADMIN_TOKEN), &[]);
+    let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot"}});
+    assert_eq!(post(&admin, "/api/v1/namespaces/default/serviceaccounts", account).await.0, 201);
+    let request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
+    let (code, answered) = post(&admin, "/api/v1/namespaces/default/serviceaccounts/bot/token", request).await;
+    assert_eq!(code, 201, "{answered}");
+    let token = answered["status"]["token"].as_str().unwrap().to_string();
+    let bot = client(&server, Some(&token), &[]);
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let (code, whoami) = post(&bot, "/apis/authentication.k8s.io/v1/selfsubjectreviews", review.clone()).await;
+    assert_eq!(code, 201, "{whoami}");
+    assert_eq!(whoami["status"]["userInfo"]["username"], "system:serviceaccount:default:bot");
+    assert_eq!(
+        whoami["status"]["userInfo"]["groups"],
+        json!(["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"])
+    );
+    let (code, status) = get(&bot, CONFIGMAPS).await;
+    assert_eq!(code, 403);
+    assert!(status["message"].as_str().unwrap().contains(r#"User "system:serviceaccount:default:bot" cannot list"#));
+    let reviewed = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}});
+    let (_, reviewed) = post(&admin, "/apis/authentication.k8s.io/v1/tokenreviews", reviewed).await;
+    assert_eq!(reviewed["status"]["user"]["username"], "system:serviceaccount:default:bot");
+
+    assert_eq!(admin.send("DELETE", "/api/v1/namespaces/default/serviceaccounts/bot", "", None).await.0, 200);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while post(&bot, "/apis/authentication.k8s.io/v1/selfsubjectreviews", review.clone()).await.0 != 401 {
+        assert!(std::time::Instant::now() < deadline, "the token outlived its account");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(get(&client(&server, Some("made-up"), &[]), "/version").await.0, 401);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn impersonation_needs_the_impersonate_verb() {
+    let (server, _dir) = server(false).await;
+    let jane_as_bob = client(&server, Some(JANE_TOKEN), &[("Impersonate-User", "bob")]);
+    let (code, status) = get(&jane_as_bob, "/version").await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        status["message"],
+        r#"users "bob" is forbidden: User "jane" cannot impersonate resource "users" in API group "" at the cluster scope"#
+    );
+    let admin_as_jane =
+        client(&server, Some(ADMIN_TOKEN), &[("Impersonate-User", "jane"), ("Impersonate-Group", "dev")]);
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let (_, whoami) = post(&admin_as_jane, "/apis/authentication.k8s.io/v1/selfsubjectreviews", review).await;
+    assert_eq!(whoami["status"]["userInfo"], json!({"username": "jane", "groups": ["dev", "system:authenticated"]}));
+    assert_eq!(get(&admin_as_jane, CONFIGMAPS).await.0, 403, "the impersonated user's rights, not the admin's");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_access_reviews_answer_as_the_authorizer_decides() {
+    let (server, _dir) = server(false).await;
+    let admin = client(&server, Some(ADMIN_TOKEN), &[]);
+    let view = role_binding("dev-views", ("ClusterRole", "view"), json!({"kind": "Group", "name": "dev"}));
+    assert_eq!(post(&admin, ROLE_BINDINGS, view).await.0, 201);
+    let access = |user: &str, verb: &str| {
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {"user": user, "groups": ["dev"],
+            "resourceAttributes": {"namespace": "default", "verb": verb, "resource": "configmaps"}}})
+    };
+    let path = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+    let (_, allowed) = post(&admin, path, access("jane", "list")).await;
+    assert_eq!(
+        allowed["status"],
+        json!({"allowed": true, "reason": r#"RBAC: allowed by RoleBinding "dev-views/default" of ClusterRole "view" to Group "dev""#})
+    );
+    let (_, denied) = post(&admin, path, access("jane", "delete")).await;
+    assert_eq!(denied["status"], json!({"allowed": false}));
+
+    let jane = client(&server, Some(JANE_TOKEN), &[]);
+    let rules = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {"namespace": "default"}});
+    let (code, rules) = post(&jane, "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", rules).await;
+    assert_eq!(code, 201, "{rules}");
+    let resource_rules = rules["status"]["resourceRules"].as_array().unwrap();
+    assert!(resource_rules.iter().any(|rule| rule["resources"].as_array().unwrap().contains(&json!("configmaps"))));
+    let self_access = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"namespace": "default", "verb": "create", "resource": "secrets"}}});
+    let (_, answer) = post(&jane, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", self_access).await;
+    assert_eq!(answer["status"]["allowed"], false);
+    let (code, _) = post(&jane, path, access("jane", "list")).await;
+    assert_eq!(code, 403, "asking about others takes system:auth-delegator");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn anonymous_requests_are_refused_or_public_info_only() {
+    let (closed, _dir) = server(false).await;
+    assert_eq!(get(&client(&closed, None, &[]), "/version").await.0, 401);
+    closed.shutdown().await;
+    let (open, _dir) = server(true).await;
+    let anonymous = client(&open, None, &[]);
+    assert_eq!(get(&anonymous, "/version").await.0, 200);
+    let (code, status) = get(&anonymous, "/api/v1/namespaces").await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        status["message"],
+        r#"namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group "" at the cluster scope"#
+    );
+    let (code, status) = get(&anonymous, "/apis").await;
+    assert_eq!(
+        (code, status["message"].as_str()),
+        (403, Some(r#"forbidden: User "system:anonymous" cannot get path "/apis""#))
+    );
+    open.shutdown().await;
+}
