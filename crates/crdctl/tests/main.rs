@@ -9,6 +9,7 @@ mod util;
 mod serve;
 
 mod admission;
+mod auth;
 mod check;
 mod convert_crd;
 mod fidelity;

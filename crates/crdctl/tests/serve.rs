@@ -70,7 +70,10 @@ impl Data {
             .expect("crdctl serve starts");
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let first = lines.next().expect("crdctl serve prints its address").unwrap();
-        assert!(first.contains("listening on http://127.0.0.1:"), "{first}");
+        assert!(
+            first.contains("listening on http://127.0.0.1:") || first.contains("listening on https://127.0.0.1:"),
+            "{first}"
+        );
         let export = lines.next().unwrap().unwrap();
         let kubeconfig = PathBuf::from(export.strip_prefix("export KUBECONFIG=").expect("the export line"));
         assert_eq!(lines.next().unwrap().unwrap(), "kubectl get crds");
@@ -958,32 +961,29 @@ fn acknowledged_writes_survive_sigkill(backend: Backend) {
     }
 }
 
+/// A certificate for 127.0.0.1 made in `dir` by `crdctl webhook certs`, and the `serve` flags
+/// that use it (the certificate file holds the chain, so the kubeconfig trusts the CA in it).
+pub fn tls_args(dir: &std::path::Path) -> Vec<String> {
+    let args =
+        ["webhook", "certs", "--service", "crdctl", "--namespace", "default", "--host", "127.0.0.1", "--out", "certs"];
+    let run = crate::util::crdctl_in(dir, &args, None);
+    assert_eq!(run.code, 0, "{run:?}");
+    let certs = dir.join("certs");
+    let read = |name: &str| std::fs::read_to_string(certs.join(name)).unwrap();
+    std::fs::write(dir.join("chain.pem"), [read("tls.crt"), read("ca.crt")].concat()).unwrap();
+    let path = |name: &str| dir.join(name).display().to_string();
+    vec!["--tls-cert".into(), path("chain.pem"), "--tls-key".into(), path("certs/tls.key")]
+}
+
 #[test]
 fn tls_token_kubeconfig_and_plain_kubernetes_mode() {
     let dir = tempfile::tempdir().unwrap();
-    let run = crate::util::crdctl_in(
-        dir.path(),
-        &["webhook", "certs", "--service", "crdctl", "--namespace", "default", "--host", "127.0.0.1", "--out", "certs"],
-        None,
-    );
-    assert_eq!(run.code, 0, "{run:?}");
-    let certs = dir.path().join("certs");
-    let read = |name: &str| std::fs::read_to_string(certs.join(name)).unwrap();
-    // The certificate file holds the chain; the kubeconfig trusts the CA in it.
-    std::fs::write(dir.path().join("chain.pem"), [read("tls.crt"), read("ca.crt")].concat()).unwrap();
+    let tls = tls_args(dir.path());
     std::fs::write(dir.path().join("token"), "s3cret\n").unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_crdctl"))
         .current_dir(dir.path())
-        .args([
-            "serve",
-            "--in-memory",
-            "--listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            "chain.pem",
-            "--tls-key",
-            "certs/tls.key",
-        ])
+        .args(["serve", "--in-memory", "--listen", "127.0.0.1:0"])
+        .args(&tls)
         .args(["--token-file", "token", "--write-kubeconfig", "kubeconfig", "--crd-upgrade-safety", "None"])
         .stdout(Stdio::piped())
         .spawn()

@@ -1,0 +1,51 @@
+//! Who may do what, through the real kubectl against `crdctl serve --authorization-mode RBAC`:
+//! `kubectl auth whoami`, `auth can-i --as` (and `--list`), `create rolebinding
+//! --clusterrole=edit`, `create token` and `--token`, and a forbidden request's message.
+
+use crate::serve::{Backend, Kubectl, kubectl_versions};
+
+#[test]
+fn kubectl_runs_as_a_service_account_that_rbac_restricts() {
+    for version in kubectl_versions() {
+        // kubectl sends a token only over HTTPS.
+        let secrets = tempfile::tempdir().unwrap();
+        let token_file = secrets.path().join("token");
+        std::fs::write(&token_file, "admin-secret\n").unwrap();
+        let mut args = crate::serve::tls_args(secrets.path());
+        args.extend([
+            "--authorization-mode".into(),
+            "RBAC".into(),
+            "--token-file".into(),
+            token_file.display().to_string(),
+        ]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let served = crate::serve::Data::new(Backend::Redb).serve(&args);
+        let k = Kubectl::new(&version, &served);
+        let whoami = k.ok(&["auth", "whoami", "-o", "json"]);
+        assert!(whoami.stdout.contains(r#""username": "system:admin""#), "{}: {whoami:?}", k.name());
+        k.ok(&["create", "namespace", "team"]);
+        k.ok(&["create", "serviceaccount", "bot", "-n", "team"]);
+
+        let as_bot = "--as=system:serviceaccount:team:bot";
+        let can_list = |k: &Kubectl| k.run(&["auth", "can-i", "list", "configmaps", "-n", "team", as_bot]);
+        let before = can_list(&k);
+        assert_eq!((before.code, before.stdout.trim()), (1, "no"), "{}: {before:?}", k.name());
+        k.ok(&["create", "rolebinding", "bot-edits", "--clusterrole=edit", "--serviceaccount=team:bot", "-n", "team"]);
+        let after = can_list(&k);
+        assert_eq!((after.code, after.stdout.trim()), (0, "yes"), "{}: {after:?}", k.name());
+        let rules = k.ok(&["auth", "can-i", "--list", "-n", "team", as_bot]);
+        assert!(rules.stdout.lines().any(|line| line.starts_with("configmaps ")), "{}: {rules:?}", k.name());
+
+        let token = k.ok(&["create", "token", "bot", "-n", "team"]).stdout.trim().to_string();
+        let whoami = k.ok(&["--token", &token, "auth", "whoami", "-o", "json"]);
+        assert!(whoami.stdout.contains("system:serviceaccount:team:bot"), "{}: {whoami:?}", k.name());
+        k.ok(&["--token", &token, "create", "configmap", "settings", "-n", "team"]);
+        let refused = k.run(&["--token", &token, "get", "configmaps", "-n", "default"]);
+        assert_eq!(refused.code, 1, "{}: {refused:?}", k.name());
+        assert!(
+            refused.stderr.contains(r#"Error from server (Forbidden): configmaps is forbidden: User "system:serviceaccount:team:bot" cannot list resource "configmaps" in API group "" in the namespace "default""#),
+            "{}: {refused:?}",
+            k.name()
+        );
+    }
+}
