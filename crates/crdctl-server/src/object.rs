@@ -156,6 +156,21 @@ pub fn parse_resource_version(text: &str) -> Result<u64, ApiError> {
     text.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {text:?}")))
 }
 
+/// Whether `new` differs from `old` only in what the garbage collector writes (owner
+/// references and finalizers) and what every write changes (upstream's
+/// `IsOnlyMutatingGCFields`, blind to the bookkeeping fields).
+pub fn only_garbage_collection_changes(new: &Value, old: &Value) -> bool {
+    let strip = |object: &Value| {
+        let mut object = object.clone();
+        let meta = meta_mut(&mut object);
+        for field in ["ownerReferences", "finalizers", "resourceVersion", "managedFields", "generation"] {
+            meta.remove(field);
+        }
+        object
+    };
+    strip(new) == strip(old)
+}
+
 /// The object's finalizers.
 pub fn finalizers(object: &Value) -> Vec<String> {
     meta_field(object, "finalizers")

@@ -223,3 +223,41 @@ async fn anonymous_requests_are_refused_or_public_info_only() {
     );
     open.shutdown().await;
 }
+
+#[tokio::test]
+async fn roles_and_bindings_grant_only_what_their_writer_holds() {
+    let (server, _dir) = server(false).await;
+    let admin = client(&server, Some(ADMIN_TOKEN), &[]);
+    let jane = client(&server, Some(JANE_TOKEN), &[]);
+    let admin_of_default =
+        role_binding("jane-admin", ("ClusterRole", "admin"), json!({"kind": "User", "name": "jane"}));
+    assert_eq!(post(&admin, ROLE_BINDINGS, admin_of_default).await.0, 201);
+    let roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles";
+    let role = |name: &str, resource: &str| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": name},
+            "rules": [{"apiGroups": [""], "resources": [resource], "verbs": ["get", "list"]}]})
+    };
+    assert_eq!(post(&jane, roles, role("reader", "configmaps")).await.0, 201);
+    let (code, status) = post(&jane, roles, role("node-reader", "nodes")).await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        status["message"],
+        "roles.rbac.authorization.k8s.io \"node-reader\" is forbidden: user \"jane\" (groups=[\"dev\" \"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"nodes\"], Verbs:[\"get\" \"list\"]}"
+    );
+    let bob = json!({"kind": "User", "name": "bob"});
+    assert_eq!(
+        post(&jane, ROLE_BINDINGS, role_binding("bob-edits", ("ClusterRole", "edit"), bob.clone())).await.0,
+        201
+    );
+    let (code, status) =
+        post(&jane, ROLE_BINDINGS, role_binding("bob-rules", ("ClusterRole", "cluster-admin"), bob)).await;
+    assert_eq!(code, 403);
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(r#"rolebindings.rbac.authorization.k8s.io "bob-rules" is forbidden: user "jane""#),
+        "{status}"
+    );
+    server.shutdown().await;
+}

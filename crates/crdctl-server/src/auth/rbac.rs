@@ -219,21 +219,21 @@ impl Policy {
         Some(rules)
     }
 
+    /// The rules of the role a `roleRef` in `namespace` names, if it exists.
+    pub fn role_rules(&self, kind: &str, name: &str, namespace: &str) -> Option<Vec<Rule>> {
+        match kind {
+            "Role" => self.roles.get(&format!("/registry/roles/{namespace}/{name}")).map(|role| role.rules.clone()),
+            _ => self.cluster_role_rules(name),
+        }
+    }
+
     /// The rules a binding grants, or upstream's error for a role that is not there.
     fn granted(&self, binding: &Binding) -> Result<Vec<Rule>, String> {
-        let name = &binding.role_ref.name;
-        match binding.role_ref.kind.as_str() {
-            "Role" => {
-                let key = format!("/registry/roles/{}/{name}", binding.metadata.namespace);
-                match self.roles.get(&key) {
-                    Some(role) => Ok(role.rules.clone()),
-                    None => Err(format!("role.rbac.authorization.k8s.io {name:?} not found")),
-                }
-            }
-            _ => self
-                .cluster_role_rules(name)
-                .ok_or_else(|| format!("clusterrole.rbac.authorization.k8s.io {name:?} not found")),
-        }
+        let (kind, name) = (&binding.role_ref.kind, &binding.role_ref.name);
+        self.role_rules(kind, name, &binding.metadata.namespace).ok_or_else(|| {
+            let singular = if kind == "Role" { "role" } else { "clusterrole" };
+            format!("{singular}.rbac.authorization.k8s.io {name:?} not found")
+        })
     }
 
     /// Every binding that applies in `namespace` (cluster-wide first), with the subject that

@@ -196,7 +196,7 @@ impl Resource for ServedCrd {
         Ok(None)
     }
 
-    fn admit_create(
+    async fn admit_create(
         &self,
         _: Context<'_>,
         object: &mut Value,

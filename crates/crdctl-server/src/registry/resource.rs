@@ -187,7 +187,7 @@ pub trait Resource: Send + Sync + std::fmt::Debug {
 
     /// Decodes, defaults and validates an object created at `version` in `namespace`, and fills
     /// its system fields; returns the warnings to send.
-    fn admit_create(
+    async fn admit_create(
         &self,
         context: Context<'_>,
         object: &mut Value,

@@ -65,7 +65,7 @@ pub async fn create(
     warnings.extend(admission::mutate(cx.admission, &admission, &mut object, None).await?);
     let field_validation = FieldValidation::parse(params.field_validation.as_deref())?;
     let at = (endpoint.version.as_str(), endpoint.namespace.as_deref());
-    warnings.extend(endpoint.served.admit_create(cx.resources, &mut object, at, field_validation)?);
+    warnings.extend(endpoint.served.admit_create(cx.resources, &mut object, at, field_validation).await?);
     let validated = admission::validate(cx.admission, &admission, Some(&object), None).await;
     warnings.extend(validated.map_err(|err| err.after_warnings(&warnings))?);
     if managed == Managed::Record

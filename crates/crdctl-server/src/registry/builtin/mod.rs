@@ -135,6 +135,9 @@ pub enum Strategy {
     /// A ValidatingAdmissionPolicy: as [`Strategy::AdmissionRegistration`], and its
     /// `status.typeChecking` follows its expressions.
     AdmissionPolicy,
+    /// A Role, ClusterRole or binding: written only by a user who holds what it grants
+    /// ([`crate::auth::escalation`]).
+    Rbac,
     /// A HorizontalPodAutoscaler: `minReplicas`, and in v2 the default CPU metric and behavior.
     HorizontalPodAutoscaler,
     /// A Namespace: `Active` when created, `spec.finalizers` written through `finalize` only,
@@ -290,7 +293,7 @@ impl BuiltIn {
     /// or an update (of `status` alone, or of the rest).
     fn write(&'static self, object: &mut Value, old: Option<&Value>, part: Part) -> ApiResult<field::ErrorList> {
         let mut errors = match self.strategy {
-            Strategy::Plain => {
+            Strategy::Plain | Strategy::Rbac => {
                 defaults::default(self.kind, object);
                 field::ErrorList::new()
             }
@@ -459,7 +462,7 @@ impl Resource for &'static BuiltIn {
 
     /// As upstream's store: the system fields first (`FillObjectMetaSystemFields`), so the
     /// strategy can read the uid (a Job's generated selector). CRDs go through the CRD model.
-    fn admit_create(
+    async fn admit_create(
         &self,
         context: Context<'_>,
         object: &mut Value,
@@ -467,6 +470,10 @@ impl Resource for &'static BuiltIn {
         validation: FieldValidation,
     ) -> ApiResult<Vec<String>> {
         crate::object::prepare_create(object, namespace);
+        if let Strategy::Rbac = self.strategy {
+            let writer = (context.authorizer, &**context.store);
+            crate::auth::escalation::confirm(writer, context.user, self.kind, object).await?;
+        }
         if let Strategy::CustomResourceDefinition = self.strategy {
             crd::prepare_create(object, context.registry)?;
             return Ok(Vec::new());
@@ -489,6 +496,12 @@ impl Resource for &'static BuiltIn {
                 Part::Status => crd::prepare_status_update(new, old).map(|()| Vec::new()),
                 _ => crd::prepare_update(new, old, gate, context.upgrade_safety).await,
             };
+        }
+        if let Strategy::Rbac = self.strategy
+            && !crate::object::only_garbage_collection_changes(new, old)
+        {
+            let writer = (context.authorizer, &**context.store);
+            crate::auth::escalation::confirm(writer, context.user, self.kind, new).await?;
         }
         let warnings = self.prepare_update(new, old, part, decoding)?;
         if part == Part::Main {

@@ -107,6 +107,7 @@ const fn rbac(
     BuiltIn {
         name_rule: names::path_segment_name_errors,
         columns,
+        strategy: Strategy::Rbac,
         ..resource("rbac.authorization.k8s.io", plural, singular, kind, prefix, namespaced)
     }
 }
