@@ -72,6 +72,7 @@ impl Drop for Peer {
 pub struct Connection {
     sender: hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>,
     host: hyper::header::HeaderValue,
+    authorization: Option<hyper::header::HeaderValue>,
 }
 
 impl Connection {
@@ -83,7 +84,14 @@ impl Connection {
         let (sender, connection) =
             hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.unwrap();
         tokio::spawn(connection);
-        Connection { sender, host: authority.parse().unwrap() }
+        Connection { sender, host: authority.parse().unwrap(), authorization: None }
+    }
+
+    /// Connects to `base`, every request carrying the bearer `token`.
+    pub async fn open_as(base: &str, token: &str) -> Connection {
+        let mut connection = Connection::open(base).await;
+        connection.authorization = Some(format!("Bearer {token}").parse().unwrap());
+        connection
     }
 
     /// One request; the status and the body.
@@ -119,6 +127,9 @@ impl Connection {
             .header(hyper::header::ACCEPT, accept);
         if let Some((content_type, _)) = &body {
             request = request.header(hyper::header::CONTENT_TYPE, *content_type);
+        }
+        if let Some(authorization) = &self.authorization {
+            request = request.header(hyper::header::AUTHORIZATION, authorization);
         }
         let body = body.map(|(_, body)| body).unwrap_or_default();
         let request = request.body(http_body_util::Full::new(body)).unwrap();

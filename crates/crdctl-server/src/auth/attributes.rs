@@ -39,6 +39,16 @@ pub struct Resource {
 }
 
 impl Resource {
+    /// Whether `named` is this resource (and subresource) as a rule names it, without
+    /// building the combined name.
+    pub fn is(&self, named: &str) -> bool {
+        match (&self.subresource, named.strip_prefix(self.resource.as_str())) {
+            (None, Some(rest)) => rest.is_empty(),
+            (Some(sub), Some(rest)) => rest.strip_prefix('/') == Some(sub.as_str()),
+            (_, None) => false,
+        }
+    }
+
     /// `resource` or `resource/subresource`, as rules name them.
     pub fn combined(&self) -> String {
         match &self.subresource {

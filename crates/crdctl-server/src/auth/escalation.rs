@@ -85,7 +85,7 @@ fn check(authorizer: &Authorizer, policy: &Policy, user: &User, kind: &str, obje
         let singular = if role_kind == "Role" { "role" } else { "clusterrole" };
         ApiError::not_found(Subject { group: GROUP, resource: singular, name: role })
     })?;
-    missing_rights((authorizer, policy), user, namespace, &rules).map_err(|detail| forbidden(&detail))
+    missing_rights((authorizer, policy), user, namespace, rules).map_err(|detail| forbidden(&detail))
 }
 
 /// Upstream's `ConfirmNoEscalation`: the rights of `rules` that `user` does not hold in

@@ -8,7 +8,7 @@
 //! holds the rules of every ClusterRole its selectors match, as the aggregation controller
 //! would have written them.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use serde::Deserialize;
@@ -50,7 +50,7 @@ impl Rule {
                 covers(&self.api_groups, &resource.group)
                     && self.resources.iter().any(|rule| {
                         rule == "*"
-                            || *rule == resource.combined()
+                            || resource.is(rule)
                             || resource.subresource.as_deref().is_some_and(|sub| rule.strip_prefix("*/") == Some(sub))
                     })
                     && (self.resource_names.is_empty() || self.resource_names.contains(&resource.name))
@@ -125,6 +125,20 @@ pub struct Binding {
 }
 
 impl Binding {
+    /// Each subject as [`Policy::by_subject`] keys it (a ServiceAccount as `namespace:name`,
+    /// the binding's namespace when the subject names none).
+    fn subject_keys(&self) -> Vec<String> {
+        let key = |subject: &Subject| match subject.kind.as_str() {
+            "ServiceAccount" => {
+                let namespace =
+                    if subject.namespace.is_empty() { &self.metadata.namespace } else { &subject.namespace };
+                subject_key("ServiceAccount", &format!("{namespace}:{}", subject.name))
+            }
+            kind => subject_key(kind, &subject.name),
+        };
+        self.subjects.iter().map(key).collect()
+    }
+
     fn describe(&self, subject: &Subject) -> String {
         let (kind, name) = match self.metadata.namespace.is_empty() {
             true => ("ClusterRoleBinding", self.metadata.name.clone()),
@@ -166,11 +180,22 @@ fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Rule>, D:
 }
 
 /// Every Role and ClusterRole, and every binding, keyed by store key (so one range reads a
-/// kind, or one namespace's).
+/// kind, or one namespace's); with what deciding reads kept ready: the bindings naming each
+/// subject, and each aggregated ClusterRole's rules (recomputed when a ClusterRole changes,
+/// as the aggregation controller would write them).
 #[derive(Debug, Default)]
 pub struct Policy {
     roles: BTreeMap<String, Role>,
     bindings: BTreeMap<String, Binding>,
+    /// `subject_key` → the store keys of the bindings that name it.
+    by_subject: HashMap<String, BTreeSet<String>>,
+    /// An aggregated ClusterRole's name → its rules and those of every role it selects.
+    aggregated: HashMap<String, Vec<Rule>>,
+}
+
+/// One subject, as [`Policy::by_subject`] keys it.
+fn subject_key(kind: &str, name: &str) -> String {
+    format!("{kind}\u{0}{name}")
 }
 
 /// Every object under `prefix`.
@@ -192,43 +217,47 @@ pub struct Decision {
 }
 
 impl Policy {
-    fn cluster_role(&self, name: &str) -> Option<&Role> {
-        self.roles.get(&format!("/registry/clusterroles/{name}"))
-    }
-
-    /// A ClusterRole's rules, with those its aggregation selects (the aggregation controller's
-    /// result, followed through roles that are aggregated themselves).
-    fn cluster_role_rules(&self, name: &str) -> Option<Vec<Rule>> {
-        let role = self.cluster_role(name)?;
-        let mut rules = role.rules.clone();
-        let mut seen = HashSet::from([name.to_string()]);
-        let mut pending: Vec<&Role> = vec![role];
-        while let Some(role) = pending.pop() {
-            let Some(aggregation) = &role.aggregation_rule else { continue };
-            for other in under(&self.roles, "/registry/clusterroles/".into()) {
-                let selected = aggregation
-                    .cluster_role_selectors
-                    .iter()
-                    .any(|selector| crate::selector::selects(selector, &other.metadata.labels));
-                if selected && seen.insert(other.metadata.name.clone()) {
-                    rules.extend(other.rules.iter().filter(|r| !rules.contains(r)).cloned().collect::<Vec<_>>());
-                    pending.push(other);
+    /// Each aggregated ClusterRole's rules: its own, then those of every ClusterRole its
+    /// selectors match, followed through roles that are aggregated themselves.
+    fn aggregate(&mut self) {
+        let cluster_roles: Vec<&Role> = under(&self.roles, "/registry/clusterroles/".into()).collect();
+        let mut aggregated = HashMap::new();
+        for role in cluster_roles.iter().filter(|role| role.aggregation_rule.is_some()) {
+            let mut rules = role.rules.clone();
+            let mut seen = HashSet::from([role.metadata.name.as_str()]);
+            let mut pending = vec![*role];
+            while let Some(role) = pending.pop() {
+                let Some(aggregation) = &role.aggregation_rule else { continue };
+                for other in &cluster_roles {
+                    let selected = aggregation
+                        .cluster_role_selectors
+                        .iter()
+                        .any(|selector| crate::selector::selects(selector, &other.metadata.labels));
+                    if selected && seen.insert(other.metadata.name.as_str()) {
+                        let new: Vec<Rule> = other.rules.iter().filter(|r| !rules.contains(r)).cloned().collect();
+                        rules.extend(new);
+                        pending.push(other);
+                    }
                 }
             }
+            aggregated.insert(role.metadata.name.clone(), rules);
         }
-        Some(rules)
+        self.aggregated = aggregated;
     }
 
     /// The rules of the role a `roleRef` in `namespace` names, if it exists.
-    pub fn role_rules(&self, kind: &str, name: &str, namespace: &str) -> Option<Vec<Rule>> {
+    pub fn role_rules(&self, kind: &str, name: &str, namespace: &str) -> Option<&[Rule]> {
         match kind {
-            "Role" => self.roles.get(&format!("/registry/roles/{namespace}/{name}")).map(|role| role.rules.clone()),
-            _ => self.cluster_role_rules(name),
+            "Role" => self.roles.get(&format!("/registry/roles/{namespace}/{name}")).map(|role| role.rules.as_slice()),
+            _ => match self.aggregated.get(name) {
+                Some(rules) => Some(rules),
+                None => self.roles.get(&format!("/registry/clusterroles/{name}")).map(|role| role.rules.as_slice()),
+            },
         }
     }
 
     /// The rules a binding grants, or upstream's error for a role that is not there.
-    fn granted(&self, binding: &Binding) -> Result<Vec<Rule>, String> {
+    fn granted(&self, binding: &Binding) -> Result<&[Rule], String> {
         let (kind, name) = (&binding.role_ref.kind, &binding.role_ref.name);
         self.role_rules(kind, name, &binding.metadata.namespace).ok_or_else(|| {
             let singular = if kind == "Role" { "role" } else { "clusterrole" };
@@ -236,17 +265,31 @@ impl Policy {
         })
     }
 
-    /// Every binding that applies in `namespace` (cluster-wide first), with the subject that
-    /// names `user`, as upstream's `VisitRulesFor` walks them.
+    /// Every binding that applies in `namespace` (cluster-wide first, each kind by name),
+    /// with the subject that names `user`, as upstream's `VisitRulesFor` walks them.
     fn bindings_for<'a>(&'a self, user: &'a User, namespace: &str) -> impl Iterator<Item = (&'a Binding, &'a Subject)> {
-        let namespaced =
-            (!namespace.is_empty()).then(|| under(&self.bindings, format!("/registry/rolebindings/{namespace}/")));
-        under(&self.bindings, "/registry/clusterrolebindings/".into())
-            .chain(namespaced.into_iter().flatten())
-            .filter_map(move |binding| {
-                let subject = binding.subjects.iter().find(|s| s.names(user, &binding.metadata.namespace))?;
-                Some((binding, subject))
+        let mut subjects = vec![subject_key("User", &user.name)];
+        subjects.extend(user.groups.iter().map(|group| subject_key("Group", group)));
+        if let Some(account) = user.name.strip_prefix("system:serviceaccount:") {
+            subjects.push(subject_key("ServiceAccount", account));
+        }
+        let namespaced = format!("/registry/rolebindings/{namespace}/");
+        let mut keys: Vec<&String> = subjects
+            .iter()
+            .filter_map(|subject| self.by_subject.get(subject))
+            .flatten()
+            .filter(|key| {
+                key.starts_with("/registry/clusterrolebindings/")
+                    || (!namespace.is_empty() && key.starts_with(&namespaced))
             })
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys.into_iter().filter_map(move |key| {
+            let binding = self.bindings.get(key)?;
+            let subject = binding.subjects.iter().find(|s| s.names(user, &binding.metadata.namespace))?;
+            Some((binding, subject))
+        })
     }
 
     /// Decides a request as upstream's `RBACAuthorizer.Authorize`.
@@ -280,7 +323,7 @@ impl Policy {
         let mut errors = Vec::new();
         for (binding, _) in self.bindings_for(user, namespace) {
             match self.granted(binding) {
-                Ok(granted) => rules.extend(granted),
+                Ok(granted) => rules.extend_from_slice(granted),
                 Err(error) => errors.push(error),
             }
         }
@@ -300,16 +343,34 @@ impl Policy {
     /// Keeps an object stored at `key`; one that does not decode as its kind grants nothing.
     fn insert(&mut self, key: String, object: Value) -> Result<(), serde_json::Error> {
         self.remove(&key);
-        match key.contains("bindings/") {
-            true => self.bindings.insert(key, serde_json::from_value(object)?).map(drop),
-            false => self.roles.insert(key, serde_json::from_value(object)?).map(drop),
-        };
+        if key.contains("bindings/") {
+            let binding: Binding = serde_json::from_value(object)?;
+            for subject in binding.subject_keys() {
+                self.by_subject.entry(subject).or_default().insert(key.clone());
+            }
+            self.bindings.insert(key, binding);
+        } else {
+            let cluster_role = key.starts_with("/registry/clusterroles/");
+            self.roles.insert(key, serde_json::from_value(object)?);
+            if cluster_role {
+                self.aggregate();
+            }
+        }
         Ok(())
     }
 
     fn remove(&mut self, key: &str) {
-        self.roles.remove(key);
-        self.bindings.remove(key);
+        if self.roles.remove(key).is_some() && key.starts_with("/registry/clusterroles/") {
+            self.aggregate();
+        }
+        for subject in self.bindings.remove(key).iter().flat_map(Binding::subject_keys) {
+            if let Some(keys) = self.by_subject.get_mut(&subject) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    self.by_subject.remove(&subject);
+                }
+            }
+        }
     }
 
     /// Inserts an object as stored under `key` (tests and the bootstrap policy's check).
