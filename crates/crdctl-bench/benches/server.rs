@@ -26,6 +26,8 @@
 
 #[path = "../../../examples/crontab-conversion-webhook/convert.rs"]
 mod convert;
+// The shared load generator; this benchmark uses part of it.
+#[allow(dead_code)]
 #[path = "common/load.rs"]
 mod load;
 
