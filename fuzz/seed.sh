@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 root=..
 shared=${CRDCTL_SHARED:-$root/../shared}
-mkdir -p corpus/load corpus/check corpus/review corpus/request corpus/prune corpus/power_loss corpus/protobuf corpus/strategic_merge
+mkdir -p corpus/load corpus/check corpus/review corpus/request corpus/prune corpus/power_loss corpus/protobuf corpus/strategic_merge corpus/credentials
 
 n=0
 for file in "$shared"/corpus/real/*.yaml "$shared"/corpus/pairs/*/*.yaml "$root"/fixtures/pairs/*/*.yaml "$root"/examples/crontab/*.yaml; do
@@ -46,3 +46,7 @@ printf '%s\0%s' \
   '{"metadata":{"name":"web","labels":{"a":"b"},"finalizers":["x"]},"spec":{"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxSurge":1}},"template":{"spec":{"containers":[{"name":"web","image":"a","env":[{"name":"A","value":"1"}],"ports":[{"containerPort":80}]},{"name":"side","image":"b"}]}}}}' \
   '{"metadata":{"labels":{"a":null,"c":"d"},"$deleteFromPrimitiveList/finalizers":["x"]},"spec":{"strategy":{"$retainKeys":["type"],"type":"Recreate"},"template":{"spec":{"$setElementOrder/containers":[{"name":"side"},{"name":"web"}],"containers":[{"name":"web","image":"c","env":[{"name":"A","$patch":"delete"},{"name":"B","value":"2"}]}]}}}}' \
   > corpus/strategic_merge/seed-deployment
+# Credentials: signed claims (0), a token file (1), and header lines.
+printf '\x00{"sub":"system:serviceaccount:ns:sa","exp":99999999999,"kubernetes.io":{"namespace":"ns","serviceaccount":{"name":"sa","uid":"u"}}}' > corpus/credentials/seed-claims
+printf '\x01t1,jane,u-1,"dev,ops"\nt2,bob\n,empty,u\n"unterminated,x,y\n' > corpus/credentials/seed-token-file
+printf 'authorization: Bearer admin\nimpersonate-user: system:serviceaccount:ns:sa\nimpersonate-group: dev\nimpersonate-extra-scopes%%2Fa: x\n' > corpus/credentials/seed-headers

@@ -261,3 +261,34 @@ async fn roles_and_bindings_grant_only_what_their_writer_holds() {
     );
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_test_server_client_runs_as_the_user_it_names() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    use kube::api::{Api, ListParams, PostParams};
+
+    let server = TestServer::builder().authorization(Mode::Rbac).start().await.unwrap();
+    let operator = server.client_as("system:serviceaccount:default:operator", &[]);
+    let config_maps: Api<ConfigMap> = Api::namespaced(operator, "default");
+    let Err(kube::Error::Api(refused)) = config_maps.list(&ListParams::default()).await else {
+        panic!("a ServiceAccount with no binding listed ConfigMaps")
+    };
+    assert_eq!(refused.code, 403);
+    assert_eq!(
+        refused.message,
+        r#"configmaps is forbidden: User "system:serviceaccount:default:operator" cannot list resource "configmaps" in API group "" in the namespace "default""#
+    );
+    let binding: RoleBinding = serde_json::from_value(role_binding(
+        "operator-views",
+        ("ClusterRole", "view"),
+        json!({"kind": "ServiceAccount", "name": "operator", "namespace": "default"}),
+    ))
+    .unwrap();
+    let bindings: Api<RoleBinding> = Api::namespaced(server.client(), "default");
+    bindings.create(&PostParams::default(), &binding).await.unwrap();
+    config_maps.list(&ListParams::default()).await.expect("the binding lets the account list");
+    let create = config_maps.create(&PostParams::default(), &ConfigMap::default()).await;
+    assert!(matches!(create, Err(kube::Error::Api(status)) if status.code == 403), "view creates nothing");
+    server.shutdown().await;
+}

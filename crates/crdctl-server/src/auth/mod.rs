@@ -19,7 +19,7 @@ pub mod attributes;
 pub mod escalation;
 pub mod policy;
 pub mod rbac;
-mod token_file;
+pub mod token_file;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};

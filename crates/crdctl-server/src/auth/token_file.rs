@@ -8,13 +8,14 @@ use super::User;
 
 /// Every token in the file at `path`, with its user.
 pub fn read(path: &Path) -> Result<HashMap<String, User>, String> {
-    let shown = path.display();
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .trim(csv::Trim::Fields)
-        .from_path(path)
-        .map_err(|err| format!("token file '{shown}': {err}"))?;
+    let text = std::fs::read(path).map_err(|err| format!("token file '{}': {err}", path.display()))?;
+    parse(&text, &path.display().to_string())
+}
+
+/// Every token in `text`, the contents of the file `shown`, with its user.
+pub fn parse(text: &[u8], shown: &str) -> Result<HashMap<String, User>, String> {
+    let mut reader =
+        csv::ReaderBuilder::new().has_headers(false).flexible(true).trim(csv::Trim::Fields).from_reader(text);
     let mut tokens = HashMap::new();
     for (number, record) in reader.records().enumerate() {
         let record = record.map_err(|err| format!("token file '{shown}': {err}"))?;

@@ -37,7 +37,8 @@ impl std::fmt::Debug for TokenSigner {
 }
 
 impl TokenSigner {
-    fn with_key(key: &[u8]) -> Result<TokenSigner, String> {
+    /// A signer with `key` (the store's, or a test's).
+    pub fn with_key(key: &[u8]) -> Result<TokenSigner, String> {
         let mac = <Hmac<Sha256> as Mac>::new_from_slice(key).map_err(|err| format!("service-account key: {err}"))?;
         Ok(TokenSigner { mac })
     }
@@ -61,7 +62,8 @@ impl TokenSigner {
         TokenSigner::with_key(&key.filter(|k| !k.is_empty()).unwrap_or(fresh))
     }
 
-    fn sign(&self, claims: &Value) -> String {
+    /// A token carrying `claims`.
+    pub fn sign(&self, claims: &Value) -> String {
         let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
         let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
         let mut mac = self.mac.clone();
