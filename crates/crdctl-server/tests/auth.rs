@@ -98,6 +98,22 @@ async fn rbac_refuses_in_upstreams_words_until_a_binding_allows() {
         "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]}]});
     assert_eq!(post(&admin, "/apis/rbac.authorization.k8s.io/v1/clusterroles", aggregated).await.0, 201);
     assert_eq!(post(&jane, leases, lease).await.0, 201);
+    // The aggregation controller writes what edit grants into edit, for kubectl to show.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, edit) = get(&admin, "/apis/rbac.authorization.k8s.io/v1/clusterroles/edit").await;
+        let rules = edit["rules"].as_array().cloned().unwrap_or_default();
+        let shows = |group: &str, resource: &str| {
+            rules.iter().any(|r| {
+                r["apiGroups"] == json!([group]) && r["resources"].as_array().unwrap().contains(&json!(resource))
+            })
+        };
+        if shows("coordination.k8s.io", "leases") && shows("", "secrets") && shows("", "configmaps") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "edit's rules were not aggregated: {edit}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     // A binding to a role that is not there denies, and says so.
     let dangling = role_binding("jane-secrets", ("Role", "secret-reader"), json!({"kind": "User", "name": "jane"}));

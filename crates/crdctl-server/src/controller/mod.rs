@@ -11,12 +11,14 @@
 //! The controllers: [`gc`] (the garbage collector: `ownerReferences`, background, foreground
 //! and orphan deletion), [`namespace`] (a deleted namespace empties itself, reports what is
 //! left, and goes), [`defaults`] (every namespace's `default` ServiceAccount and
-//! `kube-root-ca.crt`), [`migrator`] (the storage version migrator), and apiextensions' own
+//! `kube-root-ca.crt`), [`migrator`] (the storage version migrator), [`aggregation`] (an
+//! aggregated ClusterRole's rules written), and apiextensions' own
 //! [`crd_cleanup`] (a deleted CRD's objects go, finalizers honoured, before the CRD). One replica at a
 //! time runs them: on a store other processes share (etcd), the replica holding the
 //! `kube-system/crdctl-controller-manager` Lease ([`lease`]), as one kube-controller-manager
 //! leads; an embedded store belongs to one server, which runs them from the start.
 
+pub mod aggregation;
 pub mod crd_cleanup;
 pub mod defaults;
 pub mod gc;
@@ -61,6 +63,8 @@ pub struct Controllers {
     pub root_ca_publisher: bool,
     /// The storage version migrator.
     pub storage_version_migrator: bool,
+    /// The ClusterRole aggregation controller: an aggregated ClusterRole's `rules` written.
+    pub cluster_role_aggregation: bool,
 }
 
 impl Default for Controllers {
@@ -71,18 +75,20 @@ impl Default for Controllers {
             service_account: true,
             root_ca_publisher: true,
             storage_version_migrator: true,
+            cluster_role_aggregation: true,
         }
     }
 }
 
 impl Controllers {
     /// The controllers' names, as kube-controller-manager's `--controllers` spells them.
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 6] = [
         "garbage-collector-controller",
         "namespace-controller",
         "serviceaccount-controller",
         "root-ca-certificate-publisher-controller",
         "storage-version-migrator-controller",
+        "clusterrole-aggregation-controller",
     ];
 
     /// kube-controller-manager's `--controllers`: a comma-separated list of names to run,
@@ -94,6 +100,7 @@ impl Controllers {
             service_account: false,
             root_ca_publisher: false,
             storage_version_migrator: false,
+            cluster_role_aggregation: false,
         };
         let mut controllers = none.clone();
         for item in list.split(',').map(str::trim).filter(|item| !item.is_empty()) {
@@ -111,6 +118,7 @@ impl Controllers {
                 "serviceaccount-controller" => &mut controllers.service_account,
                 "root-ca-certificate-publisher-controller" => &mut controllers.root_ca_publisher,
                 "storage-version-migrator-controller" => &mut controllers.storage_version_migrator,
+                "clusterrole-aggregation-controller" => &mut controllers.cluster_role_aggregation,
                 _ => return Err(format!("{name:?} is not a controller: known are {}", Controllers::NAMES.join(", "))),
             };
             *switch = on;
@@ -201,6 +209,9 @@ async fn lead(cx: &Context) {
     }
     if cx.controllers.storage_version_migrator {
         running.push(Box::pin(migrator::run(cx)));
+    }
+    if cx.controllers.cluster_role_aggregation {
+        running.push(Box::pin(aggregation::run(cx)));
     }
     futures_util::future::join_all(running).await;
 }

@@ -75,7 +75,8 @@ pub struct Args {
     auto_migrate: bool,
     /// The controllers to run, as kube-controller-manager's flag: `*` for all, `-NAME` for all
     /// but NAME (garbage-collector-controller, namespace-controller, serviceaccount-controller,
-    /// root-ca-certificate-publisher-controller, storage-version-migrator-controller).
+    /// root-ca-certificate-publisher-controller, storage-version-migrator-controller,
+    /// clusterrole-aggregation-controller).
     #[arg(long, default_value = "*", value_parser = Controllers::parse, value_name = "LIST")]
     controllers: Controllers,
 }
