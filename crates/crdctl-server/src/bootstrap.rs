@@ -3,7 +3,8 @@
 //! endpoint reconciler), the `extension-apiserver-authentication` ConfigMap in `kube-system`
 //! (the client-CA post-start hook; it names no CA, as the server has no client CA), and the
 //! priority classes `system-node-critical` and `system-cluster-critical` (the scheduling
-//! post-start hook), and RBAC's bootstrap policy ([`crate::auth::policy`]). The built-in namespaces come first ([`crate::registry::builtin::namespace::BUILT_IN`]).
+//! post-start hook), and RBAC's bootstrap policy ([`crate::auth::policy`]: an existing role or
+//! binding gets back what it lacks of it unless annotated `autoupdate: "false"`). The built-in namespaces come first ([`crate::registry::builtin::namespace::BUILT_IN`]).
 //!
 //! Each is created through the create path, as upstream's loopback client creates them —
 //! defaulted, validated and owned by the `kube-apiserver` field manager — and only if absent,
@@ -43,11 +44,50 @@ pub async fn ensure(cx: rest::Context<'_>, port: u16) {
         let Some(resource) = builtin::find(group, "v1", resource) else { continue };
         let endpoint = Endpoint::built_in(resource, namespace.map(str::to_string));
         let name = crate::object::name(&object).to_string();
+        let wanted = (group == "rbac.authorization.k8s.io").then(|| object.clone());
         match rest::create(cx, &endpoint, object, &params, rest::Managed::Record).await {
             Ok(_) => {}
-            Err(err) if err.code == StatusCode::CONFLICT => {}
+            Err(err) if err.code == StatusCode::CONFLICT => {
+                if let Some(wanted) = wanted {
+                    reconcile(&**cx.store, &endpoint.key(&name), &wanted).await;
+                }
+            }
             Err(err) => tracing::warn!(resource = endpoint.resource, name, error = %err.message, "cannot create"),
         }
+    }
+}
+
+/// Puts back what a bootstrap role or binding is missing of `wanted` (rules, subjects, labels,
+/// annotations), unless it is annotated `rbac.authorization.kubernetes.io/autoupdate: "false"`,
+/// as upstream's RBAC post-start hook reconciles (adding, never removing).
+async fn reconcile(store: &dyn crdctl_storage::Store, key: &str, wanted: &Value) {
+    let reconciled = crate::controller::guaranteed_update(store, key, |current| {
+        let autoupdate = current.pointer("/metadata/annotations/rbac.authorization.kubernetes.io~1autoupdate");
+        if autoupdate.and_then(Value::as_str) == Some("false") {
+            return;
+        }
+        for list in ["rules", "subjects"] {
+            let Some(wanted) = wanted.get(list).and_then(Value::as_array) else { continue };
+            let fields = crate::object::fields_mut(current);
+            let held = fields.entry(list).or_insert_with(|| json!([]));
+            if let Some(held) = held.as_array_mut() {
+                for item in wanted.iter().filter(|item| !held.contains(item)).collect::<Vec<_>>() {
+                    held.push(item.clone());
+                }
+            }
+        }
+        for map in ["labels", "annotations"] {
+            let Some(wanted) = wanted.pointer(&format!("/metadata/{map}")).and_then(Value::as_object) else { continue };
+            let held = crate::object::meta_mut(current).entry(map).or_insert_with(|| json!({}));
+            if let Some(held) = held.as_object_mut() {
+                for (key, value) in wanted {
+                    held.entry(key.clone()).or_insert_with(|| value.clone());
+                }
+            }
+        }
+    });
+    if let Err(err) = reconciled.await {
+        tracing::warn!(key, error = %err, "cannot reconcile the bootstrap policy");
     }
 }
 

@@ -308,3 +308,32 @@ async fn a_test_server_client_runs_as_the_user_it_names() {
     assert!(matches!(create, Err(kube::Error::Api(status)) if status.code == 403), "view creates nothing");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_bootstrap_policy_is_put_back_on_start_unless_its_owner_said_not_to() {
+    let store: std::sync::Arc<dyn crdctl_storage::Store> = std::sync::Arc::new(crdctl_storage::memory::open());
+    let first = TestServer::builder().store(std::sync::Arc::clone(&store)).start().await.unwrap();
+    let admin = Http::to(&first);
+    let roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    let narrowed = |autoupdate: &str| {
+        json!({"metadata": {"annotations": {"rbac.authorization.kubernetes.io/autoupdate": autoupdate}},
+            "rules": [{"nonResourceURLs": ["/version"], "verbs": ["get"]}]})
+    };
+    for (name, autoupdate) in [("system:discovery", "true"), ("system:public-info-viewer", "false")] {
+        let patch = narrowed(autoupdate);
+        let (code, _) =
+            admin.send("PATCH", &format!("{roles}/{name}"), "application/merge-patch+json", Some(&patch)).await;
+        assert_eq!(code, 200);
+    }
+    first.shutdown().await;
+    let second = TestServer::builder().store(store).start().await.unwrap();
+    let admin = Http::to(&second);
+    let urls = |role: Value| {
+        role["rules"].as_array().unwrap().iter().flat_map(|r| r["nonResourceURLs"].as_array().unwrap().clone()).count()
+    };
+    let (_, discovery) = get(&admin, &format!("{roles}/system:discovery")).await;
+    assert!(urls(discovery) > 1, "an autoupdated role gets its rules back");
+    let (_, public) = get(&admin, &format!("{roles}/system:public-info-viewer")).await;
+    assert_eq!(urls(public), 1, "autoupdate: \"false\" keeps the owner's change");
+    second.shutdown().await;
+}

@@ -1,7 +1,7 @@
 //! The bootstrap policy: the ClusterRoles and ClusterRoleBindings every cluster has
 //! (`cluster-admin`, `admin`/`edit`/`view` and their aggregation, discovery and public-info),
-//! kept as data in `bootstrap-policy.yaml` and created on start where missing, as upstream's
-//! RBAC post-start hook does; an existing one is left as it is.
+//! kept as data in `bootstrap-policy.yaml`, created on start where missing and reconciled where
+//! not ([`crate::bootstrap`]), as upstream's RBAC post-start hook does.
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
