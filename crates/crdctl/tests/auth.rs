@@ -21,8 +21,13 @@ fn kubectl_runs_as_a_service_account_that_rbac_restricts() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let served = crate::serve::Data::new(Backend::Redb).serve(&args);
         let k = Kubectl::new(&version, &served);
-        let whoami = k.ok(&["auth", "whoami", "-o", "json"]);
-        assert!(whoami.stdout.contains(r#""username": "system:admin""#), "{}: {whoami:?}", k.name());
+        // `auth whoami` asks authentication.k8s.io/v1 from kubectl 1.28 on (v1beta1 before,
+        // which a 1.33 server no longer serves).
+        let whoami = k.at_least(28);
+        if whoami {
+            let run = k.ok(&["auth", "whoami", "-o", "json"]);
+            assert!(run.stdout.contains(r#""username": "system:admin""#), "{}: {run:?}", k.name());
+        }
         k.ok(&["create", "namespace", "team"]);
         k.ok(&["create", "serviceaccount", "bot", "-n", "team"]);
 
@@ -37,8 +42,10 @@ fn kubectl_runs_as_a_service_account_that_rbac_restricts() {
         assert!(rules.stdout.lines().any(|line| line.starts_with("configmaps ")), "{}: {rules:?}", k.name());
 
         let token = k.ok(&["create", "token", "bot", "-n", "team"]).stdout.trim().to_string();
-        let whoami = k.ok(&["--token", &token, "auth", "whoami", "-o", "json"]);
-        assert!(whoami.stdout.contains("system:serviceaccount:team:bot"), "{}: {whoami:?}", k.name());
+        if whoami {
+            let run = k.ok(&["--token", &token, "auth", "whoami", "-o", "json"]);
+            assert!(run.stdout.contains("system:serviceaccount:team:bot"), "{}: {run:?}", k.name());
+        }
         k.ok(&["--token", &token, "create", "configmap", "settings", "-n", "team"]);
         let refused = k.run(&["--token", &token, "get", "configmaps", "-n", "default"]);
         assert_eq!(refused.code, 1, "{}: {refused:?}", k.name());

@@ -203,6 +203,11 @@ impl Kubectl {
         }
     }
 
+    /// Whether this kubectl is release 1.`minor` or newer.
+    pub fn at_least(&self, minor: u32) -> bool {
+        self.minor >= minor
+    }
+
     /// The binary's name, `kubectl.1.33`, for messages.
     pub fn name(&self) -> String {
         self.binary.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
