@@ -5,7 +5,7 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use crdctl_server::auth::{Authenticator, Authorizer, Mode, impersonate, token_file};
-use crdctl_server::registry::token::{TokenSigner, account};
+use crdctl_server::auth::token::{TokenSigner, account};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let signer = TokenSigner::with_key(b"fuzz-key-fuzz-key-fuzz-key-fuzz!").unwrap();

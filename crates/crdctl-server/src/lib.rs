@@ -38,6 +38,7 @@ pub mod discovery;
 pub mod error;
 pub mod fieldmanager;
 pub mod handler;
+pub mod informer;
 pub mod jsonpath;
 pub mod metrics;
 pub mod negotiate;

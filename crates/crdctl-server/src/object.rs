@@ -322,3 +322,16 @@ pub fn name_errors(object: &Value, rule: fn(&str) -> Vec<String>) -> field::Erro
     }
     rule(name).into_iter().map(|detail| path.invalid(name, detail)).collect()
 }
+
+/// A stored object with its `resourceVersion`.
+pub fn decode(bytes: &[u8], revision: crdctl_storage::Revision) -> Option<Value> {
+    let mut object: Value = serde_json::from_slice(bytes).ok().filter(Value::is_object)?;
+    set_resource_version(&mut object, revision);
+    Some(object)
+}
+
+/// A stored entry as an object with its `resourceVersion`.
+pub fn decode_entry(entry: &crdctl_storage::Entry) -> Result<Value, ApiError> {
+    decode(&entry.value, entry.mod_revision)
+        .ok_or_else(|| ApiError::internal(format!("stored object {} is not a JSON object", entry.key)))
+}

@@ -258,7 +258,7 @@ impl AppState {
                 Err(err) => return Err(StartError::Store(err.to_string())),
             }
         }
-        let signer = registry::token::TokenSigner::load_or_create(&*store).await.map_err(StartError::Store)?;
+        let signer = auth::token::TokenSigner::load_or_create(&*store).await.map_err(StartError::Store)?;
         let authenticator = auth::Authenticator::new(
             signer,
             config.token.clone(),

@@ -19,6 +19,7 @@ pub mod attributes;
 pub mod escalation;
 pub mod policy;
 pub mod rbac;
+pub mod token;
 pub mod token_file;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -28,8 +29,8 @@ use axum::http::{HeaderMap, header};
 use serde_json::{Value, json};
 
 pub use self::attributes::Attributes;
+use self::token::TokenSigner;
 use crate::error::{ApiError, ApiResult};
-use crate::registry::token::TokenSigner;
 
 /// The group whose members may do anything, whatever RBAC says.
 const MASTERS: &str = "system:masters";
@@ -177,15 +178,14 @@ impl Authenticator {
         if let Some(user) = self.static_tokens.get(token) {
             return Some(user.clone());
         }
-        let account = crate::registry::token::account(&self.signer, token)?;
+        let account = self::token::account(&self.signer, token)?;
         let known = self.accounts.read().unwrap_or_else(|p| p.into_inner()).contains(&account.key());
         known.then(|| User::service_account(&account.namespace, &account.name, &account.uid))
     }
 
     /// Records that a ServiceAccount exists (a token was just issued for it).
     pub fn saw_account(&self, namespace: &str, name: &str, uid: &str) {
-        let key =
-            crate::registry::token::Account { namespace: namespace.into(), name: name.into(), uid: uid.into() }.key();
+        let key = self::token::Account { namespace: namespace.into(), name: name.into(), uid: uid.into() }.key();
         self.accounts.write().unwrap_or_else(|p| p.into_inner()).insert(key);
     }
 
@@ -207,13 +207,12 @@ impl Authenticator {
     /// Keeps the set of ServiceAccounts current with the store until dropped.
     pub async fn follow_accounts(store: Arc<dyn crdctl_storage::Store>, accounts: Arc<RwLock<HashSet<String>>>) {
         let mut listed = HashSet::new();
-        crate::controller::informer::follow::<Value>(&*store, "/registry/serviceaccounts/", |change| {
-            use crate::controller::informer::Change;
+        crate::informer::follow::<Value>(&*store, "/registry/serviceaccounts/", |change| {
+            use crate::informer::Change;
             let mut accounts = accounts.write().unwrap_or_else(|p| p.into_inner());
             let key = |object: &Value| {
                 let meta = |field| crate::object::meta_str(object, field).unwrap_or_default().to_string();
-                crate::registry::token::Account { namespace: meta("namespace"), name: meta("name"), uid: meta("uid") }
-                    .key()
+                self::token::Account { namespace: meta("namespace"), name: meta("name"), uid: meta("uid") }.key()
             };
             match change {
                 Change::Listing => listed.clear(),

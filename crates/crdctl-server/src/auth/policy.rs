@@ -15,8 +15,43 @@ struct Bootstrap {
     cluster_role_bindings: Vec<Map<String, Value>>,
 }
 
-/// Every bootstrap object, `ClusterRole`s first, as created.
+/// Every bootstrap object, `ClusterRole`s first, as created: an aggregated role already holds
+/// the rules the aggregation controller would write, so a fresh server has nothing to write.
 pub fn objects() -> Vec<Value> {
+    let mut objects = defined();
+    let roles = objects.iter().take_while(|object| object.get("kind").and_then(Value::as_str) == Some("ClusterRole"));
+    let mut roles: Vec<Value> = roles.cloned().collect();
+    roles.sort_by(|a, b| crate::object::name(a).cmp(crate::object::name(b)));
+    // Roles aggregate roles that aggregate others (admin ← edit ← view): until nothing changes.
+    loop {
+        let mut changed = false;
+        for at in 0..roles.len() {
+            let Some(rules) = roles.get(at).and_then(|role| super::rbac::aggregated_rules(role, &roles)) else {
+                continue;
+            };
+            if let Some(role) =
+                roles.get_mut(at).filter(|role| role.get("rules").and_then(Value::as_array) != Some(&rules))
+            {
+                crate::object::set(role, "rules", Value::Array(rules));
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for object in &mut objects {
+        if let Some(role) = roles.iter().find(|role| {
+            crate::object::name(role) == crate::object::name(object) && object.get("kind") == role.get("kind")
+        }) {
+            *object = role.clone();
+        }
+    }
+    objects
+}
+
+/// The objects as `bootstrap-policy.yaml` defines them.
+fn defined() -> Vec<Value> {
     // The file is part of the build and its test reads it: it always parses.
     let Ok(policy) = serde_saphyr::from_str::<Bootstrap>(POLICY) else { return Vec::new() };
     let roles = policy.cluster_roles.into_iter().map(|object| (object, "ClusterRole"));
@@ -48,6 +83,24 @@ mod tests {
             let key = format!("/registry/{plural}/{}", object["metadata"]["name"].as_str().unwrap());
             policy.with(&key, object)
         })
+    }
+
+    #[test]
+    fn aggregated_roles_start_as_the_aggregation_controller_would_write_them() {
+        let mut roles: Vec<Value> = objects().into_iter().filter(|o| o["kind"] == "ClusterRole").collect();
+        roles.sort_by(|a, b| crate::object::name(a).cmp(crate::object::name(b)));
+        let edit = roles.iter().find(|r| crate::object::name(r) == "edit").unwrap();
+        assert!(edit["rules"].as_array().unwrap().len() > 10, "edit holds view's and its own rules");
+        for role in &roles {
+            if let Some(rules) = super::super::rbac::aggregated_rules(role, &roles) {
+                assert_eq!(
+                    Some(&rules),
+                    role["rules"].as_array(),
+                    "{}: the controller would rewrite it",
+                    role["metadata"]["name"]
+                );
+            }
+        }
     }
 
     #[test]

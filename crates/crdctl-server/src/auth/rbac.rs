@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use super::User;
 use super::attributes::Attributes;
-use crate::controller::informer::{self, Change};
+use crate::informer::{self, Change};
 
 /// One `PolicyRule`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -391,6 +391,28 @@ impl Policy {
         }
         Ok(policy)
     }
+}
+
+/// What the aggregation controller writes as the `rules` of `role`, a ClusterRole with an
+/// `aggregationRule`, among `roles` (every ClusterRole, in name order): the rules of each other
+/// role its selectors match, each once. `None` for a role that aggregates nothing.
+pub fn aggregated_rules(role: &Value, roles: &[Value]) -> Option<Vec<Value>> {
+    let selectors = role.pointer("/aggregationRule/clusterRoleSelectors").and_then(Value::as_array)?;
+    let name = crate::object::name(role);
+    let empty = Map::new();
+    let mut rules: Vec<Value> = Vec::new();
+    for other in roles.iter().filter(|other| crate::object::name(other) != name) {
+        let labels = crate::object::meta_field(other, "labels").and_then(Value::as_object).unwrap_or(&empty);
+        if !selectors.iter().any(|selector| crate::selector::selects(selector, labels)) {
+            continue;
+        }
+        for rule in other.get("rules").and_then(Value::as_array).into_iter().flatten() {
+            if !rules.contains(rule) {
+                rules.push(rule.clone());
+            }
+        }
+    }
+    Some(rules)
 }
 
 /// The policy as the store holds it now, kept current by [`follow`].

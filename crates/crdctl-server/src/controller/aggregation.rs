@@ -7,9 +7,9 @@
 use serde_json::Value;
 
 use super::Context;
-use super::informer::{self, Change};
 use super::queue::{Next, Queue};
 use crate::error::{ApiError, ApiResult};
+use crate::informer::{self, Change};
 
 const PREFIX: &str = "/registry/clusterroles/";
 
@@ -40,23 +40,8 @@ async fn sync(cx: &Context) -> ApiResult<Next> {
         return Ok(Next::Done);
     };
     for role in &roles {
-        let Some(selectors) = role.pointer("/aggregationRule/clusterRoleSelectors").and_then(Value::as_array) else {
-            continue;
-        };
+        let Some(rules) = crate::auth::rbac::aggregated_rules(role, &roles) else { continue };
         let name = crate::object::name(role);
-        let mut rules: Vec<Value> = Vec::new();
-        for other in roles.iter().filter(|other| crate::object::name(other) != name) {
-            let labels = crate::object::meta_field(other, "labels").and_then(Value::as_object);
-            let empty = serde_json::Map::new();
-            if !selectors.iter().any(|selector| crate::selector::selects(selector, labels.unwrap_or(&empty))) {
-                continue;
-            }
-            for rule in other.get("rules").and_then(Value::as_array).into_iter().flatten() {
-                if !rules.contains(rule) {
-                    rules.push(rule.clone());
-                }
-            }
-        }
         if role.get("rules").and_then(Value::as_array) == Some(&rules) {
             continue;
         }

@@ -10,9 +10,9 @@ use crdctl_storage::{ListOptions, StoreError};
 use serde_json::Value;
 
 use super::Context;
-use super::informer;
 use super::queue::{Next, Queue};
 use crate::error::{ApiError, ApiResult};
+use crate::informer;
 use crate::registry::crd::{CLEANUP_FINALIZER, key, set_terminating};
 use crate::registry::{CRD_PREFIX, Propagation};
 use crate::rest::Endpoint;
@@ -23,14 +23,14 @@ const RECHECK: Duration = Duration::from_millis(200);
 /// Runs the controller until the returned future is dropped.
 pub async fn run(cx: &Context) {
     let queue = Queue::new();
-    let feed = informer::follow(&*cx.store, CRD_PREFIX, informer::queue_deleted(&queue));
+    let feed = informer::follow(&*cx.store, CRD_PREFIX, super::queue_deleted(&queue));
     let work = queue.run("crd-finalizer", 5, |name| sync(cx, name));
     tokio::join!(feed, work);
 }
 
 async fn sync(cx: &Context, name: String) -> ApiResult<Next> {
     let Some(entry) = cx.store.get(&key(&name)).await.map_err(unavailable)? else { return Ok(Next::Done) };
-    let crd = crate::registry::decode_entry(&entry)?;
+    let crd = crate::object::decode_entry(&entry)?;
     let terminating = crate::object::meta_field(&crd, "deletionTimestamp").is_some();
     if !terminating || !crate::object::finalizers(&crd).iter().any(|f| f == CLEANUP_FINALIZER) {
         return Ok(Next::Done);
@@ -45,7 +45,7 @@ async fn sync(cx: &Context, name: String) -> ApiResult<Next> {
         let mut left = 0;
         let page = cx.store.list(ListOptions { prefix: &served.prefix(None), ..Default::default() }).await;
         for entry in page.map_err(unavailable)?.entries {
-            let Some(object) = crate::registry::decode(&entry.value, entry.mod_revision) else { continue };
+            let Some(object) = crate::object::decode(&entry.value, entry.mod_revision) else { continue };
             let namespace = crate::object::meta_str(&object, "namespace").map(str::to_string);
             let endpoint = Endpoint::custom(std::sync::Arc::clone(&served), &version, namespace);
             let uid = crate::object::meta_str(&object, "uid").unwrap_or_default();
@@ -73,7 +73,7 @@ async fn sync(cx: &Context, name: String) -> ApiResult<Next> {
     })
     .await?;
     let Some(entry) = finalized else { return Ok(Next::Done) };
-    let crd = crate::registry::decode_entry(&entry)?;
+    let crd = crate::object::decode_entry(&entry)?;
     if crate::object::finalizers(&crd).is_empty() {
         match cx.store.delete(&key(&name), Some(entry.mod_revision)).await {
             Ok(_) | Err(StoreError::NotFound { .. }) => tracing::info!(crd = %name, "CRD deleted"),

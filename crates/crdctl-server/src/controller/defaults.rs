@@ -9,9 +9,9 @@ use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use super::Context;
-use super::informer::{self, Change};
 use super::queue::{Next, Queue};
 use crate::error::{ApiError, ApiResult};
+use crate::informer::{self, Change};
 use crate::registry::builtin::namespace;
 
 /// One object every namespace has.
@@ -76,7 +76,7 @@ pub async fn run(cx: &Context, wanted: Wanted) {
 async fn sync(cx: &Context, wanted: &Wanted, name: String) -> ApiResult<Next> {
     let client = cx.client();
     let entry = cx.store.get(&namespace::key(&name)).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
-    let Some(namespace) = entry.map(|entry| crate::registry::decode_entry(&entry)).transpose()? else {
+    let Some(namespace) = entry.map(|entry| crate::object::decode_entry(&entry)).transpose()? else {
         return Ok(Next::Done);
     };
     if crate::object::meta_field(&namespace, "deletionTimestamp").is_some() {

@@ -21,9 +21,9 @@ use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use super::Context;
-use super::informer::{self, Change};
 use super::queue::{Next, Queue};
 use crate::error::ApiError;
+use crate::informer::{self, Change};
 use crate::registry::ServedCrd;
 use crate::registry::builtin::migration::{FAILED, PREFIX, RUNNING, SUCCEEDED, condition_true, str_at};
 
@@ -177,7 +177,7 @@ async fn rewrite(cx: &Context, crd: &ServedCrd) -> Result<u64, ApiError> {
         let mut stale = Vec::new();
         let mut objects = Vec::new();
         for entry in page.entries {
-            let object = crate::registry::decode_entry(&entry)?;
+            let object = crate::object::decode_entry(&entry)?;
             if object.get("apiVersion").and_then(Value::as_str) != Some(storage.as_str()) {
                 stale.push(entry);
                 objects.push(object);
@@ -268,7 +268,7 @@ async fn update_status(
 
 async fn read(cx: &Context, key: &str) -> Result<Option<Value>, ApiError> {
     let entry = cx.store.get(key).await.map_err(unavailable)?;
-    entry.map(|entry| crate::registry::decode_entry(&entry)).transpose()
+    entry.map(|entry| crate::object::decode_entry(&entry)).transpose()
 }
 
 fn unavailable(err: StoreError) -> ApiError {

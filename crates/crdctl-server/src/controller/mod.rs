@@ -22,7 +22,6 @@ pub mod aggregation;
 pub mod crd_cleanup;
 pub mod defaults;
 pub mod gc;
-pub mod informer;
 pub mod lease;
 pub mod migrator;
 pub mod namespace;
@@ -37,6 +36,7 @@ use crdctl_storage::Store;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
+use crate::informer;
 use crate::metrics::Metrics;
 use crate::negotiate::BodyType;
 use crate::object::NameGenerator;
@@ -191,6 +191,18 @@ pub async fn run(cx: Context) {
     elector.release().await;
 }
 
+/// A handler for [`informer::follow`] that queues the name of each object being deleted: what
+/// a controller that finishes deletions (namespaces, CRDs) works on.
+pub fn queue_deleted(queue: &queue::Queue<String>) -> impl FnMut(informer::Change) + '_ {
+    |change| {
+        if let informer::Change::Put { object, .. } = change
+            && crate::object::meta_field(&object, "deletionTimestamp").is_some()
+        {
+            queue.add(crate::object::name(&object).to_string());
+        }
+    }
+}
+
 /// Every controller that is switched on, together.
 async fn lead(cx: &Context) {
     // The CRD finalizer is the API server's own (apiextensions'), never switched off.
@@ -291,7 +303,7 @@ impl Client<'_> {
     pub async fn get(&self, endpoint: &Endpoint, name: &str) -> ApiResult<Option<Value>> {
         let entry =
             self.cx.store.get(&endpoint.key(name)).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
-        entry.map(|entry| crate::registry::decode_entry(&entry)).transpose()
+        entry.map(|entry| crate::object::decode_entry(&entry)).transpose()
     }
 }
 
@@ -306,7 +318,7 @@ pub async fn guaranteed_update(
 ) -> Result<Option<crdctl_storage::Entry>, crdctl_storage::StoreError> {
     loop {
         let Some(entry) = store.get(key).await? else { return Ok(None) };
-        let Some(mut object) = crate::registry::decode(&entry.value, entry.mod_revision) else { return Ok(None) };
+        let Some(mut object) = crate::object::decode(&entry.value, entry.mod_revision) else { return Ok(None) };
         let before = object.clone();
         change(&mut object);
         if object == before {

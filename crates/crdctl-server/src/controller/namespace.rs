@@ -12,10 +12,10 @@ use std::time::Duration;
 use crdctl_storage::{ListOptions, StoreError};
 use serde_json::{Value, json};
 
-use super::informer;
 use super::queue::{Next, Queue};
 use super::{Client, Context};
 use crate::error::{ApiError, ApiResult};
+use crate::informer;
 use crate::registry::Propagation;
 use crate::registry::builtin::namespace::{KUBERNETES_FINALIZER, PREFIX, key};
 
@@ -43,7 +43,7 @@ const CONDITIONS: [(&str, &str, &str); 5] = [
 /// Runs the controller until the returned future is dropped.
 pub async fn run(cx: &Context) {
     let queue = Queue::new();
-    let feed = informer::follow(&*cx.store, PREFIX, informer::queue_deleted(&queue));
+    let feed = informer::follow(&*cx.store, PREFIX, super::queue_deleted(&queue));
     let work = queue.run(CONTROLLER, WORKERS, |name| sync(cx, name));
     tokio::join!(feed, work);
 }
@@ -63,7 +63,7 @@ struct Left {
 async fn sync(cx: &Context, name: String) -> ApiResult<Next> {
     let client = cx.client();
     let Some(entry) = cx.store.get(&key(&name)).await.map_err(unavailable)? else { return Ok(Next::Done) };
-    let namespace = crate::registry::decode_entry(&entry)?;
+    let namespace = crate::object::decode_entry(&entry)?;
     if crate::object::meta_field(&namespace, "deletionTimestamp").is_none() {
         return Ok(Next::Done);
     }
@@ -88,7 +88,7 @@ async fn sync(cx: &Context, name: String) -> ApiResult<Next> {
     }) else {
         return Ok(Next::Done);
     };
-    let namespace = crate::registry::decode_entry(&entry)?;
+    let namespace = crate::object::decode_entry(&entry)?;
     let held_by_spec = namespace.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
     if held_by_spec || !crate::object::finalizers(&namespace).is_empty() {
         return Ok(Next::Done);
@@ -113,7 +113,7 @@ async fn delete_content(cx: &Context, client: &Client<'_>, namespace: &str) -> A
         let page = cx.store.list(ListOptions { prefix: &prefix, ..Default::default() }).await.map_err(unavailable)?;
         let mut remaining = 0;
         for entry in page.entries {
-            let Some(object) = crate::registry::decode(&entry.value, entry.mod_revision) else { continue };
+            let Some(object) = crate::object::decode(&entry.value, entry.mod_revision) else { continue };
             let (name, uid) =
                 (crate::object::name(&object), crate::object::meta_str(&object, "uid").unwrap_or_default());
             if let Err(err) = client.delete(&endpoint, name, uid, Propagation::Background).await {

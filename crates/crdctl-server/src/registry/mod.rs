@@ -35,6 +35,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::error::ApiError;
+use crate::object::{decode, decode_entry};
 use crate::registry::resource::Resource;
 
 /// Where CRDs are stored.
@@ -600,19 +601,6 @@ pub fn set_gc_finalizers(object: &mut Value, asked: Option<Propagation>, default
         }
     }
     !same
-}
-
-/// A stored object with its `resourceVersion`.
-pub fn decode(bytes: &[u8], revision: Revision) -> Option<Value> {
-    let mut object: Value = serde_json::from_slice(bytes).ok().filter(Value::is_object)?;
-    crate::object::set_resource_version(&mut object, revision);
-    Some(object)
-}
-
-/// A stored entry as an object with its `resourceVersion`.
-pub fn decode_entry(entry: &Entry) -> Result<Value, ApiError> {
-    decode(&entry.value, entry.mod_revision)
-        .ok_or_else(|| ApiError::internal(format!("stored object {} is not a JSON object", entry.key)))
 }
 
 /// Stored objects as their text with `metadata.resourceVersion` set, when every one is stored at

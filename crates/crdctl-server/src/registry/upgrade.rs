@@ -83,7 +83,7 @@ pub async fn judge_stored(
         let objects = page
             .entries
             .iter()
-            .map(|entry| Ok(StoredObject { value: crate::registry::decode_entry(entry)?, location: None }))
+            .map(|entry| Ok(StoredObject { value: crate::object::decode_entry(entry)?, location: None }))
             .collect::<Result<Vec<_>, ApiError>>()?;
         let (found, count) = judge.judge(&objects, converting).await;
         findings.extend(found);

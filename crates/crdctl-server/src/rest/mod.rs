@@ -503,7 +503,7 @@ impl Endpoint {
     }
 }
 
-pub use crate::registry::decode_entry;
+pub use crate::object::decode_entry;
 
 fn store_error(endpoint: &Endpoint, name: &str) -> impl Fn(StoreError) -> ApiError {
     move |err| ApiError::from_store(err, endpoint.subject(name))

@@ -397,7 +397,7 @@ impl Object {
     }
 }
 
-impl crate::controller::informer::Decode for Object {
+impl crate::informer::Decode for Object {
     fn decode(bytes: &[u8], _revision: crdctl_storage::Revision) -> Option<Object> {
         serde_json::from_slice(bytes).ok()
     }

@@ -27,10 +27,10 @@ use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
-use super::informer::{self, Change};
 use super::queue::{Next, Queue};
 use super::{Client, Context};
 use crate::error::{ApiError, ApiResult};
+use crate::informer::{self, Change};
 use crate::registry::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation};
 use graph::{Graph, Identity, Object, OwnerRef, Work};
 
@@ -242,7 +242,7 @@ impl Collector<'_> {
         let quoted = format!("\"{uid}\"");
         let elsewhere = page.entries.iter().any(|entry| {
             std::str::from_utf8(&entry.value).is_ok_and(|text| text.contains(&quoted))
-                && crate::registry::decode(&entry.value, entry.mod_revision)
+                && crate::object::decode(&entry.value, entry.mod_revision)
                     .is_some_and(|object| crate::object::meta_str(&object, "uid") == Some(uid))
         });
         if elsewhere {

@@ -525,7 +525,7 @@ impl Resource for &'static BuiltIn {
         {
             return Ok(Items::Json(texts));
         }
-        let objects = entries.iter().map(crate::registry::decode_entry).collect::<ApiResult<_>>()?;
+        let objects = entries.iter().map(crate::object::decode_entry).collect::<ApiResult<_>>()?;
         self.present(objects, version, shape).await
     }
 

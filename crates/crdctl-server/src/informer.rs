@@ -23,7 +23,7 @@ pub trait Decode: Sized {
 /// The whole object, with its `resourceVersion`.
 impl Decode for Value {
     fn decode(bytes: &[u8], revision: Revision) -> Option<Value> {
-        crate::registry::decode(bytes, revision)
+        crate::object::decode(bytes, revision)
     }
 }
 
@@ -58,18 +58,6 @@ pub enum Change<T = Value> {
     Listing,
     /// The list is done: every object present has been handed over since [`Change::Listing`].
     Synced,
-}
-
-/// A handler for [`follow`] that queues the name of each object being deleted: what a
-/// controller that finishes deletions (namespaces, CRDs) works on.
-pub fn queue_deleted(queue: &super::queue::Queue<String>) -> impl FnMut(Change) + '_ {
-    |change| {
-        if let Change::Put { object, .. } = change
-            && crate::object::meta_field(&object, "deletionTimestamp").is_some()
-        {
-            queue.add(crate::object::name(&object).to_string());
-        }
-    }
 }
 
 /// Follows everything under `prefix`, calling `handle` with each change in order, until the
