@@ -22,7 +22,7 @@ pub mod rbac;
 pub mod token;
 pub mod token_file;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
 use axum::http::{HeaderMap, header};
@@ -132,6 +132,14 @@ pub enum Mode {
     Rbac,
 }
 
+/// The ServiceAccounts that exist: store key → uid.
+pub type Accounts = Arc<RwLock<HashMap<String, String>>>;
+
+/// Where a ServiceAccount is stored.
+fn account_key(namespace: &str, name: &str) -> String {
+    format!("/registry/serviceaccounts/{namespace}/{name}")
+}
+
 /// Finds the user a request's credentials name.
 pub struct Authenticator {
     /// Signs and checks ServiceAccount tokens.
@@ -139,9 +147,9 @@ pub struct Authenticator {
     server_token: Option<String>,
     static_tokens: HashMap<String, User>,
     anonymous: bool,
-    /// The ServiceAccounts that exist (`namespace/name/uid`), kept from the store's feed and
+    /// The ServiceAccounts that exist (their store key → uid), kept from the store's feed and
     /// from each account a token is issued for, so a token dies with its account.
-    accounts: Arc<RwLock<HashSet<String>>>,
+    accounts: Accounts,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -179,14 +187,15 @@ impl Authenticator {
             return Some(user.clone());
         }
         let account = self::token::account(&self.signer, token)?;
-        let known = self.accounts.read().unwrap_or_else(|p| p.into_inner()).contains(&account.key());
-        known.then(|| User::service_account(&account.namespace, &account.name, &account.uid))
+        let accounts = self.accounts.read().unwrap_or_else(|p| p.into_inner());
+        let exists = accounts.get(&account_key(&account.namespace, &account.name)) == Some(&account.uid);
+        exists.then(|| User::service_account(&account.namespace, &account.name, &account.uid))
     }
 
     /// Records that a ServiceAccount exists (a token was just issued for it).
     pub fn saw_account(&self, namespace: &str, name: &str, uid: &str) {
-        let key = self::token::Account { namespace: namespace.into(), name: name.into(), uid: uid.into() }.key();
-        self.accounts.write().unwrap_or_else(|p| p.into_inner()).insert(key);
+        let mut accounts = self.accounts.write().unwrap_or_else(|p| p.into_inner());
+        accounts.insert(account_key(namespace, name), uid.to_string());
     }
 
     /// Who a request is, from its `Authorization` header.
@@ -204,37 +213,28 @@ impl Authenticator {
         }
     }
 
-    /// Keeps the set of ServiceAccounts current with the store until dropped.
-    pub async fn follow_accounts(store: Arc<dyn crdctl_storage::Store>, accounts: Arc<RwLock<HashSet<String>>>) {
-        let mut listed = HashSet::new();
+    /// Keeps the ServiceAccounts current with the store until dropped.
+    pub async fn follow_accounts(store: Arc<dyn crdctl_storage::Store>, accounts: Accounts) {
+        let mut listed = std::collections::HashSet::new();
         crate::informer::follow::<Value>(&*store, "/registry/serviceaccounts/", |change| {
             use crate::informer::Change;
             let mut accounts = accounts.write().unwrap_or_else(|p| p.into_inner());
-            let key = |object: &Value| {
-                let meta = |field| crate::object::meta_str(object, field).unwrap_or_default().to_string();
-                self::token::Account { namespace: meta("namespace"), name: meta("name"), uid: meta("uid") }.key()
-            };
             match change {
                 Change::Listing => listed.clear(),
-                Change::Put { object, old, .. } => {
-                    if let Some(old) = old {
-                        accounts.remove(&key(&old));
-                    }
-                    listed.insert(key(&object));
-                    accounts.insert(key(&object));
+                Change::Put { key, object, .. } => {
+                    let uid = crate::object::meta_str(&object, "uid").unwrap_or_default().to_string();
+                    listed.insert(key.clone());
+                    accounts.insert(key, uid);
                 }
-                Change::Delete { old: Some(old), .. } => {
-                    accounts.remove(&key(&old));
-                }
-                Change::Delete { old: None, .. } => {}
-                Change::Synced => accounts.retain(|key| listed.contains(key)),
+                Change::Delete { key, .. } => drop(accounts.remove(&key)),
+                Change::Synced => accounts.retain(|key, _| listed.contains(key)),
             }
         })
         .await
     }
 
-    /// The shared set [`Authenticator::follow_accounts`] keeps.
-    pub fn accounts(&self) -> Arc<RwLock<HashSet<String>>> {
+    /// The accounts [`Authenticator::follow_accounts`] keeps.
+    pub fn accounts(&self) -> Accounts {
         Arc::clone(&self.accounts)
     }
 }

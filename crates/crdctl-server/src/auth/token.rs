@@ -93,13 +93,6 @@ pub struct Account {
     pub uid: String,
 }
 
-impl Account {
-    /// `namespace/name/uid`: one account, not another by the same name.
-    pub fn key(&self) -> String {
-        format!("{}/{}/{}", self.namespace, self.name, self.uid)
-    }
-}
-
 /// The account a token this server signed names, if the token is valid now.
 pub fn account(signer: &TokenSigner, token: &str) -> Option<Account> {
     let claims = signer.verify(token, now_seconds())?;
