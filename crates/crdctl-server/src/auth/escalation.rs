@@ -157,12 +157,10 @@ fn covers(owner: &Rule, right: &Rule) -> bool {
             owner.resources.contains(resource)
                 || resource.split_once('/').is_some_and(|(_, sub)| owner.resources.contains(&format!("*/{sub}")))
         });
-    let urls = right.non_resource_urls.iter().all(|url| {
-        owner
-            .non_resource_urls
-            .iter()
-            .any(|o| o == "*" || o == url || o.strip_suffix('*').is_some_and(|p| url.starts_with(p)))
-    });
+    let urls = right
+        .non_resource_urls
+        .iter()
+        .all(|url| owner.non_resource_urls.iter().any(|rule| super::rbac::url_covers(rule, url)));
     let names =
         owner.resource_names.is_empty() || right.resource_names.iter().all(|n| owner.resource_names.contains(n));
     all(&owner.verbs, &right.verbs) && all(&owner.api_groups, &right.api_groups) && resources && urls && names

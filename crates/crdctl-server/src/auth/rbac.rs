@@ -35,6 +35,11 @@ pub struct Rule {
     pub non_resource_urls: Vec<String>,
 }
 
+/// Whether a rule's non-resource URL (`*`, a path, or a prefix ending in `*`) covers `path`.
+pub fn url_covers(rule: &str, path: &str) -> bool {
+    rule == "*" || rule == path || rule.strip_suffix('*').is_some_and(|prefix| path.starts_with(prefix))
+}
+
 fn covers(list: &[String], value: &str) -> bool {
     list.iter().any(|item| item == "*" || item == value)
 }
@@ -55,11 +60,7 @@ impl Rule {
                     })
                     && (self.resource_names.is_empty() || self.resource_names.contains(&resource.name))
             }
-            None => self.non_resource_urls.iter().any(|rule| {
-                rule == "*"
-                    || *rule == request.path
-                    || rule.strip_suffix('*').is_some_and(|prefix| request.path.starts_with(prefix))
-            }),
+            None => self.non_resource_urls.iter().any(|rule| url_covers(rule, &request.path)),
         }
     }
 }
