@@ -68,7 +68,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use crdctl_storage::Store;
-use serde_json::json;
+use serde_json::{Value, json};
 
 pub use crate::discovery::{VERSION, Version};
 use crate::error::ApiError;
@@ -89,6 +89,23 @@ async fn health(State(state): State<AppState>) -> Response {
         Ok(_) => (StatusCode::OK, "ok").into_response(),
         Err(err) => (StatusCode::SERVICE_UNAVAILABLE, format!("store: {err}")).into_response(),
     }
+}
+
+/// `/.well-known/openid-configuration`: where ServiceAccount tokens' keys are, as upstream's
+/// service account issuer discovery.
+async fn openid_configuration() -> Response {
+    issuer_document("application/json", auth::token::openid_configuration())
+}
+
+/// `/openid/v1/jwks`: the key ServiceAccount tokens are signed with.
+async fn openid_keys(State(state): State<AppState>) -> Response {
+    issuer_document("application/jwk-set+json", state.authenticator.signer.jwks())
+}
+
+fn issuer_document(content_type: &'static str, document: Value) -> Response {
+    let headers =
+        [(axum::http::header::CONTENT_TYPE, content_type), (axum::http::header::CACHE_CONTROL, "public, max-age=3600")];
+    (headers, document.to_string()).into_response()
 }
 
 /// `/metrics`: request counts in the Prometheus text format.
@@ -139,8 +156,12 @@ async fn openapi_v3(State(state): State<AppState>, Path(path): Path<String>) -> 
 /// on as its user (a request extension), or is answered 401 or 403 here.
 async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let headers = request.headers();
-    let user =
-        state.authenticator.authenticate(headers).and_then(|user| auth::impersonate(&state.authorizer, user, headers));
+    let tls = request.extensions().get::<Arc<axum_server::tls::TlsInfo>>();
+    let certificate = tls.and_then(|tls| tls.peer_certificates.first()).map(Vec::as_slice);
+    let user = state
+        .authenticator
+        .authenticate(certificate, headers)
+        .and_then(|user| auth::impersonate(&state.authorizer, user, headers));
     let user = match user {
         Ok(user) => user,
         Err(err) => return err.into_response(),
@@ -166,6 +187,8 @@ pub fn app(state: AppState) -> Router {
         .route("/readyz", get(health))
         .route("/livez", get(health))
         .route("/metrics", get(metrics_text))
+        .route("/.well-known/openid-configuration", get(openid_configuration))
+        .route("/openid/v1/jwks", get(openid_keys))
         .route("/openapi/v2", get(openapi_v2))
         .route("/openapi/v3", get(openapi_v3_index))
         .route("/openapi/v3/{*path}", get(openapi_v3))
@@ -181,10 +204,21 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// Who the kubeconfig's certificate names, as kubeadm's administrator.
+const ADMINISTRATOR_CERTIFICATE: &str = "kubernetes-admin";
+
+/// The client certificates a server with TLS accepts: those its CA (or `--client-ca-file`'s)
+/// signed; its administrator's is issued once, for the kubeconfig.
+struct ClientCertificates {
+    ca: auth::x509::ClientCa,
+    administrator: auth::x509::Issued,
+}
+
 /// A running server.
 pub struct Server {
     address: SocketAddr,
-    tls: bool,
+    /// With TLS: the client certificates the server accepts and issues.
+    client_certificates: Option<ClientCertificates>,
     state: AppState,
     handle: axum_server::Handle<SocketAddr>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -208,29 +242,37 @@ impl Server {
         // Responses go out as soon as they are written (TCP_NODELAY), as Go's net/http does.
         let router = app(state.clone()).into_make_service();
         let handle = axum_server::Handle::new();
-        let task = match tls {
+        let (task, client_certificates) = match tls {
             Some((cert, key)) => {
-                let rustls = axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key)
-                    .await
-                    .map_err(|err| StartError::Tls(err.to_string()))?;
+                let client_ca = auth::x509::ClientCa::load_or_create(&*state.store).await.map_err(StartError::Tls)?;
+                let administrator =
+                    client_ca.issue(ADMINISTRATOR_CERTIFICATE, Some(auth::MASTERS)).map_err(StartError::Tls)?;
+                let mut client_cas = vec![client_ca.cert_pem.clone()];
+                if let Some(path) = &state.config.client_ca_file {
+                    let pem = std::fs::read_to_string(path)
+                        .map_err(|err| StartError::Tls(format!("{}: {err}", path.display())))?;
+                    client_cas.push(pem);
+                }
+                let rustls = auth::x509::server_config(&cert, &key, &client_cas).map_err(StartError::Tls)?;
+                let rustls = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(rustls));
                 let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(rustls)
                     .acceptor(axum_server::accept::NoDelayAcceptor::new());
                 let server = axum_server::from_tcp(listener)
                     .map_err(|source| StartError::Bind { address, source })?
                     .acceptor(acceptor)
                     .handle(handle.clone());
-                tokio::spawn(server.serve(router))
+                (tokio::spawn(server.serve(router)), Some(ClientCertificates { ca: client_ca, administrator }))
             }
             None => {
                 let server = axum_server::from_tcp(listener)
                     .map_err(|source| StartError::Bind { address, source })?
                     .acceptor(axum_server::accept::NoDelayAcceptor::new())
                     .handle(handle.clone());
-                tokio::spawn(server.serve(router))
+                (tokio::spawn(server.serve(router)), None)
             }
         };
         let controllers = tokio::spawn(controller::run(state.controllers()));
-        Ok(Server { address, tls: state.config.tls.is_some(), state, handle, task, controllers })
+        Ok(Server { address, client_certificates, state, handle, task, controllers })
     }
 
     /// The bound address.
@@ -240,7 +282,7 @@ impl Server {
 
     /// `http://127.0.0.1:<port>` (or https).
     pub fn url(&self) -> String {
-        format!("{}://{}", if self.tls { "https" } else { "http" }, self.address)
+        format!("{}://{}", if self.client_certificates.is_some() { "https" } else { "http" }, self.address)
     }
 
     /// The shared state (store and registry), for tests.
@@ -248,19 +290,34 @@ impl Server {
         &self.state
     }
 
-    /// A kubeconfig that points kubectl at this server.
+    /// A kubeconfig that points kubectl at this server, as its administrator: a client
+    /// certificate in `system:masters` with TLS, else the server's token.
     pub fn kubeconfig(&self, ca_file: Option<&std::path::Path>) -> String {
+        use base64::Engine;
         let mut cluster = format!("    server: {}\n", self.url());
         if let Some(ca) = ca_file {
             cluster.push_str(&format!("    certificate-authority: {}\n", ca.display()));
         }
-        let user = match &self.state.config.token {
-            Some(token) => format!("    token: {token}\n"),
-            None => "    username: crdctl\n".to_string(),
+        let user = match (&self.client_certificates, &self.state.config.token) {
+            (Some(ClientCertificates { administrator: admin, .. }), _) => {
+                let encode = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+                format!(
+                    "    client-certificate-data: {}\n    client-key-data: {}\n",
+                    encode(&admin.cert_pem),
+                    encode(&admin.key_pem)
+                )
+            }
+            (None, Some(token)) => format!("    token: {token}\n"),
+            (None, None) => "    username: crdctl\n".to_string(),
         };
         format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: crdctl\n  cluster:\n{cluster}users:\n- name: crdctl\n  user:\n{user}contexts:\n- name: crdctl\n  context:\n    cluster: crdctl\n    user: crdctl\n    namespace: default\ncurrent-context: crdctl\n"
         )
+    }
+
+    /// A client certificate for `user` in `group`, signed by the server's client CA (with TLS).
+    pub fn client_certificate(&self, user: &str, group: Option<&str>) -> Option<Result<auth::x509::Issued, String>> {
+        self.client_certificates.as_ref().map(|certificates| certificates.ca.issue(user, group))
     }
 
     /// Stops accepting, ends watches, lets in-flight requests finish, and waits.

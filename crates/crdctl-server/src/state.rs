@@ -54,6 +54,9 @@ pub struct Config {
     pub anonymous_auth: bool,
     /// How requests are authorized (`--authorization-mode`).
     pub authorization: auth::Mode,
+    /// More CAs whose client certificates authenticate their subject (`--client-ca-file`,
+    /// PEM), beside the server's own; with TLS only.
+    pub client_ca_file: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -73,6 +76,7 @@ impl Default for Config {
             auto_migrate: false,
             token_auth_file: None,
             anonymous_auth: false,
+            client_ca_file: None,
             authorization: auth::Mode::default(),
         }
     }
@@ -165,16 +169,16 @@ impl AppState {
         cx
     }
 
-    /// Keeps what authentication and authorization read of the store (ServiceAccounts; the
-    /// RBAC policy when RBAC decides) current, until shutdown.
+    /// Keeps what authentication and authorization read of the store (the objects tokens hold
+    /// on to; the RBAC policy when RBAC decides) current, until shutdown.
     fn follow_policy(&self) {
         let mut shutdown = self.shutdown.subscribe();
         let store = Arc::clone(&self.store);
-        let accounts = auth::Authenticator::follow_accounts(Arc::clone(&store), self.authenticator.accounts());
+        let holders = auth::Authenticator::follow_holders(Arc::clone(&store), self.authenticator.holders());
         let policy =
             self.authorizer.uses_rbac().then(|| auth::rbac::follow(store, Arc::clone(&self.authorizer.policy)));
         tokio::spawn(async move {
-            let following = futures_util::future::join(accounts, async move {
+            let following = futures_util::future::join(holders, async move {
                 if let Some(policy) = policy {
                     policy.await
                 }
@@ -198,6 +202,7 @@ impl AppState {
                 kept: &self.admission,
                 metrics: &self.metrics,
                 user: auth::User::administrator_ref(),
+                authorizer: &self.authorizer,
             },
             resources: self.context(),
             garbage_collector: self.config.controllers.garbage_collector,
@@ -264,6 +269,7 @@ impl AppState {
             config.token.clone(),
             config.token_auth_file.as_deref(),
             config.anonymous_auth,
+            config.client_ca_file.is_some(),
         )
         .map_err(StartError::Authentication)?;
         let authorizer = auth::Authorizer::new(config.authorization);

@@ -337,3 +337,239 @@ async fn the_bootstrap_policy_is_put_back_on_start_unless_its_owner_said_not_to(
     assert_eq!(urls(public), 1, "autoupdate: \"false\" keeps the owner's change");
     second.shutdown().await;
 }
+
+/// A TokenRequest for `account` in `default` with `spec`, answered.
+async fn token_for(admin: &Http, account: &str, spec: Value) -> (u16, Value) {
+    let request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec});
+    post(admin, &format!("/api/v1/namespaces/default/serviceaccounts/{account}/token"), request).await
+}
+
+async fn token_review(admin: &Http, token: &str, audiences: &[&str]) -> Value {
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+        "spec": {"token": token, "audiences": audiences}});
+    let (code, reviewed) = post(admin, "/apis/authentication.k8s.io/v1/tokenreviews", review).await;
+    assert_eq!(code, 201, "{reviewed}");
+    reviewed["status"].clone()
+}
+
+#[tokio::test]
+async fn a_bound_token_verifies_from_the_published_keys_and_dies_with_its_object() {
+    let (server, _dir) = server(false).await;
+    let admin = client(&server, Some(ADMIN_TOKEN), &[]);
+    let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot"}});
+    assert_eq!(post(&admin, "/api/v1/namespaces/default/serviceaccounts", account).await.0, 201);
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "anchor"}});
+    let (_, secret) = post(&admin, "/api/v1/namespaces/default/secrets", secret).await;
+    let bound = json!({"apiVersion": "v1", "kind": "Secret", "name": "anchor", "uid": secret["metadata"]["uid"]});
+    let (code, answered) = token_for(&admin, "bot", json!({"boundObjectRef": bound, "audiences": ["vault"]})).await;
+    assert_eq!(code, 201, "{answered}");
+    let token = answered["status"]["token"].as_str().unwrap().to_string();
+
+    // Anyone in system:serviceaccounts may read the issuer's documents (as the bootstrap
+    // policy says); an independent JWT library verifies the token with the published key.
+    let (_, plain) = token_for(&admin, "bot", json!({})).await;
+    let bot = client(&server, plain["status"]["token"].as_str(), &[]);
+    let (code, discovery) = get(&bot, "/.well-known/openid-configuration").await;
+    assert_eq!(code, 200, "{discovery}");
+    assert_eq!(discovery["issuer"], "https://kubernetes.default.svc.cluster.local");
+    assert_eq!(discovery["jwks_uri"], "https://kubernetes.default.svc.cluster.local/openid/v1/jwks");
+    let (code, keys) = get(&bot, "/openid/v1/jwks").await;
+    assert_eq!(code, 200, "{keys}");
+    let keys: jsonwebtoken::jwk::JwkSet = serde_json::from_value(keys).unwrap();
+    let header = jsonwebtoken::decode_header(&token).unwrap();
+    let key = keys.find(header.kid.as_deref().unwrap()).expect("the token's key is published");
+    let mut validation = jsonwebtoken::Validation::new(header.alg);
+    validation.set_audience(&["vault"]);
+    validation.set_issuer(&["https://kubernetes.default.svc.cluster.local"]);
+    let decoding = jsonwebtoken::DecodingKey::from_jwk(key).unwrap();
+    let claims = jsonwebtoken::decode::<Value>(&token, &decoding, &validation).unwrap().claims;
+    assert_eq!(claims["sub"], "system:serviceaccount:default:bot");
+    assert_eq!(claims["kubernetes.io"]["secret"], json!({"name": "anchor", "uid": secret["metadata"]["uid"]}));
+    let jane = client(&server, Some(JANE_TOKEN), &[]);
+    assert_eq!(get(&jane, "/openid/v1/jwks").await.0, 403, "jane is no ServiceAccount");
+
+    // The token is for "vault", not for the API server; a review for "vault" accepts it.
+    assert_eq!(get(&client(&server, Some(&token), &[]), "/version").await.0, 401);
+    let reviewed = token_review(&admin, &token, &[]).await;
+    assert_eq!(reviewed["authenticated"], false);
+    assert_eq!(
+        reviewed["error"],
+        r#"token audiences ["vault"] is invalid for the target audiences ["https://kubernetes.default.svc.cluster.local"]"#
+    );
+    let reviewed = token_review(&admin, &token, &["vault", "other"]).await;
+    assert_eq!((reviewed["authenticated"].clone(), reviewed["audiences"].clone()), (json!(true), json!(["vault"])));
+
+    assert_eq!(admin.send("DELETE", "/api/v1/namespaces/default/secrets/anchor", "", None).await.0, 200);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while token_review(&admin, &token, &["vault"]).await["authenticated"] == true {
+        assert!(std::time::Instant::now() < deadline, "the token outlived the Secret it is bound to");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(token_review(&admin, &token, &["vault"]).await["error"], "service account token has been invalidated");
+
+    // Upstream's refusals: a kind a token cannot be bound to, an object that is not there, a
+    // uid that is not the object's.
+    let config_map = json!({"boundObjectRef": {"apiVersion": "v1", "kind": "ConfigMap", "name": "x"}});
+    let (code, status) = token_for(&admin, "bot", config_map).await;
+    assert_eq!(
+        (code, status["message"].as_str().unwrap()),
+        (400, "cannot bind token to object of type /v1, Kind=ConfigMap")
+    );
+    let (code, status) = token_for(&admin, "bot", json!({"boundObjectRef": bound})).await;
+    assert_eq!((code, status["message"].as_str().unwrap()), (404, r#"secrets "anchor" not found"#));
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "anchor"}});
+    assert_eq!(post(&admin, "/api/v1/namespaces/default/secrets", secret).await.0, 201);
+    let (code, status) = token_for(&admin, "bot", json!({"boundObjectRef": bound})).await;
+    assert_eq!(code, 409, "{status}");
+    assert!(
+        status["message"].as_str().unwrap().starts_with(
+            r#"Operation cannot be fulfilled on Secret "anchor": the UID in the bound object reference ("#
+        )
+    );
+    server.shutdown().await;
+}
+
+/// A server on HTTPS trusting its own client CA and `extra_ca` (PEM), and a client that
+/// trusts its serving certificate and presents `identity` (certificate and key, PEM), if any.
+struct Tls {
+    server: TestServer,
+    serving_ca: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Tls {
+    async fn start(extra_ca: &str) -> Tls {
+        let bundle = crdctl_conversion::certs::generate(&["localhost".to_string()]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name);
+        std::fs::write(path("tls.crt"), &bundle.cert_pem).unwrap();
+        std::fs::write(path("tls.key"), &bundle.key_pem).unwrap();
+        std::fs::write(path("client-ca.crt"), extra_ca).unwrap();
+        let config = Config {
+            tls: Some((path("tls.crt"), path("tls.key"))),
+            token: Some(ADMIN_TOKEN.into()),
+            client_ca_file: Some(path("client-ca.crt")),
+            authorization: Mode::Rbac,
+            ..Config::default()
+        };
+        let server = TestServer::builder().config(config).start().await.unwrap();
+        Tls { server, serving_ca: bundle.ca_pem, _dir: dir }
+    }
+
+    fn client(&self, identity: Option<&crdctl_server::auth::x509::Issued>, token: Option<&str>) -> Http {
+        let ca = reqwest::Certificate::from_pem(self.serving_ca.as_bytes()).unwrap();
+        let mut builder = reqwest::Client::builder().tls_certs_only([ca]);
+        if let Some(issued) = identity {
+            let pem = format!("{}{}", issued.cert_pem, issued.key_pem);
+            builder = builder.identity(reqwest::Identity::from_pem(pem.as_bytes()).unwrap());
+        }
+        if let Some(token) = token {
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.insert("authorization", format!("Bearer {token}").parse().unwrap());
+            builder = builder.default_headers(headers);
+        }
+        Http { url: self.server.url().replace("127.0.0.1", "localhost"), client: builder.build().unwrap() }
+    }
+}
+
+async fn whoami(http: &Http) -> (u16, Value) {
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let (code, answered) = post(http, "/apis/authentication.k8s.io/v1/selfsubjectreviews", review).await;
+    (code, answered["status"]["userInfo"].clone())
+}
+
+#[tokio::test]
+async fn a_client_certificate_is_the_user_its_subject_names() {
+    let other_ca = crdctl_server::auth::x509::ClientCa::generate().unwrap();
+    let tls = Tls::start(&other_ca.cert_pem).await;
+    let jane = tls.server.server().client_certificate("jane", Some("dev")).unwrap().unwrap();
+    let (code, user) = whoami(&tls.client(Some(&jane), None)).await;
+    assert_eq!(code, 201, "{user}");
+    assert_eq!(user, json!({"username": "jane", "groups": ["dev", "system:authenticated"]}));
+    // RBAC decides for her as for anyone.
+    let (code, status) = get(&tls.client(Some(&jane), None), CONFIGMAPS).await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        status["message"],
+        r#"configmaps is forbidden: User "jane" cannot list resource "configmaps" in API group "" in the namespace "default""#
+    );
+    // A certificate from --client-ca-file's CA is as good; the certificate comes before a bearer
+    // token, as upstream's x509 authenticator comes before the token ones.
+    let from_file = other_ca.issue("robot", Some("system:masters")).unwrap();
+    let (_, user) = whoami(&tls.client(Some(&from_file), Some(ADMIN_TOKEN))).await;
+    assert_eq!(user["username"], "robot");
+    assert_eq!(get(&tls.client(Some(&from_file), None), CONFIGMAPS).await.0, 200);
+    // The kubeconfig's certificate is the administrator's.
+    let kubeconfig = tls.server.kubeconfig();
+    assert!(kubeconfig.contains("client-certificate-data: ") && !kubeconfig.contains("token:"), "{kubeconfig}");
+    // No certificate: the bearer token decides; neither: 401.
+    assert_eq!(whoami(&tls.client(None, Some(ADMIN_TOKEN))).await.1["username"], "system:admin");
+    assert_eq!(get(&tls.client(None, None), "/version").await.0, 401);
+    // A certificate no trusted CA signed fails the TLS handshake.
+    let stranger =
+        crdctl_server::auth::x509::ClientCa::generate().unwrap().issue("mallory", Some("system:masters")).unwrap();
+    let refused =
+        tls.client(Some(&stranger), None).client.get(format!("{}/version", tls.client(None, None).url)).send().await;
+    assert!(refused.is_err(), "{refused:?}");
+    tls.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_policys_authorizer_asks_rbac_about_the_requesting_user() {
+    let (server, _dir) = server(false).await;
+    let admin = client(&server, Some(ADMIN_TOKEN), &[]);
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "secret-readers"},
+        "spec": {"failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "validations": [{
+                "expression": "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('get').allowed()",
+                "message": "only those who may read secrets"}]}});
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "secret-readers"}, "spec": {"policyName": "secret-readers", "validationActions": ["Deny"]}});
+    let admission = "/apis/admissionregistration.k8s.io/v1";
+    assert_eq!(post(&admin, &format!("{admission}/validatingadmissionpolicies"), policy).await.0, 201);
+    assert_eq!(post(&admin, &format!("{admission}/validatingadmissionpolicybindings"), binding).await.0, 201);
+    let role = |name: &str, resource: &str, verb: &str| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": name},
+            "rules": [{"apiGroups": [""], "resources": [resource], "verbs": [verb]}]})
+    };
+    let jane = json!({"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "jane"});
+    let roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles";
+    for (name, resource, verb) in [("configmap-writer", "configmaps", "create"), ("secret-reader", "secrets", "get")] {
+        assert_eq!(post(&admin, roles, role(name, resource, verb)).await.0, 201);
+    }
+    let binding = role_binding("jane-writes", ("Role", "configmap-writer"), jane.clone());
+    assert_eq!(post(&admin, ROLE_BINDINGS, binding).await.0, 201);
+
+    // jane may create ConfigMaps, but the policy asks whether she may read Secrets: no.
+    let jane_client = client(&server, Some(JANE_TOKEN), &[]);
+    let config_map = |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let (code, status) = loop {
+        let (code, status) = post(&jane_client, CONFIGMAPS, config_map("first")).await;
+        if code != 201 || std::time::Instant::now() > deadline {
+            break (code, status);
+        }
+        // The policy was not in force yet: try again with another name.
+        admin.send("DELETE", &format!("{CONFIGMAPS}/first"), "", None).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // A validation without a `reason` refuses as Invalid, as upstream's.
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        r#"configmaps "first" is forbidden: ValidatingAdmissionPolicy 'secret-readers' with binding 'secret-readers' denied request: only those who may read secrets"#
+    );
+    // Once she may read Secrets in the namespace, the policy lets her write.
+    let binding = role_binding("jane-reads", ("Role", "secret-reader"), jane);
+    assert_eq!(post(&admin, ROLE_BINDINGS, binding).await.0, 201);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while post(&jane_client, CONFIGMAPS, config_map("second")).await.0 != 201 {
+        assert!(std::time::Instant::now() < deadline, "the policy never saw jane's new role");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The administrator is in system:masters: always allowed.
+    assert_eq!(post(&admin, CONFIGMAPS, config_map("third")).await.0, 201);
+    server.shutdown().await;
+}

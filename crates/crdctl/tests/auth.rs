@@ -1,6 +1,7 @@
 //! Who may do what, through the real kubectl against `crdctl serve --authorization-mode RBAC`:
 //! `kubectl auth whoami`, `auth can-i --as` (and `--list`), `create rolebinding
-//! --clusterrole=edit`, `create token` and `--token`, and a forbidden request's message.
+//! --clusterrole=edit`, `create token` (also bound to a Secret) and `--token`, and a forbidden
+//! request's message.
 
 use crate::serve::{Backend, Kubectl, kubectl_versions};
 
@@ -26,7 +27,7 @@ fn kubectl_runs_as_a_service_account_that_rbac_restricts() {
         let whoami = k.at_least(28);
         if whoami {
             let run = k.ok(&["auth", "whoami", "-o", "json"]);
-            assert!(run.stdout.contains(r#""username": "system:admin""#), "{}: {run:?}", k.name());
+            assert!(run.stdout.contains(r#""username": "kubernetes-admin""#), "{}: {run:?}", k.name());
         }
         k.ok(&["create", "namespace", "team"]);
         k.ok(&["create", "serviceaccount", "bot", "-n", "team"]);
@@ -42,17 +43,34 @@ fn kubectl_runs_as_a_service_account_that_rbac_restricts() {
         assert!(rules.stdout.lines().any(|line| line.starts_with("configmaps ")), "{}: {rules:?}", k.name());
 
         let token = k.ok(&["create", "token", "bot", "-n", "team"]).stdout.trim().to_string();
+        let bot = k.without_credentials();
         if whoami {
-            let run = k.ok(&["--token", &token, "auth", "whoami", "-o", "json"]);
+            let run = bot.ok(&["--token", &token, "auth", "whoami", "-o", "json"]);
             assert!(run.stdout.contains("system:serviceaccount:team:bot"), "{}: {run:?}", k.name());
         }
-        k.ok(&["--token", &token, "create", "configmap", "settings", "-n", "team"]);
-        let refused = k.run(&["--token", &token, "get", "configmaps", "-n", "default"]);
+        bot.ok(&["--token", &token, "create", "configmap", "settings", "-n", "team"]);
+        let refused = bot.run(&["--token", &token, "get", "configmaps", "-n", "default"]);
         assert_eq!(refused.code, 1, "{}: {refused:?}", k.name());
         assert!(
             refused.stderr.contains(r#"Error from server (Forbidden): configmaps is forbidden: User "system:serviceaccount:team:bot" cannot list resource "configmaps" in API group "" in the namespace "default""#),
             "{}: {refused:?}",
             k.name()
         );
+
+        // A token bound to a Secret works until the Secret goes.
+        k.ok(&["create", "secret", "generic", "anchor", "-n", "team"]);
+        let bound = ["create", "token", "bot", "-n", "team", "--bound-object-kind", "Secret", "--bound-object-name"];
+        let bound = k.ok(&[&bound[..], &["anchor"]].concat()).stdout.trim().to_string();
+        bot.ok(&["--token", &bound, "get", "configmaps", "-n", "team"]);
+        k.ok(&["delete", "secret", "anchor", "-n", "team"]);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let run = bot.run(&["--token", &bound, "get", "configmaps", "-n", "team"]);
+            if run.stderr.contains("You must be logged in to the server") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{}: the token outlived its Secret: {run:?}", k.name());
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 }

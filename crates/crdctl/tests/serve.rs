@@ -194,6 +194,22 @@ impl Kubectl {
         }
     }
 
+    /// The same kubectl with the kubeconfig's credentials left out, to run with `--token`
+    /// (given `--token`, kubectl would send the client certificate too, and the server believes
+    /// the certificate first, as kube-apiserver's x509 authenticator comes before the token ones).
+    pub fn without_credentials(&self) -> Kubectl {
+        let kubeconfig = std::fs::read_to_string(&self.kubeconfig).unwrap();
+        let credential = |line: &&str| {
+            let line = line.trim_start();
+            ["client-certificate-data:", "client-key-data:", "token:"].iter().any(|field| line.starts_with(field))
+        };
+        let lines: Vec<&str> = kubeconfig.lines().filter(|line| !credential(line)).collect();
+        let cache = tempfile::tempdir().unwrap();
+        let path = cache.path().join("kubeconfig");
+        std::fs::write(&path, lines.join("\n").replace("  user:\n", "  user: {}\n")).unwrap();
+        Kubectl { binary: self.binary.clone(), minor: self.minor, kubeconfig: path, cache }
+    }
+
     /// What `kubectl delete` prints for a namespaced object: from 1.34 on it names the namespace.
     pub fn deleted(&self, object: &str, namespace: &str) -> String {
         if self.minor >= 34 {
@@ -1002,12 +1018,13 @@ fn tls_token_kubeconfig_and_plain_kubernetes_mode() {
     assert!(first.contains("listening on https://127.0.0.1:") && first.ends_with("(in memory)"), "{first}");
     let k = Kubectl::new("1.33", &served);
     assert!(k.ok(&["get", "namespaces"]).stdout.contains("default"));
+    // The kubeconfig's client certificate is the administrator's; the token file's token is too.
+    let whoami = k.ok(&["auth", "whoami", "-o", "json"]).stdout;
+    assert!(whoami.contains(r#""username": "kubernetes-admin""#) && whoami.contains("system:masters"), "{whoami}");
+    let by_token = k.without_credentials().ok(&["--token", "s3cret", "auth", "whoami", "-o", "json"]).stdout;
+    assert!(by_token.contains(r#""username": "system:admin""#), "{by_token}");
     // A wrong token is refused (401).
-    let wrong = std::fs::read_to_string(&served.kubeconfig).unwrap().replace("token: s3cret", "token: wrong");
-    let wrong_path = served.data().dir.path().join("wrong-token");
-    std::fs::write(&wrong_path, wrong).unwrap();
-    let wrong = Kubectl::with_kubeconfig("1.33", wrong_path);
-    let refused = wrong.run(&["get", "namespaces"]);
+    let refused = k.without_credentials().run(&["--token", "wrong", "get", "namespaces"]);
     assert!(refused.stderr.contains("You must be logged in to the server"), "{refused:?}");
     // --crd-upgrade-safety None: a type change OLM refuses is accepted, as by plain Kubernetes.
     k.apply(&example("3-v1-storage.yaml"));

@@ -17,6 +17,8 @@ use kube::api::{
 use serde_json::json;
 
 const CRD_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/crd.yaml");
+const RBAC_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/rbac.yaml");
+const SERVICE_ACCOUNT: &str = "system:serviceaccount:default:crontab-controller";
 const CRD: &str = "crontabs.stable.example.com";
 
 /// Polls `check` until it returns `Some`, for up to ten seconds.
@@ -192,6 +194,89 @@ async fn reconciles_through_a_storage_version_upgrade() {
         events.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|e| e.reason).collect();
     assert!(reasons.contains(&"Deleted".to_string()), "{reasons:?}");
 
+    controller.stop().await;
+}
+
+/// Creates every object of a manifest file (ServiceAccounts and RBAC objects) as `client`.
+async fn create_all(client: &kube::Client, file: &str) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).unwrap();
+    for document in documents {
+        let (group, version) = match document["apiVersion"].as_str().unwrap().split_once('/') {
+            Some((group, version)) => (group.to_string(), version.to_string()),
+            None => (String::new(), "v1".to_string()),
+        };
+        let kind = document["kind"].as_str().unwrap();
+        let gvk = GroupVersionKind::gvk(&group, &version, kind);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()));
+        let api: Api<DynamicObject> = match document["metadata"]["namespace"].as_str() {
+            Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        api.create(&PostParams::default(), &serde_json::from_value(document).unwrap()).await.unwrap();
+    }
+}
+
+/// Under RBAC, the controller runs as its ServiceAccount with only the rules `rbac.yaml` ships:
+/// it reconciles, elects, records and finalises with them (a missing rule stops it, and the
+/// test with it), is refused what they do not grant, and the aggregated roles give CronTabs to
+/// whoever may edit a namespace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_as_its_service_account_with_the_rbac_it_ships() {
+    let server = TestServer::builder()
+        .crd_files([CRD_FILE])
+        .authorization(crdctl_server::auth::Mode::Rbac)
+        .start()
+        .await
+        .unwrap();
+    let admin = server.client();
+    create_all(&admin, RBAC_FILE).await;
+    let account = server.client_as(SERVICE_ACCOUNT, &[]);
+    let controller = Replica::start(&account, "replica-a", 15);
+
+    // A developer bound to `edit` in the namespace may write CronTabs: the shipped role is
+    // aggregated into it.
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "jane-edits"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "jane"}]});
+    let gvk = GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", "RoleBinding");
+    let bindings: Api<DynamicObject> =
+        Api::default_namespaced_with(admin.clone(), &ApiResource::from_gvk_with_plural(&gvk, "rolebindings"));
+    bindings.create(&PostParams::default(), &serde_json::from_value(binding).unwrap()).await.unwrap();
+    let jane = server.client_as("jane", &["dev"]);
+    let jane_crontabs: Api<CronTab> = Api::default_namespaced(jane.clone());
+    eventually("edit to hold the aggregated CronTab rules", || async {
+        jane_crontabs.list(&ListParams::default()).await.ok()
+    })
+    .await;
+    create_v1beta1(&jane, "nightly").await;
+
+    let crontabs: Api<CronTab> = Api::default_namespaced(admin.clone());
+    let nightly = ready(&crontabs, "nightly").await;
+    assert!(nightly.finalizers().iter().any(|f| f == FINALIZER));
+    schedule(&admin, "nightly", "*/5 * * * *").await;
+    let lease = Api::<Lease>::default_namespaced(admin.clone()).get(CONTROLLER).await.unwrap();
+    assert_eq!(lease.spec.unwrap().holder_identity.as_deref(), Some("replica-a"));
+    let events: Api<Event> = Api::default_namespaced(admin.clone());
+    let reasons: Vec<String> =
+        events.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|e| e.reason).collect();
+    assert!(reasons.contains(&"Reconciled".to_string()), "{reasons:?}");
+
+    // What the rules do not grant, the server refuses the account, in upstream's words.
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::default_namespaced(account.clone());
+    let refused = secrets.list(&ListParams::default()).await.unwrap_err();
+    let kube::Error::Api(status) = refused else { panic!("{refused}") };
+    assert_eq!(status.code, 403);
+    assert_eq!(
+        status.message,
+        r#"secrets is forbidden: User "system:serviceaccount:default:crontab-controller" cannot list resource "secrets" in API group "" in the namespace "default""#
+    );
+
+    // Deleting: the controller removes its finalizer with the rights it has.
+    jane_crontabs.delete("nightly", &DeleteParams::default()).await.unwrap();
+    eventually("nightly to be gone", || async { crontabs.get_opt("nightly").await.ok()?.is_none().then_some(()) })
+        .await;
     controller.stop().await;
 }
 

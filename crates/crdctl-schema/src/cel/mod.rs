@@ -15,13 +15,14 @@
 //! cel-go's runtime cost tracking. Rules that pass the estimate run to completion; there is no
 //! per-call or per-request runtime budget.
 
-mod authorizer;
+pub mod authorizer;
 pub mod checker;
 pub mod decl;
 mod library;
 pub mod source;
 mod types;
 
+pub use self::authorizer::Requester;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -207,7 +208,6 @@ thread_local! {
     static ADMISSION_LIBRARIES: Context<'static> = {
         let mut context = libraries();
         authorizer::register(&mut context);
-        context.add_variable_from_value("authorizer", authorizer::variable());
         context
     };
     static PROGRAMS: std::cell::RefCell<HashMap<String, Arc<Admission>>> = std::cell::RefCell::default();
@@ -221,17 +221,27 @@ fn libraries() -> Context<'static> {
 }
 
 /// Evaluates `expression` — an admission `matchConditions` entry — with `variables` bound as
-/// untyped JSON: the boolean it yields, or why not.
-pub fn evaluate_condition(expression: &str, variables: &[(&str, &Value)]) -> Result<bool, String> {
-    with_admission_scope(variables, |scope| scope.check(expression))
+/// untyped JSON and the `authorizer` of `requester`: the boolean it yields, or why not.
+pub fn evaluate_condition(
+    expression: &str,
+    variables: &[(&str, &Value)],
+    requester: Option<&Requester>,
+) -> Result<bool, String> {
+    with_admission_scope(variables, requester, |scope| scope.check(expression))
 }
 
 /// Runs `body` with a scope for admission expressions (webhook `matchConditions`, policies):
 /// `variables` bound as untyped JSON (`object`, `oldObject`, `request`, `params`, …), the
-/// `authorizer`, and the same function libraries as the schema rules.
-pub fn with_admission_scope<R>(variables: &[(&str, &Value)], body: impl FnOnce(&mut AdmissionScope<'_>) -> R) -> R {
+/// `authorizer` deciding as `requester`'s does (every check allowed without one), and the same
+/// function libraries as the schema rules.
+pub fn with_admission_scope<R>(
+    variables: &[(&str, &Value)],
+    requester: Option<&Requester>,
+    body: impl FnOnce(&mut AdmissionScope<'_>) -> R,
+) -> R {
     ADMISSION_LIBRARIES.with(|libraries| {
         let mut context = libraries.new_inner_scope();
+        context.add_variable_from_value("authorizer", authorizer::variable(requester));
         for (name, value) in variables {
             context.add_variable_from_value(*name, untyped(value));
         }
@@ -776,7 +786,7 @@ mod admission_scope_tests {
     fn admission_expressions_see_untyped_json_and_variables() {
         let object = json!({"spec": {"replicas": 4}, "metadata": {"labels": {"example.com/tier": "web"}}});
         let params = json!({"data": {"maxReplicas": "3"}});
-        with_admission_scope(&[("object", &object), ("params", &params)], |scope| {
+        with_admission_scope(&[("object", &object), ("params", &params)], None, |scope| {
             assert_eq!(scope.check("object.spec.replicas == 4"), Ok(true));
             assert_eq!(scope.check("object.metadata.labels['example.com/tier'] == 'web'"), Ok(true));
             scope.define("replicas", "has(object.spec.replicas) ? object.spec.replicas : 1").unwrap();

@@ -102,7 +102,7 @@ pub async fn matching<'w>(
         if !select(cx, request, (object, old), selectors, &mut namespace_labels).await? {
             continue;
         }
-        match conditions_hold(webhook, request, object, old) {
+        match conditions_hold(cx, webhook, request, object, old) {
             Ok(true) => matched.push(Matched { at, webhook, version }),
             Ok(false) => {}
             Err(_) if webhook.ignores_failures() => {}
@@ -196,6 +196,7 @@ async fn labels_of_namespace(
 
 /// Whether every match condition holds; an error says which one could not be evaluated.
 fn conditions_hold(
+    cx: Context<'_>,
     webhook: &Webhook,
     request: &Request<'_>,
     object: Option<&Value>,
@@ -208,8 +209,9 @@ fn conditions_hold(
     let request_value = request_variable(request);
     let variables =
         [("object", object.unwrap_or(&null)), ("oldObject", old.unwrap_or(&null)), ("request", &request_value)];
+    let requester = request.requester(cx.authorizer);
     for condition in &webhook.match_conditions {
-        let holds = crdctl_schema::cel::evaluate_condition(&condition.expression, &variables)
+        let holds = crdctl_schema::cel::evaluate_condition(&condition.expression, &variables, Some(&requester))
             .map_err(|err| format!("failed to evaluate match condition {:?}: {err}", condition.name))?;
         if !holds {
             return Ok(false);

@@ -60,6 +60,8 @@ pub struct Context<'a> {
     pub metrics: &'a Metrics,
     /// Who asks (a review's `userInfo`).
     pub user: &'a crate::auth::User,
+    /// Decides the checks of CEL's `authorizer`.
+    pub authorizer: &'a crate::auth::Authorizer,
 }
 
 /// The group of the admission configurations, which no webhook sees (as upstream: a webhook
@@ -130,6 +132,22 @@ pub struct Request<'a> {
 impl Request<'_> {
     fn subject(&self) -> Subject<'_> {
         Subject { group: self.group, resource: self.resource, name: self.name }
+    }
+
+    /// The `authorizer` of the request's CEL expressions: `authorizer` deciding for its user,
+    /// `requestResource` the request's own.
+    fn requester(&self, authorizer: &crate::auth::Authorizer) -> crdctl_schema::cel::Requester {
+        use crdctl_schema::cel::authorizer::Check;
+        let request = Check {
+            group: self.group.to_string(),
+            resource: self.resource.to_string(),
+            subresource: self.subresource.to_string(),
+            namespace: self.namespace.unwrap_or_default().to_string(),
+            name: self.name.to_string(),
+            ..Check::default()
+        };
+        let deciding = crate::auth::ForUser { authorizer: authorizer.clone(), user: self.user.clone() };
+        crdctl_schema::cel::Requester { authorizer: std::sync::Arc::new(deciding), request }
     }
 
     /// The operation's options object, as upstream sends it.

@@ -8,8 +8,8 @@
 //! (`paramKind`, the binding's `paramRef`: a name or a selector, `parameterNotFoundAction`) are
 //! read from the store; the policy is evaluated once per parameter object. `variables` are
 //! evaluated in order and read as `variables.<name>`; each `validations` expression sees
-//! `object`, `oldObject`, `request`, `params`, `namespaceObject`, the `authorizer` (every check
-//! allowed) and the variables; only those the expressions read are bound. A failed validation is
+//! `object`, `oldObject`, `request`, `params`, `namespaceObject`, the `authorizer` (the
+//! server's authorizer, deciding for the requesting user) and the variables; only those the expressions read are bound. A failed validation is
 //! acted on as the binding's `validationActions` say: `Deny` refuses the write
 //! (`ValidatingAdmissionPolicy 'p' with binding 'b' denied request: …`, 422 `Invalid` unless the
 //! validation names another reason), `Warn` adds a `Warning`, `Audit` adds the failure to the
@@ -262,29 +262,31 @@ pub async fn validate(
         ("namespaceObject", namespace_object.as_ref()),
     ];
     let shared: Vec<(&str, &Value)> = bound.into_iter().filter_map(|(name, value)| Some((name, value?))).collect();
-    let evaluated: Vec<(&Policy, &Binding, Evaluated)> = crdctl_schema::cel::with_admission_scope(&shared, |scope| {
-        applying
-            .into_iter()
-            .map(|(policy, binding, parameters)| {
-                let evaluated = match parameters {
-                    // Nothing to bind of its own: evaluated in the shared scope.
-                    Parameters::Objects(params) if params == [None] && policy.spec.variables.is_empty() => {
-                        evaluate(scope, policy)
-                    }
-                    Parameters::Objects(params) => {
-                        let mut all = Evaluated::default();
-                        for param in &params {
-                            let param = ("params", param.as_ref().unwrap_or(&null));
-                            all.extend(scope.inner(&[param], |scope| evaluate(scope, policy)));
+    let requester = request.requester(cx.authorizer);
+    let evaluated: Vec<(&Policy, &Binding, Evaluated)> =
+        crdctl_schema::cel::with_admission_scope(&shared, Some(&requester), |scope| {
+            applying
+                .into_iter()
+                .map(|(policy, binding, parameters)| {
+                    let evaluated = match parameters {
+                        // Nothing to bind of its own: evaluated in the shared scope.
+                        Parameters::Objects(params) if params == [None] && policy.spec.variables.is_empty() => {
+                            evaluate(scope, policy)
                         }
-                        all
-                    }
-                    Parameters::Fail(failures) => Evaluated { failures, ..Evaluated::default() },
-                };
-                (policy, binding, evaluated)
-            })
-            .collect()
-    });
+                        Parameters::Objects(params) => {
+                            let mut all = Evaluated::default();
+                            for param in &params {
+                                let param = ("params", param.as_ref().unwrap_or(&null));
+                                all.extend(scope.inner(&[param], |scope| evaluate(scope, policy)));
+                            }
+                            all
+                        }
+                        Parameters::Fail(failures) => Evaluated { failures, ..Evaluated::default() },
+                    };
+                    (policy, binding, evaluated)
+                })
+                .collect()
+        });
     enforce(cx, request, evaluated)
 }
 

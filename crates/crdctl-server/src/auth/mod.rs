@@ -1,13 +1,15 @@
 //! Who is asking, and whether they may: kube-apiserver's authentication and authorization
 //! filters, in front of every route.
 //!
-//! [`Authenticator`] finds the user a request's bearer token names, as upstream's union of
-//! authenticators: the server's own token (its administrator, in `system:masters`), the static
-//! token file (`--token-auth-file`, upstream's CSV), and ServiceAccount tokens this server signed
-//! (while the account exists with the uid the token names). A request with no credentials is
-//! `system:anonymous` when anonymous requests are enabled, and refused when they are not; a
-//! server that authenticates nobody (no token, no token file: loopback only) treats it as its
-//! administrator, as it always has. [`impersonate`] then applies the `Impersonate-*` headers,
+//! [`Authenticator`] finds the user a request's credentials name, as upstream's union of
+//! authenticators: a client certificate that TLS verified against a client CA ([`x509`]), then
+//! the bearer token: the server's own (its administrator, in `system:masters`), the static
+//! token file (`--token-auth-file`, upstream's CSV), and ServiceAccount tokens this server
+//! signed ([`token`]; while the account, and the object the token is bound to, exist with the
+//! uids the token names). A request with no credentials is `system:anonymous` when anonymous
+//! requests are enabled, and refused when they are not; a server that authenticates nobody (no
+//! token, no token file, no client CA: loopback only) treats it as its administrator, as it
+//! always has. [`impersonate`] then applies the `Impersonate-*` headers,
 //! each checked against the `impersonate` verb.
 //!
 //! [`Authorizer`] decides on the request's [`Attributes`]: `AlwaysAllow`, or `RBAC` over the
@@ -21,6 +23,7 @@ pub mod policy;
 pub mod rbac;
 pub mod token;
 pub mod token_file;
+pub mod x509;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
@@ -29,11 +32,11 @@ use axum::http::{HeaderMap, header};
 use serde_json::{Value, json};
 
 pub use self::attributes::Attributes;
-use self::token::TokenSigner;
+use self::token::{TokenError, TokenSigner};
 use crate::error::{ApiError, ApiResult};
 
 /// The group whose members may do anything, whatever RBAC says.
-const MASTERS: &str = "system:masters";
+pub const MASTERS: &str = "system:masters";
 const AUTHENTICATED: &str = "system:authenticated";
 
 /// An authenticated user, as upstream's `user.Info`.
@@ -132,13 +135,9 @@ pub enum Mode {
     Rbac,
 }
 
-/// The ServiceAccounts that exist: store key → uid.
-pub type Accounts = Arc<RwLock<HashMap<String, String>>>;
-
-/// Where a ServiceAccount is stored.
-fn account_key(namespace: &str, name: &str) -> String {
-    format!("/registry/serviceaccounts/{namespace}/{name}")
-}
+/// The objects tokens hold on to that exist (ServiceAccounts, and the Pods, Secrets and Nodes
+/// tokens can be bound to): store key → uid.
+pub type Holders = Arc<RwLock<HashMap<String, String>>>;
 
 /// Finds the user a request's credentials name.
 pub struct Authenticator {
@@ -147,9 +146,11 @@ pub struct Authenticator {
     server_token: Option<String>,
     static_tokens: HashMap<String, User>,
     anonymous: bool,
-    /// The ServiceAccounts that exist (their store key → uid), kept from the store's feed and
-    /// from each account a token is issued for, so a token dies with its account.
-    accounts: Accounts,
+    /// Whether a client CA was given, so clients are expected to authenticate.
+    client_ca: bool,
+    /// The objects tokens hold on to, kept from the store's feed and from each object a token
+    /// is issued for, so a token dies with its account or bound object.
+    holders: Holders,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -160,87 +161,114 @@ impl std::fmt::Debug for Authenticator {
 }
 
 impl Authenticator {
-    /// An authenticator for the server's token, a token file's users, and anonymous requests.
+    /// An authenticator for the server's token, a token file's users, anonymous requests, and
+    /// whether a client CA was given.
     pub fn new(
         signer: TokenSigner,
         server_token: Option<String>,
         token_file: Option<&std::path::Path>,
         anonymous: bool,
+        client_ca: bool,
     ) -> Result<Authenticator, String> {
         let static_tokens = match token_file {
             Some(path) => token_file::read(path)?,
             None => HashMap::new(),
         };
-        Ok(Authenticator { signer, server_token, static_tokens, anonymous, accounts: Arc::default() })
+        Ok(Authenticator { signer, server_token, static_tokens, anonymous, client_ca, holders: Arc::default() })
     }
 
     fn authenticates_anyone(&self) -> bool {
-        self.server_token.is_some() || !self.static_tokens.is_empty()
+        self.server_token.is_some() || !self.static_tokens.is_empty() || self.client_ca
     }
 
-    /// The user a bearer token names, if any.
-    pub fn token_user(&self, token: &str) -> Option<User> {
+    /// The user a bearer token names, as the API server authenticates it (for its own
+    /// audience, the issuer).
+    pub fn token_user(&self, token: &str) -> Result<User, TokenError> {
+        self.review_token(token, &[]).map(|(user, _)| user)
+    }
+
+    /// The user a token names and the audiences it is good for, among `audiences` (the API
+    /// server's own when empty), as a TokenReview answers.
+    pub fn review_token(&self, token: &str, audiences: &[String]) -> Result<(User, Vec<String>), TokenError> {
         if self.server_token.as_deref() == Some(token) {
-            return Some(User::administrator());
+            return Ok((User::administrator(), audiences.to_vec()));
         }
         if let Some(user) = self.static_tokens.get(token) {
-            return Some(user.clone());
+            return Ok((user.clone(), audiences.to_vec()));
         }
-        let account = self::token::account(&self.signer, token)?;
-        let accounts = self.accounts.read().unwrap_or_else(|p| p.into_inner());
-        let exists = accounts.get(&account_key(&account.namespace, &account.name)) == Some(&account.uid);
-        exists.then(|| User::service_account(&account.namespace, &account.name, &account.uid))
+        let own = [token::ISSUER.to_string()];
+        let wanted = if audiences.is_empty() { &own[..] } else { audiences };
+        let account = token::account(&self.signer, token, wanted)?;
+        let holders = self.holders.read().unwrap_or_else(|p| p.into_inner());
+        for holder in account.holders() {
+            holder.check(holders.get(&holder.key).map(String::as_str))?;
+        }
+        let good_for = account.audiences.iter().filter(|audience| wanted.contains(audience)).cloned().collect();
+        Ok((User::service_account(&account.namespace, &account.name, &account.uid), good_for))
     }
 
-    /// Records that a ServiceAccount exists (a token was just issued for it).
-    pub fn saw_account(&self, namespace: &str, name: &str, uid: &str) {
-        let mut accounts = self.accounts.write().unwrap_or_else(|p| p.into_inner());
-        accounts.insert(account_key(namespace, name), uid.to_string());
+    /// Records that an object a token holds on to exists (a token was just issued for it).
+    pub fn saw(&self, key: String, uid: &str) {
+        let mut holders = self.holders.write().unwrap_or_else(|p| p.into_inner());
+        holders.insert(key, uid.to_string());
     }
 
-    /// Who a request is, from its `Authorization` header.
-    pub fn authenticate(&self, headers: &HeaderMap) -> ApiResult<User> {
+    /// Who a request is: the client certificate TLS verified (its DER), else the
+    /// `Authorization` header.
+    pub fn authenticate(&self, certificate: Option<&[u8]>, headers: &HeaderMap) -> ApiResult<User> {
+        if let Some(user) = certificate.and_then(x509::user) {
+            return Ok(user);
+        }
         let bearer = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim);
         match bearer {
-            Some(token) => self.token_user(token).ok_or_else(ApiError::unauthorized),
+            Some(token) => self.token_user(token).map_err(|_| ApiError::unauthorized()),
             None if !self.authenticates_anyone() => Ok(User::administrator()),
             None if self.anonymous => Ok(User::anonymous()),
             None => Err(ApiError::unauthorized()),
         }
     }
 
-    /// Keeps the ServiceAccounts current with the store until dropped.
-    pub async fn follow_accounts(store: Arc<dyn crdctl_storage::Store>, accounts: Accounts) {
-        let mut listed = std::collections::HashSet::new();
-        crate::informer::follow::<Value>(&*store, "/registry/serviceaccounts/", |change| {
-            use crate::informer::Change;
-            let mut accounts = accounts.write().unwrap_or_else(|p| p.into_inner());
-            match change {
-                Change::Listing => listed.clear(),
-                Change::Put { key, object, .. } => {
-                    let uid = crate::object::meta_str(&object, "uid").unwrap_or_default().to_string();
-                    listed.insert(key.clone());
-                    accounts.insert(key, uid);
-                }
-                Change::Delete { key, .. } => drop(accounts.remove(&key)),
-                Change::Synced => accounts.retain(|key, _| listed.contains(key)),
-            }
-        })
-        .await
+    /// Keeps the objects tokens hold on to current with the store until dropped.
+    pub async fn follow_holders(store: Arc<dyn crdctl_storage::Store>, holders: Holders) {
+        let prefixes = std::iter::once("/registry/serviceaccounts/").chain(token::BINDABLE.iter().map(|b| b.prefix));
+        let follows = prefixes.map(|prefix| {
+            let (store, holders) = (Arc::clone(&store), Arc::clone(&holders));
+            async move { follow_uids(&*store, prefix, &holders).await }
+        });
+        futures_util::future::join_all(follows).await;
     }
 
-    /// The accounts [`Authenticator::follow_accounts`] keeps.
-    pub fn accounts(&self) -> Accounts {
-        Arc::clone(&self.accounts)
+    /// The holders [`Authenticator::follow_holders`] keeps.
+    pub fn holders(&self) -> Holders {
+        Arc::clone(&self.holders)
     }
 }
 
-/// Decides whether a request is allowed.
-#[derive(Debug, Default)]
+/// Keeps the uid of every object under `prefix` in `holders`.
+async fn follow_uids(store: &dyn crdctl_storage::Store, prefix: &str, holders: &Holders) {
+    let mut listed = std::collections::HashSet::new();
+    crate::informer::follow::<token::Uid>(store, prefix, |change| {
+        use crate::informer::Change;
+        let mut holders = holders.write().unwrap_or_else(|p| p.into_inner());
+        match change {
+            Change::Listing => listed.clear(),
+            Change::Put { key, object, .. } => {
+                listed.insert(key.clone());
+                holders.insert(key, object.0);
+            }
+            Change::Delete { key, .. } => drop(holders.remove(&key)),
+            Change::Synced => holders.retain(|key, _| !key.starts_with(prefix) || listed.contains(key)),
+        }
+    })
+    .await
+}
+
+/// Decides whether a request is allowed (a clone decides on the same policy).
+#[derive(Debug, Default, Clone)]
 pub struct Authorizer {
     mode: Mode,
     /// The roles and bindings, for `RBAC`.
@@ -314,6 +342,40 @@ impl Authorizer {
     }
 }
 
+/// The authorizer deciding for one user: what CEL's `authorizer` asks in admission
+/// (`authorizer.serviceAccount(...)` asks about that account instead).
+#[derive(Debug)]
+pub struct ForUser {
+    /// The authorizer.
+    pub authorizer: Authorizer,
+    /// The requesting user.
+    pub user: User,
+}
+
+impl crdctl_schema::cel::authorizer::Authorize for ForUser {
+    fn authorize(&self, check: &crdctl_schema::cel::authorizer::Check) -> crdctl_schema::cel::authorizer::Decision {
+        let user = match &check.service_account {
+            Some((namespace, name)) => User::service_account(namespace, name, ""),
+            None => self.user.clone(),
+        };
+        let resource = check.path.is_none().then(|| attributes::Resource {
+            group: check.group.clone(),
+            resource: check.resource.clone(),
+            subresource: Some(check.subresource.clone()).filter(|s| !s.is_empty()),
+            namespace: check.namespace.clone(),
+            name: check.name.clone(),
+            ..attributes::Resource::default()
+        });
+        let path = check.path.clone().unwrap_or_default();
+        let decision = self.authorizer.decide(&Attributes { user, verb: check.verb.clone(), path, resource });
+        crdctl_schema::cel::authorizer::Decision {
+            allowed: decision.allowed,
+            reason: decision.reason,
+            error: String::new(),
+        }
+    }
+}
+
 /// The `Impersonate-*` headers' user, each part allowed by the `impersonate` verb for the
 /// requester, as upstream's impersonation filter; `user` when there are none.
 pub fn impersonate(authorizer: &Authorizer, user: User, headers: &HeaderMap) -> ApiResult<User> {
@@ -382,4 +444,43 @@ pub fn impersonate(authorizer: &Authorizer, user: User, headers: &HeaderMap) -> 
     impersonated.uid = uid.unwrap_or_default();
     impersonated.extra = extra;
     Ok(impersonated)
+}
+
+/// A key the server keeps in the store as the Secret `kube-system/<name>`, so every replica
+/// and restart uses the same: `fresh` (the key, and its Secret's `data`) is stored when there
+/// is none, and replaces what is there when `read` cannot use it (emptied, broken, or an older
+/// server's); otherwise the stored key is read.
+pub async fn kept_secret<T>(
+    store: &dyn crdctl_storage::Store,
+    name: &str,
+    fresh: (T, Value),
+    read: impl Fn(&Value) -> Option<T>,
+) -> Result<T, String> {
+    use crdctl_storage::StoreError;
+    let (made, data) = fresh;
+    let key = format!("/registry/secrets/kube-system/{name}");
+    let mut secret =
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {"name": name}, "data": data});
+    crate::object::prepare_create(&mut secret, Some("kube-system"));
+    loop {
+        match store.create(&key, crate::object::to_stored(&secret)).await {
+            Ok(_) => return Ok(made),
+            Err(StoreError::AlreadyExists { .. }) => {}
+            Err(err) => return Err(err.to_string()),
+        }
+        // Deleted since: create it again.
+        let Some(stored) = store.get(&key).await.map_err(|err| err.to_string())? else { continue };
+        let kept = serde_json::from_slice::<Value>(&stored.value).ok();
+        if let Some(kept) = kept.as_ref().and_then(|secret| read(secret.get("data")?)) {
+            return Ok(kept);
+        }
+        // Tokens or certificates the unreadable key signed stop working, as when a cluster's
+        // key is rotated.
+        tracing::warn!(secret = %key, "the stored key cannot be read; replacing it");
+        match store.update(&key, crate::object::to_stored(&secret), stored.mod_revision).await {
+            Ok(_) => return Ok(made),
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(err) => return Err(err.to_string()),
+        }
+    }
 }

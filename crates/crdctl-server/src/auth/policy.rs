@@ -77,7 +77,7 @@ mod tests {
     use super::*;
 
     fn policy() -> Policy {
-        assert_eq!(objects().len(), 17, "12 ClusterRoles and 5 bindings");
+        assert_eq!(objects().len(), 19, "13 ClusterRoles and 6 bindings");
         objects().into_iter().fold(Policy::default(), |policy, object| {
             let plural = if object["kind"] == "ClusterRole" { "clusterroles" } else { "clusterrolebindings" };
             let key = format!("/registry/{plural}/{}", object["metadata"]["name"].as_str().unwrap());

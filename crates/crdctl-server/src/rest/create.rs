@@ -153,13 +153,30 @@ fn being_deleted(entry: &Entry) -> ApiResult<bool> {
     Ok(object.metadata.deletion_timestamp.is_some())
 }
 
-/// POST `serviceaccounts/<name>/token`: a signed token for the account, in the `TokenRequest`.
+/// POST `serviceaccounts/<name>/token`: a signed token for the account, in the `TokenRequest`,
+/// bound to the object the request names, if any.
 pub async fn request_token(cx: Context<'_>, endpoint: &Endpoint, name: &str, request: Value) -> ApiResult<Reply> {
     let entry = cx.store.get(&endpoint.key(name)).await.map_err(store_error(endpoint, name))?;
     let account = decode_entry(&entry.ok_or_else(|| ApiError::not_found(endpoint.subject(name)))?)?;
+    let namespace = crate::object::meta_str(&account, "namespace").unwrap_or_default();
+    let bound = match crate::registry::token::bound_ref(&request)? {
+        Some((bindable, object_name)) => {
+            let key = bindable.key(namespace, &object_name);
+            let subject = Subject { group: "", resource: bindable.resource, name: &object_name };
+            let entry = cx.store.get(&key).await.map_err(|err| ApiError::from_store(err, subject))?;
+            let object = decode_entry(&entry.ok_or_else(|| ApiError::not_found(subject))?)?;
+            crate::registry::token::check_bound(&request, bindable, &object, name)?;
+            Some((bindable, key, object))
+        }
+        None => None,
+    };
     let authenticator = cx.resources.authenticator;
-    let answered = crate::registry::token::request(&authenticator.signer, &account, request)?;
-    let meta = |field| crate::object::meta_str(&account, field).unwrap_or_default();
-    authenticator.saw_account(meta("namespace"), meta("name"), meta("uid"));
+    let bound_object = bound.as_ref().map(|(bindable, _, object)| (*bindable, object));
+    let answered = crate::registry::token::request(&authenticator.signer, &account, bound_object, request)?;
+    // The token works at once, before the change feed brings these objects.
+    authenticator.saw(endpoint.key(name), crate::object::meta_str(&account, "uid").unwrap_or_default());
+    if let Some((_, key, object)) = &bound {
+        authenticator.saw(key.clone(), crate::object::meta_str(object, "uid").unwrap_or_default());
+    }
     Ok(Reply::of(StatusCode::CREATED, Body::Value(answered), Vec::new()))
 }

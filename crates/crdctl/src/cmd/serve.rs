@@ -37,6 +37,11 @@ pub struct Args {
     /// PEM private key for HTTPS.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// More CAs (PEM) whose client certificates authenticate: the subject's common name is the
+    /// user, its organizations the groups, as kube-apiserver's flag. The server's own client
+    /// CA (kept in the store; the kubeconfig's certificate is one of its) is always trusted.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    client_ca_file: Option<PathBuf>,
     /// File holding the bearer token every request must carry.
     #[arg(long)]
     token_file: Option<PathBuf>,
@@ -158,6 +163,7 @@ async fn serve(args: Args) -> anyhow::Result<Outcome> {
         controllers: args.controllers.clone(),
         token_auth_file: args.token_auth_file.clone(),
         anonymous_auth: args.anonymous_auth,
+        client_ca_file: args.client_ca_file.clone(),
         authorization: match args.authorization_mode {
             AuthorizationArg::AlwaysAllow => crdctl_server::auth::Mode::AlwaysAllow,
             AuthorizationArg::Rbac => crdctl_server::auth::Mode::Rbac,

@@ -62,13 +62,20 @@ pub fn whoami(_: &Value, context: Context<'_>) -> Value {
     json!({"userInfo": context.user.info()})
 }
 
-/// A `TokenReview`'s: the user the token names, as a bearer token would be authenticated.
+/// A `TokenReview`'s: the user the token names, as a bearer token would be authenticated, for
+/// the audiences the review asks about (the server's own when it names none).
 pub fn token_review(review: &Value, context: Context<'_>) -> Value {
     let token = review.pointer("/spec/token").and_then(Value::as_str).unwrap_or_default();
-    match context.authenticator.token_user(token) {
-        Some(user) => {
-            json!({"authenticated": true, "user": user.info(), "audiences": review.pointer("/spec/audiences")})
-        }
-        None => json!({"authenticated": false, "error": "invalid bearer token"}),
+    let audiences: Vec<String> = review
+        .pointer("/spec/audiences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    match context.authenticator.review_token(token, &audiences) {
+        Ok((user, audiences)) => json!({"authenticated": true, "user": user.info(), "audiences": audiences}),
+        Err(err) => json!({"authenticated": false, "error": err.to_string()}),
     }
 }
