@@ -173,10 +173,12 @@ pub fn only_garbage_collection_changes(new: &Value, old: &Value) -> bool {
 
 /// The object's finalizers.
 pub fn finalizers(object: &Value) -> Vec<String> {
-    meta_field(object, "finalizers")
-        .and_then(Value::as_array)
-        .map(|f| f.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default()
+    strings(meta_field(object, "finalizers"))
+}
+
+/// The strings of a list of strings (none when `value` is absent or no list).
+pub fn strings(value: Option<&Value>) -> Vec<String> {
+    value.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()
 }
 
 /// Whether two objects differ outside `metadata` (and `status`, when it is a subresource):

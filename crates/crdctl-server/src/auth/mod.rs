@@ -101,15 +101,7 @@ impl User {
 
     /// A user as a review's `spec` names one (`user`, `groups`, `uid`, `extra`).
     pub fn from_spec(spec: &Value) -> User {
-        let strings = |value: Option<&Value>| -> Vec<String> {
-            value
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        };
+        let strings = crate::object::strings;
         let extra = spec.get("extra").and_then(Value::as_object).into_iter().flatten();
         User {
             name: spec.get("user").and_then(Value::as_str).unwrap_or_default().to_string(),

@@ -44,12 +44,19 @@ impl std::fmt::Debug for ClientCa {
 }
 
 /// A certificate and its key, PEM.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Issued {
     /// The certificate.
     pub cert_pem: String,
     /// Its private key.
     pub key_pem: String,
+}
+
+impl std::fmt::Debug for Issued {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.debug_struct("Issued").field("cert_pem", &self.cert_pem).finish_non_exhaustive()
+    }
 }
 
 const CERT_FIELD: &str = "tls.crt";

@@ -115,14 +115,7 @@ fn set_conditions(object: &mut Value, others: &Registry) {
             } else if accepted.list_kind == text(&names, "listKind") {
                 Some(("ListKindConflict", format!("{:?} is already in use", accepted.list_kind)))
             } else {
-                let short: Vec<String> = names
-                    .get("shortNames")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect();
+                let short = crate::object::strings(names.get("shortNames"));
                 short
                     .iter()
                     .find(|s| accepted.short_names.contains(s) || accepted.plural == **s)

@@ -66,14 +66,7 @@ pub fn whoami(_: &Value, context: Context<'_>) -> Value {
 /// the audiences the review asks about (the server's own when it names none).
 pub fn token_review(review: &Value, context: Context<'_>) -> Value {
     let token = review.pointer("/spec/token").and_then(Value::as_str).unwrap_or_default();
-    let audiences: Vec<String> = review
-        .pointer("/spec/audiences")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect();
+    let audiences = crate::object::strings(review.pointer("/spec/audiences"));
     match context.authenticator.review_token(token, &audiences) {
         Ok((user, audiences)) => json!({"authenticated": true, "user": user.info(), "audiences": audiences}),
         Err(err) => json!({"authenticated": false, "error": err.to_string()}),
