@@ -133,10 +133,8 @@ async fn rbac_refuses_in_upstreams_words_until_a_binding_allows() {
 async fn a_service_account_token_is_that_account_until_the_account_goes() {
     let (server, _dir) = server(false).await;
     let admin = client(&server, Some(ADMIN_TOKEN), &[]);
-    let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot"}});
-    assert_eq!(post(&admin, "/api/v1/namespaces/default/serviceaccounts", account).await.0, 201);
-    let request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
-    let (code, answered) = post(&admin, "/api/v1/namespaces/default/serviceaccounts/bot/token", request).await;
+    create_bot(&admin).await;
+    let (code, answered) = token_for(&admin, "bot", json!({})).await;
     assert_eq!(code, 201, "{answered}");
     let token = answered["status"]["token"].as_str().unwrap().to_string();
     let bot = client(&server, Some(&token), &[]);
@@ -338,6 +336,12 @@ async fn the_bootstrap_policy_is_put_back_on_start_unless_its_owner_said_not_to(
     second.shutdown().await;
 }
 
+/// Creates the ServiceAccount `default/bot`.
+async fn create_bot(admin: &Http) {
+    let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot"}});
+    assert_eq!(post(admin, "/api/v1/namespaces/default/serviceaccounts", account).await.0, 201);
+}
+
 /// A TokenRequest for `account` in `default` with `spec`, answered.
 async fn token_for(admin: &Http, account: &str, spec: Value) -> (u16, Value) {
     let request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec});
@@ -356,8 +360,7 @@ async fn token_review(admin: &Http, token: &str, audiences: &[&str]) -> Value {
 async fn a_bound_token_verifies_from_the_published_keys_and_dies_with_its_object() {
     let (server, _dir) = server(false).await;
     let admin = client(&server, Some(ADMIN_TOKEN), &[]);
-    let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot"}});
-    assert_eq!(post(&admin, "/api/v1/namespaces/default/serviceaccounts", account).await.0, 201);
+    create_bot(&admin).await;
     let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "anchor"}});
     let (_, secret) = post(&admin, "/api/v1/namespaces/default/secrets", secret).await;
     let bound = json!({"apiVersion": "v1", "kind": "Secret", "name": "anchor", "uid": secret["metadata"]["uid"]});
