@@ -226,8 +226,7 @@ async fn dangling_owner_references_are_collected(backend: Backend) {
 }
 
 /// A reference to a namespaced owner in another namespace, and one from a cluster-scoped
-/// object to a namespaced kind, are reported as upstream reports them; the second object is
-/// never collected.
+/// object to a namespaced kind, are reported as upstream reports them and not acted on.
 async fn invalid_namespace_references_are_reported(backend: Backend) {
     let (server, _keep) = backend.start().await;
     let client = Client::of(&server);
@@ -269,10 +268,17 @@ async fn invalid_namespace_references_are_reported(backend: Backend) {
         event["message"],
         format!("ownerRef [v1/ConfigMap, namespace: , name: owner, uid: {uid}] does not exist in namespace \"\"")
     );
-    // As upstream: the namespaced dependent finds no owner in its namespace; the cluster-scoped
-    // one can never be resolved, so it stays.
-    client.gone(&format!("{CONFIGMAPS}/across")).await;
+    // Neither reference is acted on. A dependent of a missing owner, made after the Events, is
+    // collected: the collector has judged both by then.
+    let mut missing = owner.clone();
+    missing["metadata"]["uid"] = json!("11111111-1111-1111-1111-111111111111");
+    client.create(CONFIGMAPS, configmap("of-a-missing-owner", owned_by(&missing, false), &[])).await;
+    client.gone(&format!("{CONFIGMAPS}/of-a-missing-owner")).await;
+    assert!(client.get(&format!("{CONFIGMAPS}/across")).await.is_some());
     assert!(client.get(&format!("{CLUSTER_ROLES}/cluster-scoped")).await.is_some());
+    // With the owner deleted, the reference across namespaces is an ordinary dangling one.
+    client.delete("/api/v1/namespaces/elsewhere/configmaps/owner", None).await;
+    client.gone(&format!("{CONFIGMAPS}/across")).await;
 }
 
 /// `propagationPolicy` and `orphanDependents` are checked as upstream's `ValidateDeleteOptions`.

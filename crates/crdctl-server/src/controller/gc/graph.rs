@@ -95,10 +95,19 @@ pub struct Graph {
     by_key: HashMap<String, String>,
     /// Owners verified absent: (uid, the namespace they were looked up in).
     absent: HashSet<(String, Option<String>)>,
-    /// Owners absent where their dependents look that live in another namespace.
-    elsewhere: HashSet<String>,
+    /// Owners absent where their dependents look that live in another namespace, by uid.
+    elsewhere: HashMap<String, Elsewhere>,
     /// Which listing of the store this is: an observed node not seen since it began is gone.
     listing: u64,
+}
+
+/// An owner living in another namespace than the dependents that name it.
+#[derive(Debug)]
+struct Elsewhere {
+    /// Its store key, by which its deletion is known.
+    key: String,
+    /// The dependents its references hold.
+    dependents: HashSet<String>,
 }
 
 impl Graph {
@@ -112,14 +121,19 @@ impl Graph {
         self.absent.contains(&(uid.to_string(), namespace.map(str::to_string)))
     }
 
-    /// Whether the owner `uid` was found in another namespace than its dependents'.
-    pub fn is_elsewhere(&self, uid: &str) -> bool {
-        self.elsewhere.contains(uid)
+    /// Whether the owner `uid` was found in another namespace than `dependent`'s; if so, the
+    /// dependent is looked at again when that owner is deleted.
+    pub fn holds_elsewhere(&mut self, uid: &str, dependent: &str) -> bool {
+        let Some(owner) = self.elsewhere.get_mut(uid) else { return false };
+        owner.dependents.insert(dependent.to_string());
+        true
     }
 
-    /// Records that the owner `uid` lives in another namespace than its dependents'.
-    pub fn record_elsewhere(&mut self, uid: &str) {
-        self.elsewhere.insert(uid.to_string());
+    /// Records that the owner `uid`, stored under `key`, lives in another namespace than its
+    /// dependents'.
+    pub fn record_elsewhere(&mut self, uid: &str, key: &str) {
+        let owner = Elsewhere { key: key.to_string(), dependents: HashSet::new() };
+        self.elsewhere.entry(uid.to_string()).or_insert(owner);
     }
 
     /// Records that the owner `uid` is not in `namespace`.
@@ -208,10 +222,16 @@ impl Graph {
     /// The object under `key` was deleted (`uid`, when the feed said what it was: an owner only
     /// looked up so far is known by its uid alone).
     pub fn delete(&mut self, key: &str, uid: Option<&str>) -> Work {
-        match self.by_key.remove(key).or_else(|| uid.map(str::to_string)) {
+        let mut work = match self.by_key.remove(key).or_else(|| uid.map(str::to_string)) {
             Some(uid) => self.remove(&uid),
             None => Work::default(),
+        };
+        // The dependents it held from other namespaces now name an owner that is nowhere.
+        let elsewhere = self.elsewhere.iter().find(|(_, owner)| owner.key == key).map(|(uid, _)| uid.clone());
+        if let Some(owner) = elsewhere.and_then(|uid| self.elsewhere.remove(&uid)) {
+            work.delete.extend(owner.dependents);
         }
+        work
     }
 
     /// A virtual node's owner was verified absent from `namespace`: the node goes, and its

@@ -14,8 +14,10 @@
 //!
 //! A namespaced dependent whose owner is namespaced but lives in another namespace, and a
 //! cluster-scoped dependent naming a namespaced kind, get a `Warning` Event
-//! `OwnerRefInvalidNamespace`; as upstream, the first finds no owner in its own namespace (so
-//! that reference is dangling), and the second is never collected.
+//! `OwnerRefInvalidNamespace`, and such a reference is not acted on: it holds its dependent as
+//! a live owner would. (Upstream finds no owner in the dependent's namespace and collects it;
+//! the issue this follows asks that nothing be lost to a reference that is only misplaced.)
+//! Once the owner is deleted the reference is an ordinary dangling one.
 //!
 //! Every write goes through the verbs with the garbage collector's preconditions: deletions
 //! name the uid they judged, patches the `resourceVersion` they read.
@@ -210,10 +212,12 @@ impl Collector<'_> {
                     if !absent {
                         self.record_absent(&endpoint, &owner.uid, lookup_namespace).await?;
                     }
-                    if self.graph().is_elsewhere(&owner.uid) {
+                    if self.graph().holds_elsewhere(&owner.uid, &dependent.uid) {
                         self.report_invalid_namespace(client, dependent, owner).await;
+                        classified.solid.push(owner.clone());
+                    } else {
+                        classified.dangling.push(owner.clone());
                     }
-                    classified.dangling.push(owner.clone());
                 }
                 Some(live) if deleting_dependents(&live) => classified.waiting.push(owner.clone()),
                 Some(_) => classified.solid.push(owner.clone()),
@@ -240,13 +244,13 @@ impl Collector<'_> {
         let options = crdctl_storage::ListOptions { prefix: &prefix, ..Default::default() };
         let page = self.cx.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
         let quoted = format!("\"{uid}\"");
-        let elsewhere = page.entries.iter().any(|entry| {
+        let elsewhere = page.entries.iter().find(|entry| {
             std::str::from_utf8(&entry.value).is_ok_and(|text| text.contains(&quoted))
                 && crate::object::decode(&entry.value, entry.mod_revision)
                     .is_some_and(|object| crate::object::meta_str(&object, "uid") == Some(uid))
         });
-        if elsewhere {
-            self.graph().record_elsewhere(uid);
+        if let Some(owner) = elsewhere {
+            self.graph().record_elsewhere(uid, &owner.key);
         }
         Ok(())
     }
@@ -402,7 +406,8 @@ async fn latest(client: &Client<'_>, identity: &Identity) -> ApiResult<Option<(c
 /// An object's owners by what the store says of them.
 #[derive(Debug, Default)]
 struct Owners {
-    /// Live, and not waiting for their dependents.
+    /// Live and not waiting for their dependents, or live in another namespace (reported, and
+    /// kept as they are).
     solid: Vec<OwnerRef>,
     /// Gone (or another object of the name).
     dangling: Vec<OwnerRef>,
