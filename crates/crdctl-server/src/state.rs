@@ -221,7 +221,12 @@ impl AppState {
             controllers: self.config.controllers.clone(),
             leader_election: self.config.leader_election.clone(),
             auto_migrate: self.config.auto_migrate,
-            root_ca: self.config.tls.as_ref().and_then(|(cert, _)| std::fs::read_to_string(cert).ok()),
+            root_ca: self
+                .config
+                .tls
+                .as_ref()
+                .and_then(|(cert, _)| std::fs::read_to_string(cert).ok())
+                .unwrap_or_default(),
         }
     }
 

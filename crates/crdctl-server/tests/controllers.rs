@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 const CRONTABS: &str = "/apis/example.com/v1/namespaces/default/crontabs";
 const CLUSTER_ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+const DESCRIPTION: &str = "kubernetes.io/description";
 
 /// How long the collector may take to act.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -452,11 +453,29 @@ async fn every_namespace_has_its_defaults(backend: Backend) {
     client.patch(root_ca, json!({"data": {"ca.crt": "forged"}})).await;
     client.until(root_ca, "put back", published).await;
     client.delete(root_ca, None).await;
-    client.until(root_ca, "made again", published).await;
+    let made = client.until(root_ca, "made again", published).await;
+    assert_eq!(
+        made["metadata"]["annotations"][DESCRIPTION],
+        "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."
+    );
+    client.patch(root_ca, json!({"metadata": {"annotations": {DESCRIPTION: null}}})).await;
+    client.until(root_ca, "described again", |object| object["metadata"]["annotations"][DESCRIPTION].is_string()).await;
+}
+
+/// Without TLS the server has no CA: `kube-root-ca.crt` is still made, with an empty
+/// `ca.crt`, as upstream publishes a client configuration without CA data.
+async fn without_tls_the_root_ca_is_published_empty(backend: Backend) {
+    let (server, _keep) = backend.start().await;
+    let client = Client::of(&server);
+    let root_ca = "/api/v1/namespaces/default/configmaps/kube-root-ca.crt";
+    let made = client.until(root_ca, "made", |object| object["kind"] == "ConfigMap").await;
+    assert_eq!(made["data"], json!({"ca.crt": ""}));
+    assert!(made["metadata"]["annotations"][DESCRIPTION].is_string(), "{made}");
 }
 
 on_each_backend!(
     every_namespace_has_its_defaults,
+    without_tls_the_root_ca_is_published_empty,
     a_deleted_crd_waits_for_its_custom_resources,
     a_deleted_namespace_empties_itself_and_goes,
     background_deletion_collects_dependents_across_kinds_and_scopes,

@@ -26,7 +26,12 @@ pub struct Wanted {
     pub name: &'static str,
     /// What it holds beside its metadata, kept as it is when `Some` (the ConfigMap's `data`).
     pub kept: Option<(&'static str, Value)>,
+    /// Its `kubernetes.io/description` annotation, put back when removed.
+    pub description: Option<&'static str>,
 }
+
+/// The annotation that says what a published object is for.
+const DESCRIPTION: &str = "kubernetes.io/description";
 
 /// The `default` ServiceAccount.
 pub fn service_account() -> Wanted {
@@ -36,10 +41,13 @@ pub fn service_account() -> Wanted {
         kind: "ServiceAccount",
         name: "default",
         kept: None,
+        description: None,
     }
 }
 
-/// The `kube-root-ca.crt` ConfigMap holding `ca` (PEM).
+/// The `kube-root-ca.crt` ConfigMap holding `ca` (PEM; empty for a server without TLS, as
+/// upstream publishes a client configuration without CA data: Pods that mount the ConfigMap
+/// still find it).
 pub fn root_ca(ca: &str) -> Wanted {
     Wanted {
         controller: "root-ca-certificate-publisher",
@@ -47,6 +55,9 @@ pub fn root_ca(ca: &str) -> Wanted {
         kind: "ConfigMap",
         name: "kube-root-ca.crt",
         kept: Some(("data", json!({"ca.crt": ca}))),
+        description: Some(
+            "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.",
+        ),
     }
 }
 
@@ -84,9 +95,7 @@ async fn sync(cx: &Context, wanted: &Wanted, name: String) -> ApiResult<Next> {
     }
     let Some(endpoint) = client.endpoint("v1", wanted.kind, Some(&name)) else { return Ok(Next::Done) };
     let mut object = json!({"apiVersion": "v1", "kind": wanted.kind, "metadata": {"name": wanted.name}});
-    if let Some((field, value)) = &wanted.kept {
-        crate::object::set(&mut object, field, value.clone());
-    }
+    restore(wanted, &mut object);
     match client.get(&endpoint, wanted.name).await? {
         None => match client.create(&endpoint, object).await {
             Err(err) if err.code == axum::http::StatusCode::CONFLICT => Ok(Next::After(Duration::ZERO)),
@@ -94,16 +103,33 @@ async fn sync(cx: &Context, wanted: &Wanted, name: String) -> ApiResult<Next> {
             Err(err) if err.code == axum::http::StatusCode::FORBIDDEN => Ok(Next::Done),
             done => done.map(|()| Next::Done),
         },
-        Some(current) => match &wanted.kept {
-            Some((field, value)) if current.get(*field) != Some(value) => {
-                let mut restored = current.clone();
-                crate::object::set(&mut restored, field, value.clone());
-                match client.replace(&endpoint, wanted.name, restored).await? {
-                    true => Ok(Next::Done),
-                    false => Ok(Next::After(Duration::ZERO)),
-                }
+        Some(current) => {
+            let mut restored = current.clone();
+            if !restore(wanted, &mut restored) {
+                return Ok(Next::Done);
             }
-            _ => Ok(Next::Done),
-        },
+            match client.replace(&endpoint, wanted.name, restored).await? {
+                true => Ok(Next::Done),
+                false => Ok(Next::After(Duration::ZERO)),
+            }
+        }
     }
+}
+
+/// Puts what `wanted` keeps into `object`; whether anything changed. As upstream, a
+/// description annotation that is there (with any text) is left alone.
+fn restore(wanted: &Wanted, object: &mut Value) -> bool {
+    let mut changed = false;
+    if let Some((field, value)) = wanted.kept.as_ref().filter(|(field, value)| object.get(*field) != Some(value)) {
+        crate::object::set(object, field, value.clone());
+        changed = true;
+    }
+    let annotations = crate::object::meta_field(object, "annotations");
+    let described = annotations.and_then(|a| a.get(DESCRIPTION)).and_then(Value::as_str).is_some_and(|t| !t.is_empty());
+    if let Some(description) = wanted.description.filter(|_| !described) {
+        let annotations = crate::object::meta_mut(object).entry("annotations").or_insert_with(|| json!({}));
+        crate::object::set(annotations, DESCRIPTION, Value::String(description.into()));
+        changed = true;
+    }
+    changed
 }

@@ -58,8 +58,7 @@ pub struct Controllers {
     pub namespace: bool,
     /// The service account controller: every namespace's `default` ServiceAccount.
     pub service_account: bool,
-    /// The root CA publisher: every namespace's `kube-root-ca.crt` ConfigMap (when the server
-    /// has a CA: it serves TLS).
+    /// The root CA publisher: every namespace's `kube-root-ca.crt` ConfigMap.
     pub root_ca_publisher: bool,
     /// The storage version migrator.
     pub storage_version_migrator: bool,
@@ -154,8 +153,8 @@ pub struct Context {
     pub leader_election: lease::Timings,
     /// Create a `StorageVersionMigration` whenever a CRD's storage version changes.
     pub auto_migrate: bool,
-    /// The server's CA (PEM), published in every namespace.
-    pub root_ca: Option<String>,
+    /// The server's CA (PEM), published in every namespace; empty without TLS.
+    pub root_ca: String,
 }
 
 impl Context {
@@ -216,8 +215,8 @@ async fn lead(cx: &Context) {
     if cx.controllers.service_account {
         running.push(Box::pin(defaults::run(cx, defaults::service_account())));
     }
-    if let Some(ca) = cx.root_ca.as_deref().filter(|_| cx.controllers.root_ca_publisher) {
-        running.push(Box::pin(defaults::run(cx, defaults::root_ca(ca))));
+    if cx.controllers.root_ca_publisher {
+        running.push(Box::pin(defaults::run(cx, defaults::root_ca(&cx.root_ca))));
     }
     if cx.controllers.storage_version_migrator {
         running.push(Box::pin(migrator::run(cx)));
