@@ -128,6 +128,9 @@ pub struct Crd {
     pub definition: CustomResourceDefinition,
     /// The v1beta1 layout, for v1beta1 input.
     pub legacy: Option<LegacyLayout>,
+    /// The text of the file it was loaded from, which positions point into (empty for a CRD
+    /// made in code).
+    pub text: Arc<str>,
     positions: Positions,
     relocations: Vec<Relocation>,
 }
@@ -139,7 +142,7 @@ impl Crd {
     /// `serde_json::to_value`.
     pub fn from_value(name: &str, value: Value) -> Result<Crd, LoadError> {
         let document = yaml::Document { index: 0, value, positions: Positions::default() };
-        Crd::from_document(Arc::from(name), document)
+        Crd::from_document(Arc::from(name), Arc::from(""), document)
     }
 
     /// The CRD's `metadata.name`.
@@ -163,7 +166,7 @@ impl Crd {
         self.value.pointer(&format!("/spec/versions/{version_idx}/schema/openAPIV3Schema"))
     }
 
-    fn from_document(file: Arc<str>, document: yaml::Document) -> Result<Crd, LoadError> {
+    fn from_document(file: Arc<str>, text: Arc<str>, document: yaml::Document) -> Result<Crd, LoadError> {
         let origin = Origin { file, document: document.index };
         let source_api_version = match document.value.get("apiVersion").and_then(Value::as_str) {
             Some(API_VERSION_V1BETA1) => SourceApiVersion::V1beta1,
@@ -182,6 +185,7 @@ impl Crd {
             definition: CustomResourceDefinition::default(),
             value,
             legacy,
+            text,
             positions: document.positions,
             relocations,
         };
@@ -327,12 +331,18 @@ pub fn load_file(path: &Path) -> Result<Vec<Crd>, LoadError> {
 
 /// Loads every CRD in `bytes`, which came from the file called `name`.
 pub fn load_bytes(name: &str, bytes: &[u8]) -> Result<Vec<Crd>, LoadError> {
-    crds_from(name, parse(name, bytes)?)
+    load_str(name, decode_text(name, bytes)?)
 }
 
 /// Loads every CRD in `text`, which came from the file called `name`.
 pub fn load_str(name: &str, text: &str) -> Result<Vec<Crd>, LoadError> {
-    crds_from(name, parse_text(name, text)?)
+    let documents = parse_text(name, text)?;
+    let (file, text): (Arc<str>, Arc<str>) = (Arc::from(name), Arc::from(text));
+    documents
+        .into_iter()
+        .filter(is_crd_document)
+        .map(|document| Crd::from_document(file.clone(), text.clone(), document))
+        .collect()
 }
 
 /// Checks the encoding and parses the YAML stream.
@@ -373,11 +383,6 @@ fn parse_text(name: &str, text: &str) -> Result<Vec<yaml::Document>, LoadError> 
         position: err.position,
         message: err.message,
     })
-}
-
-fn crds_from(name: &str, documents: Vec<yaml::Document>) -> Result<Vec<Crd>, LoadError> {
-    let file: Arc<str> = Arc::from(name);
-    documents.into_iter().filter(is_crd_document).map(|document| Crd::from_document(file.clone(), document)).collect()
 }
 
 fn is_crd_document(document: &yaml::Document) -> bool {

@@ -252,6 +252,25 @@ impl SchemaPath {
         SchemaPath(segments)
     }
 
+    /// The JSON pointer of the node within its schema (the inverse of
+    /// [`SchemaPath::from_pointer`]).
+    pub fn pointer(&self) -> String {
+        let escape = |name: &str| name.replace('~', "~0").replace('/', "~1");
+        self.0
+            .iter()
+            .map(|segment| match segment {
+                Segment::Property(name) => format!("/properties/{}", escape(name)),
+                Segment::Items => "/items".into(),
+                Segment::ItemsAt(idx) => format!("/items/{idx}"),
+                Segment::AdditionalProperties => "/additionalProperties".into(),
+                Segment::Combinator(keyword, idx) => format!("/{keyword}/{idx}"),
+                Segment::Not => "/not".into(),
+                Segment::AdditionalItems => "/additionalItems".into(),
+                Segment::Keyed(keyword, key) => format!("/{keyword}/{}", escape(key)),
+            })
+            .collect()
+    }
+
     /// Renders the path from `^`.
     pub fn render(&self, style: PathStyle) -> String {
         let mut out = String::from("^");
@@ -285,6 +304,15 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn pointers_read_back_as_the_same_path() {
+        let schema = json!({"properties": {"a/b": {"items": {"additionalProperties": {"oneOf": [{}, {"not": {}}]}}},
+            "c~": {"items": [{}, {"patternProperties": {"^x$": {}}}], "additionalItems": {}}}});
+        for (pointer, _) in FlatSchema::new(Some(&schema)).nodes() {
+            assert_eq!(SchemaPath::from_pointer(pointer).pointer(), pointer);
+        }
+    }
 
     #[track_caller]
     fn paths(schema: Value, style: PathStyle) -> Vec<String> {

@@ -132,6 +132,44 @@ fn enforcement_none_honours_the_output_format() {
     assert_eq!(sarif["runs"][0]["results"][0]["ruleId"], "apiServer", "{sarif}");
 }
 
+/// The page holds every finding the JSON report has, each schema finding beside its diff with
+/// the finding's own line marked, the version table and the filters, and fetches nothing.
+#[test]
+fn html_report_is_one_page_with_every_finding_and_its_diff() {
+    let corpus = corpus().join("pairs/kubermatic-applicationinstallations-v2.20.6-v2.21.0");
+    let [old, new] = ["old.yaml", "new.yaml"].map(|file| corpus.join(file).display().to_string());
+    let page = crdctl(&["check", "-o", "html", &old, &new]);
+    assert_eq!(page.code, 1, "{page:?}");
+    let page = page.stdout;
+    assert!(page.starts_with("<!doctype html>") && page.trim_end().ends_with("</html>"), "{page}");
+    for fetching in [" src=", " href=", "<link", "@import", "url("] {
+        assert!(!page.contains(fetching), "the page fetches something: {fetching}");
+    }
+    let report: serde_json::Value = serde_json::from_str(&crdctl(&["check", "-o", "json", &old, &new]).stdout).unwrap();
+    let findings: Vec<&serde_json::Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["message"].is_string()).collect();
+    let sections: Vec<&str> = page.split("<section class=\"finding ").skip(1).collect();
+    assert_eq!(sections.len(), findings.len());
+    for (section, finding) in sections.iter().zip(&findings) {
+        let message = finding["message"].as_str().unwrap().replace('&', "&amp;").replace('"', "&quot;");
+        assert!(section.contains(&message), "{message} in {section}");
+        let severity = finding["severity"].as_str().unwrap();
+        assert!(section.starts_with(&format!("{severity}\" data-severity=\"{severity}\"")), "{section}");
+        if finding["path"].is_string() {
+            assert!(section.contains("<table class=\"diff\">"), "no diff for {finding}");
+        }
+    }
+    let max_length = findings.iter().find(|f| f["check"] == "maxLength").unwrap();
+    let line = max_length["location"]["line"].as_u64().unwrap();
+    assert!(
+        page.contains(&format!("<td class=\"n\">{line}</td><td class=\"ins at\">  maxLength: 63</td>")),
+        "the added maxLength is marked on line {line}"
+    );
+    assert!(page.contains("<tr><td>v1</td><td>yes</td><td>yes</td><td>no</td><td>unknown</td></tr>"));
+    assert!(page.contains("<title>CRD upgrade safety: blocked</title>"));
+    assert!(page.contains("<select id=\"version\"><option value=\"\">all</option><option>v1</option></select>"));
+}
+
 #[test]
 fn stored_versions_flag_and_unknown_status() {
     let [old, new] = pair("crdify-stored-version-kept");

@@ -11,6 +11,8 @@ use crdctl_server::registry::upgrade::Converting;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+mod html;
+
 use super::Outcome;
 use super::migrate::Bar;
 use crate::output;
@@ -278,6 +280,8 @@ enum CheckFormat {
     Json,
     Markdown,
     Sarif,
+    /// One self-contained page: `--output html > report.html`.
+    Html,
 }
 
 /// OLM's `spec.install.preflight.crdUpgradeSafety.enforcement`, spelled as there.
@@ -362,6 +366,11 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         CheckFormat::Json => output::write_json(&mut out, &json_report(&report, dialect, data.as_ref()))?,
         CheckFormat::Markdown => write_markdown(&mut out, &report, dialect, new.len(), &data_lines)?,
         CheckFormat::Sarif => output::write_json(&mut out, &sarif(&report, dialect, data.as_ref()))?,
+        CheckFormat::Html => {
+            let affected = data.as_ref().map(|d| &d.joined.affected);
+            let page = html::Page { report: &report, dialect, old: &old, new: &new, affected, data_lines: &data_lines };
+            html::write(&mut out, &page)?;
+        }
     }
     out.flush()?;
     let failed = match args.fail_on {
