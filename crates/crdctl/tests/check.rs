@@ -148,13 +148,13 @@ fn html_report_is_one_page_with_every_finding_and_its_diff() {
     let report: serde_json::Value = serde_json::from_str(&crdctl(&["check", "-o", "json", &old, &new]).stdout).unwrap();
     let findings: Vec<&serde_json::Value> =
         report["findings"].as_array().unwrap().iter().filter(|f| f["message"].is_string()).collect();
-    let sections: Vec<&str> = page.split("<section class=\"finding ").skip(1).collect();
+    let sections: Vec<&str> = page.split("<section class=\"finding\"").skip(1).collect();
     assert_eq!(sections.len(), findings.len());
     for (section, finding) in sections.iter().zip(&findings) {
         let message = finding["message"].as_str().unwrap().replace('&', "&amp;").replace('"', "&quot;");
         assert!(section.contains(&message), "{message} in {section}");
         let severity = finding["severity"].as_str().unwrap();
-        assert!(section.starts_with(&format!("{severity}\" data-severity=\"{severity}\"")), "{section}");
+        assert!(section.starts_with(&format!(" data-severity=\"{severity}\"")), "{section}");
         if finding["path"].is_string() {
             assert!(section.contains("<table class=\"diff\">"), "no diff for {finding}");
         }
@@ -168,6 +168,59 @@ fn html_report_is_one_page_with_every_finding_and_its_diff() {
     assert!(page.contains("<tr><td>v1</td><td>yes</td><td>yes</td><td>no</td><td>unknown</td></tr>"));
     assert!(page.contains("<title>CRD upgrade safety: blocked</title>"));
     assert!(page.contains("<select id=\"version\"><option value=\"\">all</option><option>v1</option></select>"));
+}
+
+/// The page as a browser shows it: every finding with its diff, and the filters (whose state
+/// is in the address) hiding exactly the findings of other versions and severities.
+#[test]
+fn html_report_renders_and_filters_in_chromium() {
+    let corpus = corpus().join("pairs/flux-helm-controller-helmreleases-v1.0.1-v1.1.0");
+    let [old, new] = ["old.yaml", "new.yaml"].map(|file| corpus.join(file).display().to_string());
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    std::fs::write(&page, crdctl(&["check", "-o", "html", &old, &new]).stdout).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&crdctl(&["check", "-o", "json", &old, &new]).stdout).unwrap();
+    let findings: Vec<(&str, &str)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["message"].is_string())
+        .map(|f| (f["severity"].as_str().unwrap(), f["version"].as_str().unwrap_or_default()))
+        .collect();
+    assert!(findings.len() > 2, "{report}");
+    let chromium = Chromium::new();
+    let url = format!("file://{}", page.display());
+    // Which findings the browser shows, and the count the page says it shows.
+    let shown = |address: &str| -> (Vec<bool>, String) {
+        let dom = chromium.dom(address);
+        let sections: Vec<&str> = dom.split("<section class=\"finding\"").skip(1).collect();
+        assert_eq!(sections.len(), findings.len(), "{dom}");
+        for section in &sections {
+            assert!(section.contains("<table class=\"diff\">"), "a finding without its diff: {section}");
+        }
+        let visible = sections.iter().map(|s| !s.split('>').next().unwrap().contains("hidden")).collect();
+        let count = dom.split("<output id=\"shown\">").nth(1).unwrap().split('<').next().unwrap().to_string();
+        (visible, count)
+    };
+    assert_eq!(shown(&url), (vec![true; findings.len()], findings.len().to_string()));
+    for version in ["v2", "v2beta1", "v2beta2"] {
+        let expected: Vec<bool> = findings.iter().map(|(_, v)| *v == version).collect();
+        let count = expected.iter().filter(|visible| **visible).count().to_string();
+        assert_eq!(shown(&format!("{url}#version={version}")), (expected, count), "{version}");
+    }
+    let errors = findings.iter().map(|(severity, _)| *severity == "error").collect::<Vec<_>>();
+    let count = errors.iter().filter(|e| **e).count().to_string();
+    assert_eq!(shown(&format!("{url}#severity=error")), (errors.clone(), count));
+    let warnings = errors.iter().map(|e| !e).collect::<Vec<_>>();
+    let count = warnings.iter().filter(|w| **w).count().to_string();
+    assert_eq!(shown(&format!("{url}#severity=warning")), (warnings, count));
+
+    // It renders: a PNG as wide as the window.
+    let png = dir.path().join("report.png");
+    chromium.screenshot(&url, &png, 1280, 2000);
+    let png = std::fs::read(&png).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "{} bytes", png.len());
+    assert_eq!(png.get(16..20), Some(&1280u32.to_be_bytes()[..]), "the image's width");
 }
 
 #[test]
@@ -463,6 +516,20 @@ fn stored_objects_confirm_or_clear_static_findings() {
         ],
         "{}",
         out.stdout
+    );
+    // The page lists each finding's affected objects, then what the objects show.
+    let page = run("objects.yaml", &["-o", "html"]).stdout;
+    let enum_finding =
+        page.split("<section class=\"finding\"").find(|s| s.contains("enums [&quot;Unmanaged&quot;] removed"));
+    let enum_finding = enum_finding.unwrap_or_else(|| panic!("{page}"));
+    assert!(
+        enum_finding.contains("<summary>1 stored object affected</summary><ul><li>default/a</li></ul>"),
+        "{enum_finding}"
+    );
+    let stored = page.split("<h2>Stored objects</h2>").nth(1).unwrap_or_else(|| panic!("{page}"));
+    assert!(
+        stored.contains("default/c (objects.yaml:14): stored as v1beta1, which the new CRD no longer lists"),
+        "{stored}"
     );
     // The JSON carries every data finding with upstream's message, and which are ratcheted.
     let json: serde_json::Value = serde_json::from_str(&run("objects.yaml", &["-o", "json"]).stdout).unwrap();

@@ -81,3 +81,50 @@ pub fn files_under(dir: &Path, extension: &str) -> Vec<PathBuf> {
 pub fn short(path: &Path) -> String {
     path.strip_prefix(corpus()).unwrap_or(path).display().to_string()
 }
+
+/// Headless Chromium — Debian's `chromium`, or the binary `$CRDCTL_CHROMIUM` names — with a
+/// profile of its own, as a person's browser would open a page.
+pub struct Chromium {
+    binary: PathBuf,
+    profile: tempfile::TempDir,
+}
+
+impl Chromium {
+    /// Finds the browser; a test that needs it fails without it, saying how to get it.
+    pub fn new() -> Chromium {
+        let binary = std::env::var_os("CRDCTL_CHROMIUM").map(PathBuf::from).or_else(|| {
+            let path = std::env::var_os("PATH")?;
+            std::env::split_paths(&path).map(|dir| dir.join("chromium")).find(|candidate| candidate.is_file())
+        });
+        let binary = binary.unwrap_or_else(|| {
+            panic!("chromium is missing: apt-get install chromium (Debian's package), or set CRDCTL_CHROMIUM")
+        });
+        Chromium { binary, profile: tempfile::tempdir().unwrap() }
+    }
+
+    #[track_caller]
+    fn run(&self, args: &[&str]) -> String {
+        // As root (CI) the browser's sandbox cannot start; the pages opened are the tests' own.
+        let output = Command::new(&self.binary)
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"])
+            .arg(format!("--user-data-dir={}", self.profile.path().display()))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("chromium runs");
+        assert!(output.status.success(), "chromium {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).expect("the DOM is UTF-8")
+    }
+
+    /// The page's DOM once it has loaded and its scripts have run.
+    #[track_caller]
+    pub fn dom(&self, url: &str) -> String {
+        self.run(&["--dump-dom", url])
+    }
+
+    /// A PNG of the page in a window `width` × `height` pixels, written to `path`.
+    #[track_caller]
+    pub fn screenshot(&self, url: &str, path: &Path, width: u32, height: u32) {
+        self.run(&[&format!("--screenshot={}", path.display()), &format!("--window-size={width},{height}"), url]);
+    }
+}

@@ -177,8 +177,8 @@ fn finding_section(html: &mut String, page: &Page<'_>, index: usize, finding: &F
     let versions = versions_of(finding).join(" ");
     let _ = writeln!(
         html,
-        "<section class=\"finding {severity}\" data-severity=\"{severity}\" data-versions=\"{}\">\n\
-         <h3><span class=\"mark\">{severity}</span> <code>{}</code> {}</h3>\n<p class=\"message\">{}</p>",
+        "<section class=\"finding\" data-severity=\"{severity}\" data-versions=\"{}\">\n\
+         <h3><span class=\"mark {severity}\">{severity}</span> <code>{}</code> {}</h3>\n<p class=\"message\">{}</p>",
         escape(&versions),
         escape(&finding.crd),
         escape(finding.change.validation(&finding.scope)),
@@ -269,17 +269,39 @@ fn diff_table(html: &mut String, before: &Side<'_>, after: &Side<'_>, at: Option
     let diff = TextDiff::from_slices(&old_lines, &new_lines);
     let _ = writeln!(
         html,
-        "<table class=\"diff\"><thead><tr><th colspan=\"2\">{}</th><th colspan=\"2\">{}</th></tr></thead><tbody>",
+        "<div class=\"scroll\"><table class=\"diff\"><thead><tr><th colspan=\"2\">{}</th><th colspan=\"2\">{}</th></tr></thead><tbody>",
         escape(before.file),
         escape(after.file)
     );
-    for (group, ops) in diff.grouped_ops(CONTEXT_LINES).iter().enumerate() {
+    let groups = diff.grouped_ops(CONTEXT_LINES);
+    // The change at the finding's own line, where one holds it; else every change under the path.
+    let (holding, others): (Vec<&Vec<DiffOp>>, Vec<&Vec<DiffOp>>) =
+        groups.iter().partition(|ops| at.is_some_and(|at| holds(ops, before, after, at)));
+    let (shown, left_out) = if holding.is_empty() { (others, 0) } else { (holding, others.len()) };
+    for (group, ops) in shown.iter().enumerate() {
         if group > 0 {
             html.push_str("<tr class=\"gap\"><td colspan=\"4\">⋯</td></tr>\n");
         }
         rows(html, ops, before, after, &old_text, &new_text, at);
     }
-    html.push_str("</tbody></table>\n");
+    if left_out > 0 {
+        let _ = writeln!(
+            html,
+            "<tr class=\"gap\"><td colspan=\"4\">{left_out} other change{} under this path</td></tr>",
+            plural(left_out)
+        );
+    }
+    html.push_str("</tbody></table></div>\n");
+}
+
+/// Whether a group of changes shows the line `at` points to.
+fn holds(ops: &[DiffOp], before: &Side<'_>, after: &Side<'_>, at: &crdctl_safety::Location) -> bool {
+    ops.iter().any(|op| {
+        let (_, old_range, new_range) = op.as_tag_tuple();
+        [(before, old_range), (after, new_range)].into_iter().any(|(side, range)| {
+            side.file == at.file && side.lines.get(range).is_some_and(|lines| lines.iter().any(|(n, _)| *n == at.line))
+        })
+    })
 }
 
 /// The rows of one group of changes: each side's lines next to each other.
@@ -347,21 +369,34 @@ table { border-collapse: collapse; margin: .5rem 0; } th, td { border: 1px solid
 del { color: var(--error); } ins { color: #1a7f37; text-decoration: none; }
 #filters { background: var(--code); border: 1px solid var(--line); border-radius: 6px; padding: .5rem 1rem; }
 .finding { border: 1px solid var(--line); border-left: 4px solid var(--warning); border-radius: 6px; margin: 1rem 0; padding: .5rem 1rem; }
-.finding.error { border-left-color: var(--error); } .finding h3 { font-size: 1rem; margin: .3rem 0; }
+.finding[data-severity=error] { border-left-color: var(--error); } .finding h3 { font-size: 1rem; margin: .3rem 0; }
 .mark { font-size: .75rem; font-weight: 700; text-transform: uppercase; }
 .where { color: var(--muted); font-family: ui-monospace, monospace; margin: 0; }
-table.diff { font: 13px/1.4 ui-monospace, monospace; table-layout: fixed; width: 100%; }
-table.diff td { border: none; white-space: pre-wrap; word-break: break-all; }
-table.diff td.n { color: var(--muted); text-align: right; user-select: none; width: 3.5em; }
+div.scroll { overflow-x: auto; }
+table.diff { font: 13px/1.4 ui-monospace, monospace; min-width: 100%; }
+table.diff th { font-weight: 400; width: 50%; } table.diff td { border: none; white-space: pre; }
+table.diff td.n { color: var(--muted); text-align: right; user-select: none; width: 1%; }
 td.del { background: var(--del); } td.ins { background: var(--ins); } td.at { background: var(--at); outline: 2px solid var(--warning); }
 td.empty { background: var(--code); } tr.gap td { color: var(--muted); text-align: center; }
-@media print { #filters { display: none; } .finding[hidden] { display: block; } details.objects > * { display: block; } }
+@media print { #filters { display: none; } .finding[hidden] { display: block; } details.objects > * { display: block; }
+  table.diff td { white-space: pre-wrap; } }
 "#;
 
+/// The filters; their state lives in the address (`#version=v1&severity=error`), so a filtered
+/// view can be linked to.
 const SCRIPT: &str = r#"
+const form = document.getElementById('filters');
+const boxes = [...form.querySelectorAll('input[name=severity]')];
+const load = () => {
+  const wanted = new URLSearchParams(location.hash.slice(1));
+  document.getElementById('version').value = wanted.get('version') || '';
+  const severities = (wanted.get('severity') || 'error,warning').split(',');
+  for (const box of boxes) box.checked = severities.includes(box.value);
+  apply();
+};
 const apply = () => {
   const version = document.getElementById('version').value;
-  const severities = [...document.querySelectorAll('input[name=severity]:checked')].map(i => i.value);
+  const severities = boxes.filter(box => box.checked).map(box => box.value);
   let shown = 0;
   for (const finding of document.querySelectorAll('.finding')) {
     const versions = finding.dataset.versions.split(' ').filter(Boolean);
@@ -371,6 +406,12 @@ const apply = () => {
     if (visible) shown++;
   }
   document.getElementById('shown').textContent = shown;
+  const state = new URLSearchParams();
+  if (version) state.set('version', version);
+  if (severities.length < boxes.length) state.set('severity', severities.join(','));
+  history.replaceState(null, '', state.size ? '#' + state : location.pathname + location.search);
 };
-document.getElementById('filters').addEventListener('change', apply);
+form.addEventListener('change', apply);
+window.addEventListener('hashchange', load);
+load();
 "#;
