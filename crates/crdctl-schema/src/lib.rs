@@ -52,6 +52,7 @@ pub mod decode;
 pub mod definition;
 mod embedded;
 mod formats;
+pub mod generate;
 mod list_type;
 mod openapi;
 mod read;
