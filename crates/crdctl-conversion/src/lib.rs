@@ -11,6 +11,8 @@
 //! - `framework`: [`framework::serve`] turns one conversion function into an HTTPS webhook that
 //!   answers v1 and v1beta1 reviews, reloads rotated certificates and shuts down gracefully.
 //! - `certs`: [`certs::generate`] makes a CA and a serving certificate for a webhook.
+//! - `fuzz`: [`fuzz::run`] converts objects made from each served version's schema around the
+//!   other versions and back, and reports what did not come back, shrunk to the smallest object.
 //!
 //! The `None` strategy changes only `apiVersion`, as the API server's `nopConverter`:
 //!
@@ -32,6 +34,8 @@ pub mod converted;
 mod converter;
 #[cfg(feature = "framework")]
 pub mod framework;
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
 mod metadata;
 pub mod none;
 pub mod response;

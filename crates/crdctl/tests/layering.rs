@@ -14,7 +14,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("crdctl-model", &[]),
     ("crdctl-schema", &["crdctl-model"]),
     ("crdctl-safety", &["crdctl-model", "crdctl-schema"]),
-    ("crdctl-conversion", &["crdctl-model"]),
+    ("crdctl-conversion", &["crdctl-model", "crdctl-schema"]),
     ("crdctl-storage", &["crdctl-model"]),
     ("crdctl-server", &["crdctl-model", "crdctl-schema", "crdctl-safety", "crdctl-conversion", "crdctl-storage"]),
     ("crdctl-migrate", &["crdctl-model"]),
