@@ -172,6 +172,47 @@ fn roundtrip_passes_the_example() {
     assert_eq!((out.code, out.stdout.as_str()), (0, "2 objects, 2 round trips, all lossless\n"), "{out:?}");
 }
 
+/// `webhook fuzz` finds, from the CRD alone, what the example webhook cannot bring back — each
+/// shrunk to the smallest object — in every output format, the same for the same seed.
+#[test]
+fn fuzz_finds_what_the_example_webhook_loses() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs(dir.path());
+    std::fs::copy(repo_root().join("examples/crontab/4-webhook.yaml"), dir.path().join("crd.yaml")).unwrap();
+    let webhook = start_example(&certs);
+    let url = format!("https://localhost:{}/crdconvert", webhook.port);
+    let fuzz = |extra: &[&str]| {
+        let mut args = vec!["webhook", "fuzz", "--url", &url, "--ca-bundle", "certs/ca.crt", "--crd", "crd.yaml"];
+        args.extend(extra);
+        crdctl_in(dir.path(), &args, None)
+    };
+    let out = fuzz(&["--seed", "1", "--count", "20", "-o", "json"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let report = &report[0];
+    assert_eq!(report["roundTrips"], 40, "{report}");
+    let findings = report["findings"].as_array().unwrap();
+    let port = findings
+        .iter()
+        .find(|f| f["path"] == ".port" && f["verdict"] == "defaulted")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(port["route"], serde_json::json!(["example.com/v1", "example.com/v1beta1", "example.com/v1"]));
+    assert_eq!((port["before"].clone(), port["after"].clone()), (serde_json::Value::Null, serde_json::json!("")));
+    let refused = findings.iter().find(|f| f["verdict"] == "refused").unwrap_or_else(|| panic!("{report:#}"));
+    assert!(refused["after"].as_str().unwrap().ends_with("hostPort could not be parsed into a separate host and port"));
+    assert_eq!(fuzz(&["--seed", "1", "--count", "20", "-o", "json"]).stdout, out.stdout, "the seed decides");
+
+    let text = fuzz(&["--seed", "1", "--count", "20"]);
+    assert!(
+        text.stdout.contains("example.com/v1 -> example.com/v1beta1 -> example.com/v1: .port: defaulted: (absent) -> \"\"\n  smallest object: {\"host\":"),
+        "{text:?}"
+    );
+    assert!(text.stdout.contains("example.com/v1beta1 cannot represent example.com/v1's .host\n"), "{text:?}");
+    assert!(text.stdout.contains("crontabs.example.com: example.com/v1 20 kept, 0 rejected, example.com/v1beta1 20 kept, 0 rejected; 40 round trips, "), "{text:?}");
+    let markdown = fuzz(&["--seed", "1", "--count", "20", "-o", "markdown"]);
+    assert!(markdown.stdout.starts_with("| round trip | field | verdict |"), "{markdown:?}");
+}
+
 /// Issue 11, defect 3: `--crd DIR` picks each object's CRD by group and kind, and says why when
 /// there is none (it used to panic on an empty directory and take the first of several).
 #[test]

@@ -3,6 +3,8 @@
 //! - `review` sends one ConversionReview to a webhook and checks the answer as the API server would.
 //! - `roundtrip` converts objects through every served version and back, and reports what a
 //!   round trip lost or changed: the most common conversion bug, found here without a cluster.
+//! - `fuzz` makes objects from each served version's schema and does the same with them, so the
+//!   losses hiding in objects nobody has written yet show up, each shrunk to the smallest object.
 //! - `certs` writes a CA, a serving certificate for a Service, and the caBundle for the CRD.
 
 use std::io::Write;
@@ -24,6 +26,8 @@ pub enum Command {
     Review(ReviewArgs),
     /// Convert objects through every served version and back; report lossy round trips.
     Roundtrip(RoundtripArgs),
+    /// Fuzz the webhook with objects made from the CRD's schemas; report what it loses.
+    Fuzz(FuzzArgs),
     /// Write a CA, a serving certificate for a Service, and the caBundle for the CRD.
     Certs(CertsArgs),
 }
@@ -77,6 +81,31 @@ pub struct RoundtripArgs {
     objects: Vec<PathBuf>,
 }
 
+/// Arguments of `webhook fuzz`.
+#[derive(Debug, clap::Args)]
+pub struct FuzzArgs {
+    #[command(flatten)]
+    endpoint: Endpoint,
+    /// The CRD: objects are made from its served versions' schemas.
+    #[arg(long, value_name = "CRD")]
+    crd: PathBuf,
+    /// The seed the objects are made from: the same seed makes the same objects.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Objects made per served version.
+    #[arg(long, default_value_t = 50)]
+    count: usize,
+    /// The most items a made list or map holds.
+    #[arg(long, default_value_t = 3)]
+    size: usize,
+    /// Objects to fuzz besides the made ones, e.g. `kubectl get <crd> -A -o yaml` output.
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    objects: Vec<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = output::Format::Text)]
+    output: output::Format,
+}
+
 /// Arguments of `webhook certs`.
 #[derive(Debug, clap::Args)]
 pub struct CertsArgs {
@@ -99,6 +128,7 @@ pub fn run(command: Command) -> anyhow::Result<Outcome> {
     match command {
         Command::Review(args) => runtime()?.block_on(review(args)),
         Command::Roundtrip(args) => runtime()?.block_on(roundtrip(args)),
+        Command::Fuzz(args) => runtime()?.block_on(fuzz(args)),
         Command::Certs(args) => certs(args),
     }
 }
@@ -327,6 +357,99 @@ fn diff(path: &str, before: Option<&Value>, after: Option<&Value>, out: &mut Vec
             after: b.cloned(),
         }),
         _ => {}
+    }
+}
+
+/// What `webhook fuzz` found, one report per CRD.
+#[derive(Debug, Serialize)]
+struct FuzzReports(Vec<crdctl_conversion::fuzz::Report>);
+
+async fn fuzz(args: FuzzArgs) -> anyhow::Result<Outcome> {
+    let crds = super::load(std::slice::from_ref(&args.crd))?;
+    if crds.is_empty() {
+        anyhow::bail!("{}: no CustomResourceDefinition found", args.crd.display());
+    }
+    let seeds = crdctl_model::load::load_objects(&args.objects)?;
+    let options = crdctl_conversion::fuzz::Options { seed: args.seed, objects: args.count, size: args.size };
+    let mut reports = Vec::with_capacity(crds.len());
+    for crd in &crds {
+        let client = client(&args.endpoint, &review_versions(crd))?;
+        let report = crdctl_conversion::fuzz::run(crd, &client, options, &seeds).await.map_err(anyhow::Error::msg)?;
+        reports.push(report);
+    }
+    let reports = FuzzReports(reports);
+    output::print(&reports, args.output)?;
+    Ok(if reports.0.iter().all(|r| r.findings.is_empty()) { Outcome::Clean } else { Outcome::Findings })
+}
+
+impl FuzzReports {
+    /// One row per finding: route, field, verdict, before, after, the smallest object.
+    fn rows(&self) -> impl Iterator<Item = [String; 6]> + '_ {
+        self.0.iter().flat_map(|report| &report.findings).map(|finding| {
+            [
+                finding.route.join(" -> "),
+                finding.path.clone(),
+                finding.verdict.name().to_string(),
+                shown(&finding.before),
+                shown(&finding.after),
+                smallest(&finding.object),
+            ]
+        })
+    }
+}
+
+/// An object's fields outside its type and metadata, as one line of JSON.
+fn smallest(object: &Value) -> String {
+    let mut object = object.clone();
+    if let Some(fields) = object.as_object_mut() {
+        for key in ["apiVersion", "kind", "metadata"] {
+            fields.remove(key);
+        }
+    }
+    object.to_string()
+}
+
+impl output::Report for FuzzReports {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        for [route, path, verdict, before, after, object] in self.rows() {
+            writeln!(out, "{route}: {path}: {verdict}: {before} -> {after}\n  smallest object: {object}")?;
+        }
+        for report in &self.0 {
+            for missing in &report.unrepresentable {
+                writeln!(out, "{} cannot represent {}'s {}", missing.to, missing.from, missing.path)?;
+            }
+            let made: Vec<String> = report
+                .versions
+                .iter()
+                .map(|v| format!("{} {} kept, {} rejected", v.version, v.kept, v.rejected))
+                .collect();
+            let found = report.findings.len();
+            writeln!(
+                out,
+                "{}: {}; {} round trips, {}",
+                report.crd,
+                made.join(", "),
+                report.round_trips,
+                if found == 0 { "all lossless".to_string() } else { format!("{found} findings") }
+            )?;
+        }
+        Ok(())
+    }
+
+    fn write_markdown(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "| round trip | field | verdict | before | after | smallest object |\n|---|---|---|---|---|---|"
+        )?;
+        for [route, path, verdict, before, after, object] in self.rows() {
+            writeln!(out, "| {route} | `{path}` | {verdict} | `{before}` | `{after}` | `{object}` |")?;
+        }
+        for report in &self.0 {
+            for missing in &report.unrepresentable {
+                writeln!(out, "\n> `{}` cannot represent `{}`'s `{}`", missing.to, missing.from, missing.path)?;
+            }
+        }
+        Ok(())
     }
 }
 
