@@ -412,7 +412,10 @@ fn smallest(object: &Value) -> String {
 impl output::Report for FuzzReports {
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         for [route, path, verdict, before, after, object] in self.rows() {
-            writeln!(out, "{route}: {path}: {verdict}: {before} -> {after}\n  smallest object: {object}")?;
+            match verdict.as_str() {
+                "refused" => writeln!(out, "{route}: refused: {after}\n  smallest object: {object}")?,
+                _ => writeln!(out, "{route}: {path}: {verdict}: {before} -> {after}\n  smallest object: {object}")?,
+            }
         }
         for report in &self.0 {
             for missing in &report.unrepresentable {
