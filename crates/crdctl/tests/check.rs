@@ -192,7 +192,8 @@ fn html_report_renders_and_filters_in_chromium() {
     let url = format!("file://{}", page.display());
     // Which findings the browser shows, and the count the page says it shows.
     let shown = |address: &str| -> (Vec<bool>, String) {
-        let dom = chromium.dom(address);
+        let Opened { dom, console } = chromium.open(address);
+        assert!(console.is_empty(), "{address}: {console:?}");
         let sections: Vec<&str> = dom.split("<section class=\"finding\"").skip(1).collect();
         assert_eq!(sections.len(), findings.len(), "{dom}");
         for section in &sections {
@@ -221,6 +222,29 @@ fn html_report_renders_and_filters_in_chromium() {
     let png = std::fs::read(&png).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "{} bytes", png.len());
     assert_eq!(png.get(16..20), Some(&1280u32.to_be_bytes()[..]), "the image's width");
+}
+
+/// Every corpus pair's page loads in the browser without a console message, with every finding.
+#[test]
+fn html_report_of_every_corpus_pair_renders_without_console_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let chromium = Chromium::new();
+    let mut pairs: Vec<_> = std::fs::read_dir(corpus().join("pairs")).unwrap().map(|e| e.unwrap().path()).collect();
+    pairs.retain(|pair| pair.is_dir());
+    pairs.sort();
+    assert!(pairs.len() >= 20, "{pairs:?}");
+    for pair in pairs {
+        let [old, new] = ["old.yaml", "new.yaml"].map(|file| pair.join(file).display().to_string());
+        let report: serde_json::Value =
+            serde_json::from_str(&crdctl(&["check", "-o", "json", &old, &new]).stdout).unwrap();
+        let findings = report["findings"].as_array().unwrap().iter().filter(|f| f["message"].is_string()).count();
+        let page = dir.path().join(format!("{}.html", pair.file_name().unwrap().to_str().unwrap()));
+        std::fs::write(&page, crdctl(&["check", "-o", "html", &old, &new]).stdout).unwrap();
+        let Opened { dom, console } = chromium.open(&format!("file://{}", page.display()));
+        assert!(console.is_empty(), "{}: {console:?}", pair.display());
+        assert_eq!(dom.matches("<section class=\"finding\"").count(), findings, "{}", pair.display());
+        assert!(dom.contains(&format!("<output id=\"shown\">{findings}</output>")), "{}", pair.display());
+    }
 }
 
 #[test]

@@ -102,24 +102,36 @@ impl Chromium {
         Chromium { binary, profile: tempfile::tempdir().unwrap() }
     }
 
+    /// Runs the browser with `args`: standard output, and the page's console messages.
     #[track_caller]
-    fn run(&self, args: &[&str]) -> String {
+    fn run(&self, args: &[&str]) -> (String, Vec<String>) {
         // As root (CI) the browser's sandbox cannot start; the pages opened are the tests' own.
         let output = Command::new(&self.binary)
-            .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"])
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--enable-logging=stderr",
+                "--v=0",
+            ])
             .arg(format!("--user-data-dir={}", self.profile.path().display()))
             .args(args)
             .stdin(Stdio::null())
             .output()
             .expect("chromium runs");
-        assert!(output.status.success(), "chromium {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8(output.stdout).expect("the DOM is UTF-8")
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "chromium {args:?}: {stderr}");
+        let console = stderr.lines().filter(|line| line.contains(":CONSOLE")).map(str::to_string).collect();
+        (String::from_utf8(output.stdout).expect("the DOM is UTF-8"), console)
     }
 
-    /// The page's DOM once it has loaded and its scripts have run.
+    /// The page's DOM once it has loaded and its scripts have run, and what it wrote to the
+    /// console (errors included).
     #[track_caller]
-    pub fn dom(&self, url: &str) -> String {
-        self.run(&["--dump-dom", url])
+    pub fn open(&self, url: &str) -> Opened {
+        let (dom, console) = self.run(&["--dump-dom", url]);
+        Opened { dom, console }
     }
 
     /// A PNG of the page in a window `width` × `height` pixels, written to `path`.
@@ -127,4 +139,10 @@ impl Chromium {
     pub fn screenshot(&self, url: &str, path: &Path, width: u32, height: u32) {
         self.run(&[&format!("--screenshot={}", path.display()), &format!("--window-size={width},{height}"), url]);
     }
+}
+
+/// A page as the browser left it.
+pub struct Opened {
+    pub dom: String,
+    pub console: Vec<String>,
 }
