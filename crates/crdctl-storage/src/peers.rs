@@ -1,5 +1,5 @@
 //! Where the tests and benchmarks find the real programs they run against — etcd, kubectl of
-//! each release, Helm 4, GNU time: one folder, `$CRDCTL_PEERS` (default
+//! each release, Helm 4, GNU time — and the SARIF schema: one folder, `$CRDCTL_PEERS` (default
 //! `~/.cache/crdctl/peers`), which `scripts/peers` fills from the package registries.
 //!
 //! A missing peer is an error that names the script; nothing falls back to whatever happens to
@@ -26,7 +26,13 @@ pub fn folder() -> PathBuf {
 /// The peer program `name` (`etcd`, `kubectl.1.35`, `helm`, `time`), or an error that says how
 /// to install it.
 pub fn binary(name: &str) -> std::io::Result<PathBuf> {
-    let path = folder().join("bin").join(name);
+    file(&format!("bin/{name}"))
+}
+
+/// A file the script installs, by its path in the folder (`schemas/sarif-2.1.0.json`), or an
+/// error that says how to install it.
+pub fn file(relative: &str) -> std::io::Result<PathBuf> {
+    let path = folder().join(relative);
     if path.is_file() {
         Ok(path)
     } else {
