@@ -10,6 +10,8 @@
 //! What the keywords cannot say — CEL rules, `allOf`/`anyOf`/`oneOf`/`not` — is not aimed at:
 //! a caller keeps the objects [`crate::check`] accepts, as the API server would keep them.
 
+use std::collections::HashMap;
+
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use regex_syntax::hir::{Capture, Hir, HirKind, Repetition};
@@ -21,6 +23,8 @@ use crate::{Additional, Format, Schema, StringFormat};
 pub struct Generator {
     rng: Pcg64Mcg,
     size: usize,
+    /// Each pattern's generator, compiled once (`None`: the pattern cannot be generated from).
+    patterns: HashMap<String, Option<rand_regex::Regex>>,
 }
 
 /// How many tries a value that must differ from the others (a set item, a map key) gets.
@@ -29,7 +33,7 @@ const UNIQUE_TRIES: usize = 8;
 impl Generator {
     /// A generator whose lists and maps hold at most `size` items (at least one).
     pub fn new(seed: u64, size: usize) -> Generator {
-        Generator { rng: Pcg64Mcg::seed_from_u64(seed), size: size.max(1) }
+        Generator { rng: Pcg64Mcg::seed_from_u64(seed), size: size.max(1), patterns: HashMap::new() }
     }
 
     /// A custom resource of `api_version`/`kind` named `name` for the version's schema (its
@@ -184,10 +188,13 @@ impl Generator {
         };
         if let Some((pattern, Ok(matcher))) = &schema.pattern {
             let bound = u32::try_from(self.size).unwrap_or(u32::MAX).max(1);
-            let parsed = regex_syntax::Parser::new().parse(pattern).ok().map(without_anchors);
-            if let Some(compiled) = parsed.and_then(|hir| rand_regex::Regex::with_hir(hir, bound).ok()) {
+            let compiled = self.patterns.entry(pattern.clone()).or_insert_with(|| {
+                let parsed = regex_syntax::Parser::new().parse(pattern).ok().map(without_anchors);
+                parsed.and_then(|hir| rand_regex::Regex::with_hir(hir, bound).ok())
+            });
+            if let Some(compiled) = compiled {
                 for _ in 0..UNIQUE_TRIES {
-                    let text: Result<String, _> = self.rng.sample(&compiled);
+                    let text: Result<String, _> = self.rng.sample(&*compiled);
                     if let Some(text) = text.ok().filter(|text| fits(text) && matcher.is_match(text)) {
                         return text;
                     }
