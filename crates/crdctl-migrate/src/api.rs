@@ -147,6 +147,30 @@ impl Cluster {
         self.send(http::Method::GET, path, "application/json", Vec::new()).await
     }
 
+    /// One page of the list at `collection`, at most `limit` items, after `token`.
+    pub async fn list_page(&self, collection: &str, limit: u32, token: Option<&str>) -> Result<ListPage, CallError> {
+        let mut path = format!("{collection}?limit={limit}");
+        if let Some(token) = token {
+            path.push_str("&continue=");
+            path.push_str(token);
+        }
+        let list = self.get(&path).await?;
+        let next = list
+            .pointer("/metadata/continue")
+            .and_then(Value::as_str)
+            .filter(|token| !token.is_empty())
+            .map(str::to_string);
+        let remaining = list.pointer("/metadata/remainingItemCount").and_then(Value::as_u64);
+        let items = match list {
+            Value::Object(mut list) => match list.remove("items") {
+                Some(Value::Array(items)) => items,
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        Ok(ListPage { items, next, remaining })
+    }
+
     /// GET a plain-text endpoint such as `/metrics`.
     pub async fn text(&self, path: &str) -> Result<String, CallError> {
         let request = http::Request::get(path).body(Vec::new()).map_err(|err| CallError::Transport(err.to_string()))?;
@@ -220,4 +244,15 @@ impl Crd {
     pub fn stored_versions(&self) -> &[String] {
         &self.definition.status.stored_versions
     }
+}
+
+/// One page of a list.
+#[derive(Debug)]
+pub struct ListPage {
+    /// Its items.
+    pub items: Vec<Value>,
+    /// The `continue` token of the next page; `None` on the last.
+    pub next: Option<String>,
+    /// `remainingItemCount`, when the server says.
+    pub remaining: Option<u64>,
 }

@@ -50,7 +50,7 @@ pub mod retire;
 pub mod server_side;
 pub mod usage;
 
-pub use api::{CallError, Cluster, Crd, Resource};
+pub use api::{CallError, Cluster, Crd, ListPage, Resource};
 pub use error::Error;
 pub use migrate::{Options, Summary, migrate};
 pub use progress::{Progress, Quiet};

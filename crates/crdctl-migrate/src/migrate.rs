@@ -307,30 +307,11 @@ async fn list_page(
     limit: u32,
     token: Option<&str>,
 ) -> Result<Result<Page, CallError>, Error> {
-    let mut path = format!("{}?limit={limit}", resource.collection());
-    if let Some(token) = token {
-        path.push_str("&continue=");
-        path.push_str(token);
+    match cluster.list_page(&resource.collection(), limit, token).await {
+        Ok(page) => Ok(Ok((page.items, page.next, page.remaining))),
+        Err(err @ CallError::Status { code: 410, .. }) => Ok(Err(err)),
+        Err(err) => Err(Error::call(format!("listing {}", resource.collection()))(err)),
     }
-    let list = match cluster.get(&path).await {
-        Ok(list) => list,
-        Err(err @ CallError::Status { code: 410, .. }) => return Ok(Err(err)),
-        Err(err) => return Err(Error::call(format!("listing {}", resource.collection()))(err)),
-    };
-    let next = list
-        .pointer("/metadata/continue")
-        .and_then(Value::as_str)
-        .filter(|token| !token.is_empty())
-        .map(str::to_string);
-    let remaining = list.pointer("/metadata/remainingItemCount").and_then(Value::as_u64);
-    let items = match list {
-        Value::Object(mut list) => match list.remove("items") {
-            Some(Value::Array(items)) => items,
-            _ => Vec::new(),
-        },
-        _ => Vec::new(),
-    };
-    Ok(Ok((items, next, remaining)))
 }
 
 /// Writes one object back unchanged; on a conflict, reads it again and retries.

@@ -213,6 +213,35 @@ fn fuzz_finds_what_the_example_webhook_loses() {
     assert!(markdown.stdout.starts_with("| round trip | field | verdict |"), "{markdown:?}");
 }
 
+/// `webhook fuzz --live` fuzzes the objects a cluster stores: with nothing made (`--count 0`),
+/// a stored CronTab with a host and no port is the finding, shrunk from the stored object.
+#[test]
+fn fuzz_seeds_from_the_objects_a_cluster_stores() {
+    use crate::serve::{Backend, Kubectl, Served};
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs(dir.path());
+    let webhook = start_example(&certs);
+    let served = Served::start_on(Backend::Redb, &[]);
+    let k = Kubectl::new("1.33", &served);
+    k.apply(&std::fs::read_to_string(repo_root().join("examples/crontab/3-v1-storage.yaml")).unwrap());
+    k.ok(&["wait", "--for", "condition=established", "--timeout=20s", "crd/crontabs.example.com"]);
+    k.apply("apiVersion: example.com/v1\nkind: CronTab\nmetadata: {name: hostonly, namespace: default}\nhost: db.internal\n");
+    std::fs::copy(repo_root().join("examples/crontab/4-webhook.yaml"), dir.path().join("crd.yaml")).unwrap();
+    let url = format!("https://localhost:{}/crdconvert", webhook.port);
+    let kubeconfig = served.kubeconfig.to_str().unwrap();
+    let args = ["webhook", "fuzz", "--url", &url, "--ca-bundle", "certs/ca.crt", "--crd", "crd.yaml", "--count", "0"];
+    let out = crdctl_in(dir.path(), &[&args[..], &["--live", "--kubeconfig", kubeconfig, "-o", "json"]].concat(), None);
+    assert_eq!(out.code, 1, "{out:?}");
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let versions = &report[0]["versions"];
+    assert_eq!(versions[0], serde_json::json!({"version": "example.com/v1", "kept": 1, "rejected": 0}), "{report:#}");
+    let findings = report[0]["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{report:#}");
+    assert_eq!((findings[0]["path"].as_str(), findings[0]["verdict"].as_str()), (Some(".port"), Some("defaulted")));
+    assert_eq!(findings[0]["object"]["metadata"]["name"], "hostonly");
+    assert_eq!(findings[0]["object"]["host"], "db.internal");
+}
+
 /// Issue 11, defect 3: `--crd DIR` picks each object's CRD by group and kind, and says why when
 /// there is none (it used to panic on an empty directory and take the first of several).
 #[test]

@@ -101,6 +101,12 @@ pub struct FuzzArgs {
     /// Objects to fuzz besides the made ones, e.g. `kubectl get <crd> -A -o yaml` output.
     #[arg(long, value_name = "PATH", num_args = 1..)]
     objects: Vec<PathBuf>,
+    /// Also fuzz the objects a cluster stores of the CRD (read-only, paged, at its storage
+    /// version).
+    #[arg(long)]
+    live: bool,
+    #[command(flatten)]
+    cluster: super::migrate::ClusterArgs,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = output::Format::Text)]
     output: output::Format,
@@ -369,10 +375,17 @@ async fn fuzz(args: FuzzArgs) -> anyhow::Result<Outcome> {
     if crds.is_empty() {
         anyhow::bail!("{}: no CustomResourceDefinition found", args.crd.display());
     }
-    let seeds = crdctl_model::load::load_objects(&args.objects)?;
+    let mut seeds = crdctl_model::load::load_objects(&args.objects)?;
+    let cluster = match args.live {
+        true => Some(args.cluster.connect().await?.0),
+        false => None,
+    };
     let options = crdctl_conversion::fuzz::Options { seed: args.seed, objects: args.count, size: args.size };
     let mut reports = Vec::with_capacity(crds.len());
     for crd in &crds {
+        if let Some(cluster) = &cluster {
+            seeds.extend(stored(cluster, crd).await?);
+        }
         let client = client(&args.endpoint, &review_versions(crd))?;
         let report = crdctl_conversion::fuzz::run(crd, &client, options, &seeds).await.map_err(anyhow::Error::msg)?;
         reports.push(report);
@@ -381,6 +394,26 @@ async fn fuzz(args: FuzzArgs) -> anyhow::Result<Outcome> {
     output::print(&reports, args.output)?;
     Ok(if reports.0.iter().all(|r| r.findings.is_empty()) { Outcome::Clean } else { Outcome::Findings })
 }
+
+/// Every object `cluster` stores of `crd`, listed in pages at its storage version.
+async fn stored(cluster: &crdctl_migrate::Cluster, crd: &crdctl_model::Crd) -> anyhow::Result<Vec<Value>> {
+    let spec = &crd.definition.spec;
+    let Some(storage) = crd.definition.storage_version() else { return Ok(Vec::new()) };
+    let collection = format!("/apis/{}/{}/{}", spec.group, storage.name, spec.names.plural);
+    let (mut objects, mut token) = (Vec::new(), None);
+    loop {
+        let page = cluster.list_page(&collection, LIVE_PAGE, token.as_deref()).await;
+        let page = page.map_err(|err| anyhow::anyhow!("listing {collection}: {err}"))?;
+        objects.extend(page.items);
+        token = page.next;
+        if token.is_none() {
+            return Ok(objects);
+        }
+    }
+}
+
+/// Objects per list page of `--live`.
+const LIVE_PAGE: u32 = 500;
 
 impl FuzzReports {
     /// One row per finding: route, field, verdict, before, after, the smallest object.

@@ -163,27 +163,14 @@ impl Data {
             let mut token: Option<String> = None;
             let mut done = 0;
             loop {
-                let mut path = format!("{collection}?limit={LIVE_PAGE}");
-                if let Some(token) = &token {
-                    path.push_str("&continue=");
-                    path.push_str(token);
-                }
-                let mut page = cluster.get(&path).await.with_context(|| format!("listing {collection}"))?;
-                let items = match page.get_mut("items").map(Value::take) {
-                    Some(Value::Array(items)) => items,
-                    _ => Vec::new(),
-                };
+                let page = cluster.list_page(&collection, LIVE_PAGE, token.as_deref()).await;
+                let page = page.with_context(|| format!("listing {collection}"))?;
                 let objects: Vec<StoredObject> =
-                    items.into_iter().map(|value| StoredObject { value, location: None }).collect();
+                    page.items.into_iter().map(|value| StoredObject { value, location: None }).collect();
                 data.add(std::slice::from_mut(judged), &objects).await;
                 done += objects.len() as u64;
-                let remaining = page.pointer("/metadata/remainingItemCount").and_then(Value::as_u64);
-                progress.advance(done, remaining.map(|rest| done + rest));
-                token = page
-                    .pointer("/metadata/continue")
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty())
-                    .map(str::to_string);
+                progress.advance(done, page.remaining.map(|rest| done + rest));
+                token = page.next;
                 if token.is_none() {
                     break;
                 }
