@@ -308,9 +308,7 @@ fn smaller(object: &Value) -> Vec<Value> {
                 fields.remove(&last.replace("~1", "/").replace("~0", "~"));
             }
             Some(Value::Array(items)) => {
-                if let Ok(at) =
-                    last.parse::<usize>().map_err(drop).and_then(|at| (at < items.len()).then_some(at).ok_or(()))
-                {
+                if let Some(at) = last.parse::<usize>().ok().filter(|at| *at < items.len()) {
                     items.remove(at);
                 }
             }
@@ -393,8 +391,8 @@ fn compare(path: &str, before: Option<&Value>, after: Option<&Value>, out: &mut 
     });
 }
 
-/// A path with its list indexes and map keys of additional properties left as they are but
-/// indexes generalised (`[0]` → `[*]`), so one finding stands for every item.
+/// A path with its list indexes generalised (`[0]` → `[*]`), so one finding stands for every
+/// item.
 fn generic(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
     let mut in_index = false;
