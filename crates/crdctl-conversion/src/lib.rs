@@ -32,6 +32,7 @@ pub mod certs;
 pub mod converted;
 #[cfg(feature = "client")]
 mod converter;
+pub mod difference;
 #[cfg(feature = "framework")]
 pub mod framework;
 #[cfg(feature = "fuzz")]

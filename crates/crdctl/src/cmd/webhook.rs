@@ -243,8 +243,10 @@ async fn roundtrip(args: RoundtripArgs) -> anyhow::Result<Outcome> {
                 Err(err) => return finding_or_error(err),
             };
             report.round_trips += 1;
-            let mut differences = Vec::new();
-            diff("", Some(object), Some(&back), &mut differences);
+            let differences: Vec<Difference> = crdctl_conversion::difference::differences(object, &back)
+                .into_iter()
+                .map(|d| Difference { path: d.path, before: d.before, after: d.after })
+                .collect();
             if !differences.is_empty() {
                 report.lossy.push(LossyRoundTrip {
                     object: object_name(object),
@@ -341,28 +343,6 @@ fn object_name(object: &Value) -> String {
     match (meta("namespace"), meta("name")) {
         (ns, name) if ns.is_empty() => name,
         (ns, name) => format!("{ns}/{name}"),
-    }
-}
-
-/// Every leaf where `after` differs from `before`, with a `.a.b[0]` path.
-fn diff(path: &str, before: Option<&Value>, after: Option<&Value>, out: &mut Vec<Difference>) {
-    match (before, after) {
-        (Some(Value::Object(a)), Some(Value::Object(b))) => {
-            for key in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
-                diff(&format!("{path}.{key}"), a.get(key), b.get(key), out);
-            }
-        }
-        (Some(Value::Array(a)), Some(Value::Array(b))) if a.len() == b.len() => {
-            for (idx, (x, y)) in a.iter().zip(b).enumerate() {
-                diff(&format!("{path}[{idx}]"), Some(x), Some(y), out);
-            }
-        }
-        (a, b) if a != b => out.push(Difference {
-            path: if path.is_empty() { ".".into() } else { path.into() },
-            before: a.cloned(),
-            after: b.cloned(),
-        }),
-        _ => {}
     }
 }
 

@@ -32,13 +32,7 @@ const CONTEXT_LINES: usize = 3;
 
 /// Writes the page.
 pub fn write(out: &mut dyn Write, page: &Page<'_>) -> std::io::Result<()> {
-    let findings: Vec<(usize, &Finding, String)> = page
-        .report
-        .findings
-        .iter()
-        .enumerate()
-        .filter_map(|(index, f)| dialect::message(f, page.dialect).map(|m| (index, f, m)))
-        .collect();
+    let findings: Vec<(usize, &Finding, String)> = super::visible(page.report, page.dialect).collect();
     let errors = findings.iter().filter(|(_, f, _)| f.severity == Severity::Error).count();
     let warnings = findings.len() - errors;
     let verdict = match (errors, warnings) {
@@ -170,10 +164,7 @@ fn versions_table(html: &mut String, new: &Crd, old: Option<&Crd>) {
 
 /// One finding: what it says, where, and the two sides at its path.
 fn finding_section(html: &mut String, page: &Page<'_>, index: usize, finding: &Finding, message: &str) {
-    let severity = match finding.severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    };
+    let severity = super::severity_name(finding.severity);
     let versions = versions_of(finding).join(" ");
     let _ = writeln!(
         html,

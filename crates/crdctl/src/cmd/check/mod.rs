@@ -558,8 +558,9 @@ fn change_values(change: &Change) -> (Value, Value) {
     }
 }
 
-fn visible(report: &Report, dialect: Dialect) -> impl Iterator<Item = (&Finding, String)> {
-    report.findings.iter().filter_map(move |f| dialect::message(f, dialect).map(|m| (f, m)))
+/// The findings `dialect` reports, with their index in the report and their message.
+fn visible(report: &Report, dialect: Dialect) -> impl Iterator<Item = (usize, &Finding, String)> {
+    report.findings.iter().enumerate().filter_map(move |(at, f)| dialect::message(f, dialect).map(|m| (at, f, m)))
 }
 
 fn write_markdown(
@@ -569,7 +570,7 @@ fn write_markdown(
     n_crds: usize,
     data_lines: &[String],
 ) -> std::io::Result<()> {
-    let findings: Vec<(&Finding, String)> = visible(report, dialect).collect();
+    let findings: Vec<(&Finding, String)> = visible(report, dialect).map(|(_, f, m)| (f, m)).collect();
     if findings.is_empty() {
         writeln!(out, "### CRD upgrade safety: passed\n\nAll {n_crds} CRD upgrades are safe.")?;
     } else {
