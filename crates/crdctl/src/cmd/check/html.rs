@@ -228,12 +228,12 @@ fn sides<'a>(page: &Page<'a>, finding: &Finding) -> Option<(Side<'a>, Side<'a>)>
 fn schema_block<'a>(crd: &'a Crd, version: &str, pointer: &str) -> Option<Side<'a>> {
     let index = crd.definition.spec.versions.iter().position(|v| v.name == version)?;
     let position = crd.position(&format!("/spec/versions/{index}/schema/openAPIV3Schema{pointer}"))?;
-    let lines: Vec<&str> = crd.text.lines().collect();
     let first = usize::try_from(position.line).ok()?.checked_sub(1)?;
-    let depth = indentation(lines.get(first)?);
-    let under = lines.iter().skip(first + 1).take_while(|line| line.trim().is_empty() || indentation(line) > depth);
-    let mut block: Vec<&str> =
-        lines.iter().skip(first).take((under.count() + 1).min(MAX_BLOCK_LINES)).copied().collect();
+    let mut lines = crd.text.lines().skip(first);
+    let head = lines.next()?;
+    let depth = indentation(head);
+    let under = lines.take_while(|line| line.trim().is_empty() || indentation(line) > depth);
+    let mut block: Vec<&str> = std::iter::once(head).chain(under).take(MAX_BLOCK_LINES).collect();
     while block.last().is_some_and(|line| line.trim().is_empty()) {
         block.pop();
     }
