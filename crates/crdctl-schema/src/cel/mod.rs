@@ -19,6 +19,7 @@ pub mod authorizer;
 pub mod checker;
 pub mod decl;
 mod library;
+pub mod parser;
 pub mod source;
 mod types;
 
@@ -28,7 +29,8 @@ use std::sync::Arc;
 
 use kube_cel::KubeCelExt;
 use kube_cel::cel::extractors::This;
-use kube_cel::cel::{self, Context, Program};
+use kube_cel::cel::parser::Expression;
+use kube_cel::cel::{self, Context};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -96,27 +98,24 @@ impl CompileError {
 }
 
 /// Parse errors as cel-go prints them (the `cel` crate's own display differs in the snippet).
-fn parse_errors(source: &str, error: &(dyn std::error::Error + 'static)) -> String {
-    match error.downcast_ref::<cel::ParseErrors>() {
-        Some(errors) => errors
-            .errors
-            .iter()
-            .map(|e| {
-                let (line, column) = e.pos;
-                let line = usize::try_from(line).unwrap_or(1);
-                let column = usize::try_from(column.saturating_sub(1)).unwrap_or(0);
-                source::at_line(source, line, column, &e.msg)
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        None => error.to_string(),
-    }
+fn parse_errors(source: &str, errors: &cel::ParseErrors) -> String {
+    errors
+        .errors
+        .iter()
+        .map(|e| {
+            let (line, column) = e.pos;
+            let line = usize::try_from(line).unwrap_or(1);
+            let column = usize::try_from(column.saturating_sub(1)).unwrap_or(0);
+            source::at_line(source, line, column, &e.msg)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
-/// A rule's programs.
+/// A rule's programs: the parsed rule and message expression, which the `cel` crate evaluates.
 pub struct CompiledRule {
-    program: Program,
-    message: Option<Program>,
+    program: Expression,
+    message: Option<Expression>,
     /// Whether the rule reads `oldSelf` (a transition rule).
     pub uses_old_self: bool,
 }
@@ -124,13 +123,13 @@ pub struct CompiledRule {
 impl CompiledRule {
     /// Checks the rule against the type of the node it is on (`decl`).
     pub fn check(&self, source: &RuleSource, decl: &decl::Decl) -> checker::Checked {
-        checker::check(self.program.expression(), &source.rule, decl, source.optional_old_self())
+        checker::check(&self.program, &source.rule, decl, source.optional_old_self())
     }
 
     /// Checks the message expression, if there is one, as [`CompiledRule::check`].
     pub fn check_message(&self, source: &RuleSource, decl: &decl::Decl) -> Option<checker::Checked> {
         let program = self.message.as_ref()?;
-        Some(checker::check(program.expression(), &source.message_expression, decl, source.optional_old_self()))
+        Some(checker::check(program, &source.message_expression, decl, source.optional_old_self()))
     }
 }
 
@@ -153,25 +152,19 @@ impl Rule {
     }
 
     fn compile(entry: &Value) -> CompiledOnce {
-        let mut compiled = kube_cel::compile_schema(&serde_json::json!({"x-kubernetes-validations": [entry]}));
-        match compiled.validations.pop() {
-            Some(Ok(result)) => Ok(Arc::new(CompiledRule {
-                uses_old_self: result.is_transition_rule,
-                program: result.program,
-                message: result.message_program,
-            })),
-            Some(Err(kube_cel::CompilationError::Parse { source: error, rule })) => {
-                Err(CompileError::Rule(format!("compilation failed: {}", parse_errors(&rule, error.as_ref()))))
-            }
-            Some(Err(kube_cel::CompilationError::MessageExpressionParse {
-                source: error, message_expression, ..
-            })) => {
-                let detail = parse_errors(&message_expression, error.as_ref());
-                Err(CompileError::MessageExpression(format!("messageExpression compilation failed: {detail}")))
-            }
-            Some(Err(err)) => Err(CompileError::Rule(format!("compilation failed: {err}"))),
-            None => Err(CompileError::Rule("compilation failed: no rule".into())),
-        }
+        let text = |key: &str| entry.get(key).and_then(Value::as_str);
+        let rule = text("rule").unwrap_or_default();
+        let program = parser::parse(rule)
+            .map_err(|errors| CompileError::Rule(format!("compilation failed: {}", parse_errors(rule, &errors))))?;
+        let message = match text("messageExpression") {
+            Some(expression) => Some(parser::parse(expression).map_err(|errors| {
+                let detail = parse_errors(expression, &errors);
+                CompileError::MessageExpression(format!("messageExpression compilation failed: {detail}"))
+            })?),
+            None => None,
+        };
+        let uses_old_self = program.references().has_variable("oldSelf");
+        Ok(Arc::new(CompiledRule { program, message, uses_old_self }))
     }
 
     /// The most one evaluation can cost under the schema's bounds, when the rule checks.
@@ -304,7 +297,7 @@ impl AdmissionScope<'_> {
     }
 
     fn evaluate(&self, expression: &str) -> Result<cel::Value, String> {
-        compiled(expression)?.program.execute(&self.context).map_err(|err| err.to_string())
+        cel::Value::resolve(&compiled(expression)?.program, &self.context).map_err(|err| err.to_string())
     }
 }
 
@@ -312,8 +305,8 @@ impl AdmissionScope<'_> {
 /// with `variables` declared, as upstream's policy type checker does: cel-go's issues, a
 /// parse error's included, in its words.
 pub fn check_admission(expression: &str, variables: &[checker::Variable<'_>]) -> checker::Checked {
-    match Program::compile(expression) {
-        Ok(program) => checker::check_with(program.expression(), expression, variables),
+    match parser::parse(expression) {
+        Ok(program) => checker::check_with(&program, expression, variables),
         Err(errors) => checker::Checked {
             cost: checker::Estimate::UNKNOWN,
             is_bool: None,
@@ -346,7 +339,7 @@ fn untyped(value: &Value) -> cel::Value {
 
 /// An admission expression, compiled, and the variables it reads.
 struct Admission {
-    program: Program,
+    program: Expression,
     variables: Vec<String>,
 }
 
@@ -356,7 +349,7 @@ fn compiled(expression: &str) -> Result<Arc<Admission>, String> {
         if let Some(compiled) = cache.borrow().get(expression) {
             return Ok(Arc::clone(compiled));
         }
-        let program = Program::compile(expression).map_err(|err| format!("compilation failed: {err}"))?;
+        let program = parser::parse(expression).map_err(|err| format!("compilation failed: {err}"))?;
         let variables = program.references().variables().into_iter().map(str::to_string).collect();
         let compiled = Arc::new(Admission { program, variables });
         let mut cache = cache.borrow_mut();
@@ -492,7 +485,7 @@ impl Run<'_> {
             most
         } else {
             let optional = rule.source.optional_old_self();
-            most.min(checker::cost_for(compiled.program.expression(), decl, optional, value, old))
+            most.min(checker::cost_for(&compiled.program, decl, optional, value, old))
         };
         if self.precise && cost >= UNBOUNDED {
             return true;
@@ -579,7 +572,7 @@ impl Run<'_> {
             if !self.charge(schema, rule, compiled, value, old, loc) {
                 return;
             }
-            let failed = match compiled.program.execute(&rule_scope) {
+            let failed = match cel::Value::resolve(&compiled.program, &rule_scope) {
                 Ok(cel::Value::Bool(true)) => continue,
                 Ok(cel::Value::Bool(false)) => failure(schema, loc, rule, compiled, &rule_scope),
                 Ok(other) => type_error(
@@ -607,7 +600,7 @@ fn failure(schema: &Schema, loc: &Path, rule: &Rule, compiled: &CompiledRule, sc
     let detail = compiled
         .message
         .as_ref()
-        .and_then(|program| match program.execute(scope) {
+        .and_then(|program| match cel::Value::resolve(program, scope) {
             Ok(cel::Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => Some(s.trim().to_string()),
             _ => None,
         })
