@@ -4,6 +4,10 @@
 //! CRD's compilation — each is compiled once, and the sharing ends with the scope, so a second
 //! compilation of the same CRD does the same work as the first. Outside any scope (CEL's
 //! `matches` while validating objects), patterns are kept per thread instead.
+//!
+//! A schema's `pattern` is only parsed when the schema is compiled, which finds every error the
+//! API server reports; the matcher, which costs tens of times more to build, is built the
+//! first time a value is matched ([`Pattern`]), so checking a definition builds none.
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -12,18 +16,20 @@ use std::collections::HashMap;
 /// At most this many patterns are kept per thread outside a scope; then the cache starts over.
 const PATTERN_CACHE: usize = 512;
 
-type Pattern = Result<regex::Regex, String>;
+type Compiled = Result<regex::Regex, String>;
 
 #[derive(Default)]
 struct Shared {
     /// Compiled rules by their text; the type is the CEL module's, kept opaque here.
     rules: HashMap<String, Box<dyn Any>>,
-    patterns: HashMap<String, Pattern>,
+    patterns: HashMap<String, Compiled>,
+    /// Patterns parsed to check them, and what that found.
+    checked: HashMap<String, Result<(), String>>,
 }
 
 thread_local! {
     static SCOPE: RefCell<Option<Shared>> = const { RefCell::new(None) };
-    static PATTERNS: RefCell<HashMap<String, Pattern>> = RefCell::default();
+    static PATTERNS: RefCell<HashMap<String, Compiled>> = RefCell::default();
 }
 
 /// Runs `compile` with what it compiles shared; the sharing ends with the outermost scope.
@@ -53,9 +59,39 @@ pub(crate) fn rule<T: Clone + 'static>(key: String, compile: impl FnOnce() -> T)
     })
 }
 
+/// A `pattern` keyword, its matcher built on first use.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    /// The pattern as written.
+    pub source: String,
+    matcher: std::sync::OnceLock<Result<regex::Regex, String>>,
+}
+
+impl Pattern {
+    pub(crate) fn new(source: String) -> Pattern {
+        Pattern { source, matcher: std::sync::OnceLock::new() }
+    }
+
+    /// The matcher, or the compiler's error text.
+    pub fn matcher(&self) -> &Result<regex::Regex, String> {
+        self.matcher.get_or_init(|| pattern(&self.source))
+    }
+}
+
+/// Whether `pattern` is a regular expression, without building its matcher: the syntax error,
+/// in the words compiling it would give.
+/// Once per scope.
+pub(crate) fn syntax(pattern: &str) -> Result<(), String> {
+    let parse = || regex_syntax::Parser::new().parse(pattern).map(drop).map_err(|err| err.to_string());
+    SCOPE.with(|scope| match scope.borrow_mut().as_mut() {
+        Some(shared) => shared.checked.entry(pattern.to_string()).or_insert_with(parse).clone(),
+        None => parse(),
+    })
+}
+
 /// `pattern` compiled, or the compiler's error text; once per scope, or per thread outside
 /// one. A `Regex` clone shares the compiled program.
-pub(crate) fn pattern(pattern: &str) -> Pattern {
+pub(crate) fn pattern(pattern: &str) -> Compiled {
     let scoped = SCOPE.with(|scope| scope.borrow().as_ref().map(|shared| shared.patterns.get(pattern).cloned()));
     match scoped {
         Some(Some(found)) => found,
@@ -83,6 +119,17 @@ pub(crate) fn pattern(pattern: &str) -> Pattern {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn syntax_errors_are_worded_as_compiling_words_them() {
+        for broken in ["(", "[a-", "a{2,1}", "(?P<>a)", "\\"] {
+            assert_eq!(syntax(broken).unwrap_err(), regex::Regex::new(broken).unwrap_err().to_string(), "{broken}");
+        }
+        assert_eq!(syntax("^[a-z]+$"), Ok(()));
+        let lazy = Pattern::new("^[a-z]+$".into());
+        assert!(lazy.matcher.get().is_none(), "nothing is built until a value is matched");
+        assert!(lazy.matcher().as_ref().unwrap().is_match("abc"));
+    }
 
     #[test]
     fn patterns_compile_once_and_errors_are_kept() {

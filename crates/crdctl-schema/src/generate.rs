@@ -186,7 +186,7 @@ impl Generator {
             let length = i64::try_from(text.chars().count()).unwrap_or(i64::MAX);
             length >= min && max.is_none_or(|max| length <= max)
         };
-        if let Some((pattern, Ok(matcher))) = &schema.pattern {
+        if let Some((pattern, Ok(matcher))) = schema.pattern.as_ref().map(|p| (&p.source, p.matcher())) {
             let bound = u32::try_from(self.size).unwrap_or(u32::MAX).max(1);
             let compiled = self.patterns.entry(pattern.clone()).or_insert_with(|| {
                 let parsed = regex_syntax::Parser::new().parse(pattern).ok().map(without_anchors);

@@ -48,6 +48,7 @@
 
 pub mod cel;
 mod compiling;
+pub use compiling::Pattern;
 pub mod decode;
 pub mod definition;
 mod embedded;
@@ -167,8 +168,8 @@ pub struct Schema {
     pub max_length: Option<i64>,
     /// `minLength`, in characters.
     pub min_length: Option<i64>,
-    /// `pattern`, compiled; `Err` holds the compile error for the message.
-    pub pattern: Option<(String, Result<regex::Regex, String>)>,
+    /// `pattern`, compiled on first use.
+    pub pattern: Option<Pattern>,
     /// `maxItems`.
     pub max_items: Option<i64>,
     /// `minItems`.
@@ -321,10 +322,7 @@ impl Schema {
             multiple_of: keywords.multiple_of,
             max_length: keywords.max_length,
             min_length: keywords.min_length,
-            pattern: keywords.pattern.map(|pattern| {
-                let compiled = compiling::pattern(&pattern);
-                (pattern, compiled)
-            }),
+            pattern: keywords.pattern.map(compiling::Pattern::new),
             max_items: keywords.max_items,
             min_items: keywords.min_items,
             unique_items: keywords.unique_items,

@@ -276,11 +276,11 @@ fn string(schema: &Schema, s: &str, loc: &Path) -> Outcome {
         let message = in_body(loc, &format!("should be at least {min} chars long"));
         return Outcome::error(invalid(loc, bad_value(&Value::String(s.into())), message));
     }
-    if let Some((pattern, compiled)) = &schema.pattern {
-        let shown = match compiled {
+    if let Some(pattern) = &schema.pattern {
+        let shown = match pattern.matcher() {
             Ok(re) if re.is_match(s) => return Outcome::default(),
-            Ok(_) => pattern.clone(),
-            Err(err) => format!("{pattern}, but pattern is invalid: {err}"),
+            Ok(_) => pattern.source.clone(),
+            Err(err) => format!("{}, but pattern is invalid: {err}", pattern.source),
         };
         let message = in_body(loc, &format!("should match '{shown}'"));
         return Outcome::error(invalid(loc, bad_value(&Value::String(s.into())), message));

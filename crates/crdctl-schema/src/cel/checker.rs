@@ -536,7 +536,7 @@ impl<'d> Checker<'d> {
     fn check_literal_argument(&mut self, function: &str, first: Option<&Node<'d>>) {
         let Some(Literal::Text(text, ordinal)) = first.and_then(|arg| arg.literal.as_ref()) else { return };
         let valid = match function {
-            "matches" => crate::compiling::pattern(text).is_ok(),
+            "matches" => crate::compiling::syntax(text).is_ok(),
             "duration" => super::duration(text).is_some(),
             "timestamp" => chrono::DateTime::parse_from_rfc3339(text).is_ok(),
             _ => return,

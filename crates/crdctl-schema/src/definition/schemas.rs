@@ -218,7 +218,7 @@ fn value_validation(
         nested(not, false, &path.child("not"), out);
     }
     if let Some(pattern) = v.get("pattern").and_then(Value::as_str)
-        && let Err(err) = crate::compiling::pattern(pattern)
+        && let Err(err) = crate::compiling::syntax(pattern)
     {
         out.push(
             path.child("pattern").invalid(pattern, format!("must be a valid regular expression, but isn't: {err}")),
