@@ -17,6 +17,8 @@
 
 pub mod authorizer;
 pub mod checker;
+#[cfg(test)]
+mod conformance;
 pub mod decl;
 mod library;
 pub mod parser;
