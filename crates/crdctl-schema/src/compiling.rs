@@ -12,11 +12,14 @@
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// At most this many patterns are kept per thread outside a scope; then the cache starts over.
 const PATTERN_CACHE: usize = 512;
 
-type Compiled = Result<regex::Regex, String>;
+/// A compiled pattern is shared, not cloned: a `Regex` clone starts its own pool of match
+/// caches, which the next match would fill again.
+type Compiled = Result<Arc<regex::Regex>, String>;
 
 #[derive(Default)]
 struct Shared {
@@ -64,7 +67,7 @@ pub(crate) fn rule<T: Clone + 'static>(key: String, compile: impl FnOnce() -> T)
 pub struct Pattern {
     /// The pattern as written.
     pub source: String,
-    matcher: std::sync::OnceLock<Result<regex::Regex, String>>,
+    matcher: std::sync::OnceLock<Compiled>,
 }
 
 impl Pattern {
@@ -73,7 +76,7 @@ impl Pattern {
     }
 
     /// The matcher, or the compiler's error text.
-    pub fn matcher(&self) -> &Result<regex::Regex, String> {
+    pub fn matcher(&self) -> &Result<Arc<regex::Regex>, String> {
         self.matcher.get_or_init(|| pattern(&self.source))
     }
 }
@@ -90,13 +93,13 @@ pub(crate) fn syntax(pattern: &str) -> Result<(), String> {
 }
 
 /// `pattern` compiled, or the compiler's error text; once per scope, or per thread outside
-/// one. A `Regex` clone shares the compiled program.
+/// one.
 pub(crate) fn pattern(pattern: &str) -> Compiled {
     let scoped = SCOPE.with(|scope| scope.borrow().as_ref().map(|shared| shared.patterns.get(pattern).cloned()));
     match scoped {
         Some(Some(found)) => found,
         Some(None) => {
-            let compiled = regex::Regex::new(pattern).map_err(|err| err.to_string());
+            let compiled = regex::Regex::new(pattern).map(Arc::new).map_err(|err| err.to_string());
             let insert = |shared: &mut Shared| shared.patterns.insert(pattern.to_string(), compiled.clone());
             SCOPE.with(|scope| scope.borrow_mut().as_mut().map(insert));
             compiled
@@ -105,7 +108,7 @@ pub(crate) fn pattern(pattern: &str) -> Compiled {
             if let Some(found) = cache.borrow().get(pattern) {
                 return found.clone();
             }
-            let compiled = regex::Regex::new(pattern).map_err(|err| err.to_string());
+            let compiled = regex::Regex::new(pattern).map(Arc::new).map_err(|err| err.to_string());
             let mut cache = cache.borrow_mut();
             if cache.len() >= PATTERN_CACHE {
                 cache.clear();

@@ -378,7 +378,7 @@ pub fn reads<'e, const N: usize>(expressions: impl Iterator<Item = &'e str>, var
 /// At most this many compiled admission expressions are kept per thread.
 const PROGRAM_CACHE: usize = 1024;
 
-fn regex(function: &str, pattern: &str) -> Result<regex::Regex, cel::ExecutionError> {
+fn regex(function: &str, pattern: &str) -> Result<Arc<regex::Regex>, cel::ExecutionError> {
     crate::compiling::pattern(pattern)
         .map_err(|err| cel::ExecutionError::function_error(function, format!("invalid regex: {err}")))
 }
