@@ -16,6 +16,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
 #![allow(clippy::print_stdout)]
 
+#[path = "common/targets.rs"]
+mod targets;
+
 #[path = "common/memory.rs"]
 mod memory;
 
@@ -102,6 +105,7 @@ fn main() {
     let crd = crdctl_model::load::load_str("new.yaml", NEW).unwrap().remove(0);
     println!("stored CronTabs judged against a new CRD (2 served versions, None conversion)   objects/s");
     let mut grew = Vec::new();
+    let mut targets = targets::Targets::default();
     for count in [10_000, 100_000] {
         let server = baseline(&crd, count);
         let (judged, peak) = judge(&crd, count);
@@ -109,6 +113,10 @@ fn main() {
         println!(
             "  judged at both served versions, {count:>7} objects                     {judged:>9.0}   {:.2}× (target ≥ 0.8)",
             judged / server
+        );
+        targets.expect(
+            judged / server >= 0.8,
+            format!("{count} objects judged at {:.2}× the server's rate (≥ 0.8)", judged / server),
         );
         grew.push(peak);
     }
@@ -119,4 +127,6 @@ fn main() {
         grew[1] as f64 / 1024.0,
         if flat { "flat" } else { "NOT flat" }
     );
+    targets.expect(flat, "peak RSS growth flat from 10,000 to 100,000 objects (within +20%)");
+    targets.finish();
 }

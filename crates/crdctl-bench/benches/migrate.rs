@@ -19,6 +19,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
 #![allow(clippy::print_stdout)]
 
+#[path = "common/targets.rs"]
+mod targets;
+
 #[path = "common/memory.rs"]
 mod memory;
 
@@ -164,6 +167,7 @@ fn main() {
         let http = reqwest::Client::new();
         println!("{CONCURRENCY} concurrent writers, redb, objects stored as v1beta1 → v1   per second");
         let mut memory_lines = Vec::new();
+        let mut targets = targets::Targets::default();
         for count in [10_000, 100_000] {
             let server = start_server();
             if count == 10_000 {
@@ -187,13 +191,30 @@ fn main() {
                 println!("  StorageVersionMigration (in the server), {objects:<19} {in_server:>8.0}");
             }
             println!("  in the server ÷ client side, {objects:<31} {:>8.2}×  (target ≥ 2)", in_server / client);
+            targets.expect(
+                in_server / client >= 2.0,
+                format!("{objects}: in the server {:.2}× the client side (≥ 2)", in_server / client),
+            );
             memory_lines.push((objects, client_grew, server_grew));
             drop(server);
         }
         println!("peak memory of the rewrite (growth of the rewriting process's peak RSS)   client   server");
-        for (objects, client, server) in memory_lines {
-            println!("  {objects:<70} {:>5.1} MiB {:>5.1} MiB", client as f64 / 1024.0, server as f64 / 1024.0);
+        for (objects, client, server) in &memory_lines {
+            println!("  {objects:<70} {:>5.1} MiB {:>5.1} MiB", *client as f64 / 1024.0, *server as f64 / 1024.0);
         }
+        // Flat: the growth at 100,000 objects within +20% (and 1 MiB) of the growth at 10,000.
+        if let [(_, client_small, server_small), (_, client_large, server_large)] = memory_lines[..] {
+            let flat = |small: u64, large: u64| large as f64 <= small as f64 * 1.2 + 1024.0;
+            targets.expect(
+                flat(client_small, client_large),
+                "the client side's peak memory flat from 10,000 to 100,000 objects",
+            );
+            targets.expect(
+                flat(server_small, server_large),
+                "the server's peak memory flat from 10,000 to 100,000 objects",
+            );
+        }
+        targets.finish();
     });
 }
 

@@ -24,6 +24,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
 #![allow(clippy::print_stdout)]
 
+#[path = "common/targets.rs"]
+mod targets;
+
 #[path = "../../../examples/crontab-conversion-webhook/convert.rs"]
 mod convert;
 // The shared load generator; this benchmark uses part of it.
@@ -356,7 +359,7 @@ async fn main() {
         });
     }
 
-    report(value.len(), &placements, (store_1, store_16), blocks);
+    report(value.len(), &placements, (store_1, store_16), blocks).finish();
 }
 
 /// One conversion strategy's measurements.
@@ -372,8 +375,15 @@ struct Block {
     listed_converted: Duration,
 }
 
-/// Prints each rate beside its baseline of the same run.
-fn report(value_len: usize, placements: &[Placement], (store_1, store_16): (f64, f64), blocks: Vec<Block>) {
+/// Prints each rate beside its baseline of the same run, and holds the one-CPU placement's
+/// one-client rates to their targets.
+fn report(
+    value_len: usize,
+    placements: &[Placement],
+    (store_1, store_16): (f64, f64),
+    blocks: Vec<Block>,
+) -> targets::Targets {
+    let mut targets = targets::Targets::default();
     println!("{:<48}{:>10}   ÷ raw there", format!("baseline (durable, redb, {value_len} bytes)"), "writes/s");
     for placement in placements {
         let (raw, ceiling) = (placement.raw.rate(), placement.ceiling.rate());
@@ -395,6 +405,16 @@ fn report(value_len: usize, placements: &[Placement], (store_1, store_16): (f64,
                 ratio(creates, placement.ceiling.rate())
             );
             row(&format!("creates, 1 client, {}", placement.label), creates, ratios);
+            let alone = placement.label.ends_with("alone");
+            let of_raw = creates / placement.raw.rate();
+            targets.expect(
+                !alone || of_raw >= 0.5,
+                format!(
+                    "{label}: 1-client creates {:.0}% of raw commits on {} (≥ 50%)",
+                    of_raw * 100.0,
+                    placement.label
+                ),
+            );
             if config_maps.made > 0 {
                 let config_maps = config_maps.rate();
                 let ratios = format!(
@@ -403,6 +423,14 @@ fn report(value_len: usize, placements: &[Placement], (store_1, store_16): (f64,
                     ratio(config_maps, creates)
                 );
                 row(&format!("ConfigMap creates, 1 client, {}", placement.label), config_maps, ratios);
+                targets.expect(
+                    config_maps / creates >= 0.9,
+                    format!(
+                        "{label}: ConfigMap creates {:.0}% of CronTab creates on {} (≥ 90%)",
+                        config_maps / creates * 100.0,
+                        placement.label
+                    ),
+                );
             }
         }
         row("creates, 16 clients", creates_16, ratio(creates_16, raw));
@@ -417,4 +445,5 @@ fn report(value_len: usize, placements: &[Placement], (store_1, store_16): (f64,
             listed_converted.as_secs_f64() * 1e3
         );
     }
+    targets
 }

@@ -15,6 +15,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
 #![allow(clippy::print_stdout, reason = "a benchmark prints its report")]
 
+#[path = "common/targets.rs"]
+mod targets;
+
 #[path = "common/load.rs"]
 #[allow(dead_code, reason = "this benchmark uses the connections and the runtime, not the measured loops")]
 mod load;
@@ -245,6 +248,7 @@ async fn main() {
     let empty = tempfile::tempdir().unwrap();
     let [_, empty_kib, ..] = restarted(empty.path(), 0);
     println!("a server on an empty store: {:.1} MiB resident", empty_kib as f64 / 1024.0);
+    let mut targets = targets::Targets::default();
     for count in sizes {
         let (redb, stored_bytes) = redb(count).await;
         let etcd = etcd(count).await;
@@ -274,5 +278,16 @@ async fn main() {
             share(redb.resident_kib.saturating_sub(empty_kib)),
             share(redb.resident_after_list_kib.saturating_sub(empty_kib)),
         );
+        targets.expect(
+            redb.restart <= etcd.restart,
+            format!(
+                "{count} objects: restart {:.0} ms, etcd's {:.0} ms (≤ etcd's)",
+                ms(redb.restart),
+                ms(etcd.restart)
+            ),
+        );
+        let most = share(redb.resident_kib).max(share(redb.resident_after_list_kib));
+        targets.expect(most <= 2.0, format!("{count} objects: resident {most:.2}× the stored bytes (≤ 2)"));
     }
+    targets.finish();
 }

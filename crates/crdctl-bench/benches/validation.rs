@@ -8,10 +8,19 @@
 //! share is reported separately. Schemas and rules are compiled once per CRD version, outside
 //! the timings, as the server does.
 //!
+//! Then, how CEL's cost grows with the object: one object of 20 to 20,000 list items (1 KiB to
+//! 1 MiB) under the same rules, each size beside its decode.
+//!
+//! Targets: every check together within 10× the decode, the CEL rules within 5×, for each
+//! object; the benchmark exits 1 when one is missed.
+//!
 //! Run: `cargo bench -p crdctl-bench --bench validation`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
 #![allow(clippy::print_stdout)]
+
+#[path = "common/targets.rs"]
+mod targets;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -118,6 +127,7 @@ fn main() {
         "{:<14} {:>6} {:>6} {:>9} {:>11} {:>9} {:>9} {:>9} {:>12}",
         "object", "bytes", "rules", "decode", "prune+dflt", "openapi", "cel", "check", "check/decode"
     );
+    let mut targets = targets::Targets::default();
     for (file, version, object) in cases {
         let crd = &crdctl_model::load::load_file(&real.join(file)).unwrap()[0];
         let versions = crd.value["spec"]["versions"].as_array().unwrap();
@@ -157,6 +167,53 @@ fn main() {
             us(cel),
             us(check),
             check.as_secs_f64() / decode.as_secs_f64()
+        );
+        let kind = object["kind"].as_str().unwrap();
+        let all = (prune_default + check).as_secs_f64() / decode.as_secs_f64();
+        targets.expect(all <= 10.0, format!("{kind}: every check {all:.1}× its decode (≤ 10)"));
+        let rules = cel.as_secs_f64() / decode.as_secs_f64();
+        targets.expect(rules <= 5.0, format!("{kind}: its CEL rules {rules:.1}× its decode (≤ 5)"));
+    }
+    sizes();
+    targets.finish();
+}
+
+/// A list of `count` items, with rules on the list's owner and on each item.
+fn listing(count: usize) -> Value {
+    let items: Vec<Value> = (0..count)
+        .map(|i| json!({"name": format!("item-{i:05}"), "weight": i % 100, "path": format!("/p/{}", i % 1000)}))
+        .collect();
+    json!({"apiVersion": "example.com/v1", "kind": "Listing", "metadata": {"name": "l"}, "spec": {"items": items}})
+}
+
+/// How the costs grow with the object: 1 KiB to 1 MiB of items under the same rules.
+fn sizes() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.items.all(i, i.weight >= 0)"},
+            {"rule": "size(self.items) <= 20000"}],
+        "properties": {"items": {"type": "array", "maxItems": 20000, "items": {"type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.name.startsWith('item-')"},
+                {"rule": "!has(self.path) || self.path.startsWith('/')"}],
+            "properties": {"name": {"type": "string", "maxLength": 16}, "weight": {"type": "integer"},
+                "path": {"type": "string", "maxLength": 16}}}}}}}});
+    let compiled = Schema::new(&schema);
+    println!("\nscale: one object of n items, 2 rules on the list's owner and 2 on each item");
+    println!("{:>7} {:>9} {:>10} {:>10} {:>10} {:>12}", "items", "bytes", "decode", "cel", "cel/decode", "cel per KiB");
+    for count in [20, 200, 2_000, 20_000] {
+        let object = listing(count);
+        let bytes = serde_json::to_vec(&object).unwrap();
+        assert!(schema::validate_rules(&object, None, &compiled).errors.is_empty());
+        let decode = median(|| serde_json::from_slice::<Value>(&bytes).unwrap());
+        let cel = median(|| schema::validate_rules(&object, None, &compiled));
+        println!(
+            "{count:>7} {:>9} {:>8.1}µs {:>8.1}µs {:>9.1}x {:>10.2}µs",
+            bytes.len(),
+            us(decode),
+            us(cel),
+            cel.as_secs_f64() / decode.as_secs_f64(),
+            us(cel) / (bytes.len() as f64 / 1024.0)
         );
     }
 }

@@ -19,6 +19,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
 #![allow(clippy::print_stdout, reason = "a benchmark prints its report")]
 
+#[path = "common/targets.rs"]
+mod targets;
+
 #[path = "common/load.rs"]
 #[allow(dead_code, reason = "this benchmark drives connections of its own, not the load generator's loops")]
 mod load;
@@ -166,7 +169,7 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
     sorted.get(at).copied().unwrap_or(0) as f64 / 1000.0
 }
 
-fn report(group: &str, watchers: usize, writes: usize, seen: &[Seen]) {
+fn report(group: &str, watchers: usize, writes: usize, seen: &[Seen], targets: &mut targets::Targets) {
     let delivered: usize = seen.iter().map(|s| s.in_order).sum();
     let mut latencies: Vec<u64> = seen.iter().flat_map(|s| s.latencies.iter().copied()).collect();
     latencies.sort_unstable();
@@ -178,6 +181,8 @@ fn report(group: &str, watchers: usize, writes: usize, seen: &[Seen]) {
         percentile(&latencies, 0.99),
         percentile(&latencies, 1.0),
     );
+    let share = delivered as f64 / (writes * watchers) as f64;
+    targets.expect(share >= 0.99, format!("{group}: {share:.4} of events delivered (≥ 0.99)"));
 }
 
 /// What each watcher of a group saw, once all are done.
@@ -272,9 +277,10 @@ async fn main() {
 
     let watchers = HOT_WATCHERS + COLD_WATCHERS + LARGE_READERS + STALLED_WATCHERS;
     println!("watch at scale (redb store, {} CPUs)", std::thread::available_parallelism().map_or(0, |n| n.get()));
-    report("busy resource", HOT_WATCHERS, 2 * HOT_OBJECTS, &hot_seen);
-    report("quiet resource", COLD_WATCHERS, 2 * COLD_OBJECTS, &cold_seen);
-    report("64 KiB objects, beside stalled", LARGE_READERS, 2 * LARGE_OBJECTS, &large_seen);
+    let mut targets = targets::Targets::default();
+    report("busy resource", HOT_WATCHERS, 2 * HOT_OBJECTS, &hot_seen, &mut targets);
+    report("quiet resource", COLD_WATCHERS, 2 * COLD_OBJECTS, &cold_seen, &mut targets);
+    report("64 KiB objects, beside stalled", LARGE_READERS, 2 * LARGE_OBJECTS, &large_seen, &mut targets);
     println!(
         "  writes/s of 1 KiB objects: {watched:.0} watched ÷ {unwatched:.0} unwatched (same run) = {:.2}; every event delivered {:.1} s after the writes began",
         watched / unwatched,
@@ -293,4 +299,5 @@ async fn main() {
         after_kib.saturating_sub(before_kib) as f64 / watchers as f64,
     );
     drop(server);
+    targets.finish();
 }

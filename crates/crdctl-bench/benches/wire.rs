@@ -20,6 +20,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
 #![allow(clippy::print_stdout, reason = "a benchmark prints its report")]
 
+#[path = "common/targets.rs"]
+mod targets;
+
 #[path = "common/load.rs"]
 #[allow(dead_code, reason = "this benchmark uses the connections and the runtime, not the measured loops")]
 mod load;
@@ -216,6 +219,15 @@ async fn main() {
         "| `TestServer` start, in-memory store (median of 21) | {:.1} ms | target < 20 ms |",
         starts[10].as_secs_f64() * 1e3
     );
+    let mut targets = targets::Targets::default();
+    targets.expect(ratio(creates) >= 1.0, format!("protobuf creates {:.2}× JSON's (≥ 1)", ratio(creates)));
+    targets.expect(ratio(gets) >= 1.0, format!("protobuf gets {:.2}× JSON's (≥ 1)", ratio(gets)));
+    let strategic = rate(patched[0]) / rate(patched[1]);
+    targets.expect(strategic <= 2.0, format!("strategic merge patch {strategic:.2}× a merge patch's time (≤ 2)"));
+    let start = starts[10].as_secs_f64() * 1e3;
+    targets.expect(start < 20.0, format!("`TestServer` start {start:.1} ms (< 20 ms)"));
+    let operator_mib = (first.2 + typical.2) as f64 / 1024.0;
+    targets.expect(operator_mib <= 30.0, format!("an operator's kinds' schemas +{operator_mib:.1} MiB (≤ +30 MiB)"));
     for ((kinds, took, kib), what) in [
         (first, "the first kind written (ConfigMap), with what every schema compile loads once"),
         (
@@ -231,4 +243,5 @@ async fn main() {
             started_kib as f64 / 1024.0
         );
     }
+    targets.finish();
 }
