@@ -82,6 +82,8 @@ pub mod dialect;
 pub mod finding;
 pub mod schema;
 
+use std::collections::HashMap;
+
 use crdctl_model::Crd;
 use serde_json::Map;
 
@@ -95,7 +97,7 @@ use crate::schema::{FlatSchema, SchemaPath};
 /// Compares an installed CRD (`old`) with its replacement (`new`).
 pub fn check(old: &Crd, new: &Crd, config: &Config) -> Report {
     let mut report = Report::default();
-    let mut out = Findings { crd: new.name(), config, findings: Vec::new() };
+    let mut out = Findings { crd: new.name(), config, findings: Vec::new(), located: true };
 
     if let Some(change) = checks::scope::compare(old, new) {
         out.push(Scope::Crd, None, change, false, locate(new, "/spec/scope"));
@@ -140,15 +142,18 @@ pub fn check(old: &Crd, new: &Crd, config: &Config) -> Report {
             if unchanged(older.1, older.0) && unchanged(newer.1, newer.0) {
                 continue;
             }
-            let findings = pair_findings(new, &new_schemas, older, newer, config);
+            let findings = pair_findings(new, &new_schemas, older, newer, config, true);
             let existing = match (in_old(older.1), in_old(newer.1)) {
-                (Some(a), Some(b)) => pair_findings(old, &old_schemas, (a, older.1), (b, newer.1), config),
+                (Some(a), Some(b)) => pair_findings(old, &old_schemas, (a, older.1), (b, newer.1), config, false),
                 _ => Vec::new(),
             };
             // Ratcheting: what the installed CRD already had is not this upgrade's fault.
-            fresh.extend(
-                findings.into_iter().filter(|f| !existing.iter().any(|e| e.path == f.path && e.change == f.change)),
-            );
+            let mut by_path: HashMap<&Option<SchemaPath>, Vec<&Change>> = HashMap::new();
+            for finding in &existing {
+                by_path.entry(&finding.path).or_default().push(&finding.change);
+            }
+            let had = |f: &Finding| by_path.get(&f.path).is_some_and(|changes| changes.contains(&&f.change));
+            fresh.extend(findings.into_iter().filter(|f| !had(f)));
         }
         reroot_removals(&mut fresh);
         out.findings.extend(fresh);
@@ -229,6 +234,8 @@ struct Findings<'a> {
     crd: &'a str,
     config: &'a Config,
     findings: Vec<Finding>,
+    /// Whether findings are located in the source; not for those that are only subtracted.
+    located: bool,
 }
 
 impl Findings<'_> {
@@ -280,8 +287,10 @@ fn compare_versions(
         match new.get(pointer) {
             Some(new_node) => {
                 for change in checks::compare_nodes(old_node, new_node, out.config) {
-                    let keyword_pointer = format!("{pointer}/{}", change.check());
-                    let location = schema_location(pair.new, pair.new_idx, &keyword_pointer);
+                    let location = out
+                        .located
+                        .then(|| schema_location(pair.new, pair.new_idx, &format!("{pointer}/{}", change.check())))
+                        .flatten();
                     out.push(scope.clone(), Some(path()), change, false, location);
                 }
             }
@@ -291,7 +300,7 @@ fn compare_versions(
                 if !implied {
                     removed_root = Some(pointer);
                 }
-                let location = schema_location(pair.old, pair.old_idx, pointer);
+                let location = out.located.then(|| schema_location(pair.old, pair.old_idx, pointer)).flatten();
                 out.push(scope.clone(), Some(path()), Change::FieldRemoved, implied, location.clone());
                 for change in checks::compare_nodes(old_node, &empty, out.config) {
                     out.push(scope.clone(), Some(path()), change, true, location.clone());
@@ -353,8 +362,9 @@ fn pair_findings(
     older: (usize, &str),
     newer: (usize, &str),
     config: &Config,
+    located: bool,
 ) -> Vec<Finding> {
-    let mut out = Findings { crd: crd.name(), config, findings: Vec::new() };
+    let mut out = Findings { crd: crd.name(), config, findings: Vec::new(), located };
     let pair = VersionPair { old: crd, old_idx: older.0, new: crd, new_idx: newer.0 };
     let scope = Scope::ServedPair(older.1.to_string(), newer.1.to_string());
     if let (Some(old_schema), Some(new_schema)) = (schemas.get(older.0), schemas.get(newer.0)) {
