@@ -20,6 +20,7 @@ pub mod checker;
 #[cfg(test)]
 mod conformance;
 pub mod decl;
+mod fast;
 mod library;
 pub mod parser;
 pub mod source;
@@ -212,6 +213,7 @@ fn libraries() -> Context<'static> {
     let mut context = Context::default().with_all();
     context.add_function("matches", matches);
     context.add_function("find", find);
+    context.add_function("size", size);
     context
 }
 
@@ -383,6 +385,19 @@ fn regex(function: &str, pattern: &str) -> Result<Arc<regex::Regex>, cel::Execut
         .map_err(|err| cel::ExecutionError::function_error(function, format!("invalid regex: {err}")))
 }
 
+/// `size(x)` and `x.size()`: a string's size counts code points, as cel-go counts them (the `cel`
+/// crate's counts bytes).
+fn size(ftx: &cel::FunctionContext, This(this): This<cel::Value>) -> Result<i64, cel::ExecutionError> {
+    let size = match &this {
+        cel::Value::String(s) => s.chars().count(),
+        cel::Value::List(l) => l.len(),
+        cel::Value::Map(m) => m.map.len(),
+        cel::Value::Bytes(b) => b.len(),
+        value => return Err(ftx.error(format!("cannot determine the size of {value:?}"))),
+    };
+    i64::try_from(size).map_err(|_| ftx.error("size out of range"))
+}
+
 /// `<string>.matches(<pattern>)`.
 fn matches(This(this): This<Arc<String>>, pattern: Arc<String>) -> Result<bool, cel::ExecutionError> {
     Ok(regex("matches", &pattern)?.is_match(&this))
@@ -548,11 +563,10 @@ impl Run<'_> {
     }
 
     fn evaluate(&mut self, schema: &Schema, value: &Value, old: Option<&Value>, loc: &Path) {
-        let this = to_cel(value, schema);
-        let previous = old.map(|o| to_cel(o, schema));
         let unchanged = old.is_some_and(|o| o == value);
-        let mut scope = self.libraries.new_inner_scope();
-        scope.add_variable_from_value("self", this);
+        // The node's values as CEL values, converted only for a rule the object is not
+        // surely valid under.
+        let mut converted: Option<(Context<'_>, Option<cel::Value>)> = None;
         for rule in &schema.rules {
             let compiled = match &rule.compiled {
                 Ok(compiled) => compiled,
@@ -561,18 +575,27 @@ impl Run<'_> {
                     continue;
                 }
             };
-            let mut rule_scope = scope.new_inner_scope();
-            if compiled.uses_old_self {
-                match &previous {
-                    Some(previous) => rule_scope.add_variable_from_value("oldSelf", previous.clone()),
-                    None if rule.source.optional_old_self() => {
-                        rule_scope.add_variable_from_value("oldSelf", cel::Value::Null)
-                    }
-                    None => continue,
-                }
-            }
+            let old_self = match (compiled.uses_old_self, old) {
+                (false, _) => None,
+                (true, Some(old)) => Some(old),
+                (true, None) if rule.source.optional_old_self() => None,
+                (true, None) => continue,
+            };
             if !self.charge(schema, rule, compiled, value, old, loc) {
                 return;
+            }
+            if fast::holds(&compiled.program, (value, schema), old_self.map(|o| (o, schema))) {
+                continue;
+            }
+            let (scope, previous) = converted.get_or_insert_with(|| {
+                let mut scope = self.libraries.new_inner_scope();
+                scope.add_variable_from_value("self", to_cel(value, schema));
+                (scope, old.map(|o| to_cel(o, schema)))
+            });
+            let mut rule_scope = scope.new_inner_scope();
+            if compiled.uses_old_self {
+                let previous = previous.clone().unwrap_or(cel::Value::Null);
+                rule_scope.add_variable_from_value("oldSelf", previous);
             }
             let failed = match cel::Value::resolve(&compiled.program, &rule_scope) {
                 Ok(cel::Value::Bool(true)) => continue,
