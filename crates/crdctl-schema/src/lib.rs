@@ -142,8 +142,9 @@ pub struct Schema {
     pub preserve_unknown_fields: bool,
     /// `x-kubernetes-embedded-resource`.
     pub embedded_resource: bool,
-    /// `properties`, in schema order.
-    pub properties: IndexMap<String, Schema>,
+    /// `properties`, in schema order; looked up on every field a rule or a check reads, so
+    /// hashed with foldhash rather than SipHash.
+    pub properties: IndexMap<String, Schema, foldhash::fast::RandomState>,
     /// `additionalProperties`.
     pub additional_properties: Option<Additional>,
     /// `items` (a single schema; structural schemas allow no tuple form).

@@ -15,7 +15,7 @@ use std::rc::Rc;
 use kube_cel::cel::common::ast::{CallExpr, ComprehensionExpr, Expr, IdedExpr, LiteralValue, operators};
 use serde_json::Value;
 
-use super::{RESERVED, Schema};
+use super::{Schema, is_reserved};
 use crate::{Additional, Format, StringFormat};
 
 /// Whether `rule` surely holds with `self` (and `oldSelf`) bound to these values; `false` when
@@ -86,7 +86,7 @@ impl<'a> Val<'a> {
     fn field(&self, name: &str) -> Option<Option<Val<'a>>> {
         let Val::Node(Value::Object(fields), schema) = self else { return None };
         // An escaped name (`__dash__`) or a reserved word is not the key as written.
-        if !is_map(schema) && (name.contains("__") || RESERVED.contains(&name)) {
+        if !is_map(schema) && (name.contains("__") || is_reserved(name)) {
             return None;
         }
         Some(match fields.get(name) {
@@ -155,48 +155,46 @@ impl<'a> Scope<'a> {
     }
 
     fn call(&mut self, call: &'a CallExpr) -> Option<Val<'a>> {
-        let name = call.func_name.as_str();
-        match (name, call.target.as_deref(), call.args.as_slice()) {
-            (operators::LOGICAL_AND, None, [a, b]) => Some(Val::Bool(self.bool(a)? && self.bool(b)?)),
-            (operators::LOGICAL_OR, None, [a, b]) => Some(Val::Bool(self.bool(a)? || self.bool(b)?)),
-            (operators::LOGICAL_NOT | operators::NOT_STRICTLY_FALSE, None, [a]) => {
-                let b = self.bool(a)?;
-                Some(Val::Bool(if name == operators::LOGICAL_NOT { !b } else { b }))
-            }
-            (operators::CONDITIONAL, None, [c, a, b]) => {
+        let op = Op::of(&call.func_name);
+        match (op, call.target.as_deref(), call.args.as_slice()) {
+            (Op::And, None, [a, b]) => Some(Val::Bool(self.bool(a)? && self.bool(b)?)),
+            (Op::Or, None, [a, b]) => Some(Val::Bool(self.bool(a)? || self.bool(b)?)),
+            (Op::Not, None, [a]) => Some(Val::Bool(!self.bool(a)?)),
+            (Op::NotStrictlyFalse, None, [a]) => Some(Val::Bool(self.bool(a)?)),
+            (Op::Conditional, None, [c, a, b]) => {
                 if self.bool(c)? {
                     self.eval(a)
                 } else {
                     self.eval(b)
                 }
             }
-            ("size", None, [a]) | ("size", Some(a), []) => size(&self.eval(a)?),
-            (operators::INDEX, None, [a, i]) => {
+            (Op::Size, None, [a]) | (Op::Size, Some(a), []) => size(&self.eval(a)?),
+            (Op::Index, None, [a, i]) => {
                 let (target, index) = (self.eval(a)?, self.eval(i)?);
                 index_of(&target, &index)
             }
-            (operators::IN, None, [a, b]) => {
+            (Op::In, None, [a, b]) => {
                 let (item, range) = (self.eval(a)?, self.eval(b)?);
                 let found = range.elements()?.iter().map(|e| equal(&item, e)).collect::<Option<Vec<_>>>()?;
                 Some(Val::Bool(found.contains(&true)))
             }
-            (_, None, [a, b]) => {
-                let (a, b) = (self.eval(a)?, self.eval(b)?);
-                binary(name, &a, &b)
-            }
-            (operators::NEGATE, None, [a]) => match self.eval(a)? {
+            (Op::Negate, None, [a]) => match self.eval(a)? {
                 Val::Int(i) => i.checked_neg().map(Val::Int),
                 Val::Double(d) => Some(Val::Double(-d)),
                 _ => None,
             },
-            ("startsWith" | "endsWith" | "contains" | "matches", Some(target), [arg]) => {
+            (Op::StartsWith | Op::EndsWith | Op::Contains | Op::Matches, Some(target), [arg]) => {
                 let (Val::Str(text), Val::Str(arg)) = (self.eval(target)?, self.eval(arg)?) else { return None };
-                Some(Val::Bool(match name {
-                    "startsWith" => text.starts_with(&*arg),
-                    "endsWith" => text.ends_with(&*arg),
-                    "contains" => text.contains(&*arg),
+                Some(Val::Bool(match op {
+                    Op::StartsWith => text.starts_with(&*arg),
+                    Op::EndsWith => text.ends_with(&*arg),
+                    Op::Contains => text.contains(&*arg),
                     _ => crate::compiling::pattern(&arg).ok()?.is_match(&text),
                 }))
+            }
+            (Op::Binary(binary), None, [a, b]) => {
+                let (a, b) = (self.eval(a)?, self.eval(b)?);
+                binary.apply(&a, &b)
             }
             _ => None,
         }
@@ -264,44 +262,116 @@ fn index_of<'a>(target: &Val<'a>, index: &Val<'a>) -> Option<Val<'a>> {
     }
 }
 
-/// Comparisons and arithmetic on two values of one type.
-fn binary<'a>(function: &str, a: &Val<'a>, b: &Val<'a>) -> Option<Val<'a>> {
-    use std::cmp::Ordering;
-    let ordering = match (a, b) {
-        (Val::Int(x), Val::Int(y)) => Some(x.cmp(y)),
-        (Val::Double(x), Val::Double(y)) => x.partial_cmp(y),
-        (Val::Str(x), Val::Str(y)) => Some(x.cmp(y)),
-        _ => None,
-    };
-    let compared = |wanted: fn(Ordering) -> bool| Some(Val::Bool(wanted(ordering?)));
-    match function {
-        operators::EQUALS => equal(a, b).map(Val::Bool),
-        operators::NOT_EQUALS => equal(a, b).map(|e| Val::Bool(!e)),
-        operators::LESS => compared(Ordering::is_lt),
-        operators::LESS_EQUALS => compared(Ordering::is_le),
-        operators::GREATER => compared(Ordering::is_gt),
-        operators::GREATER_EQUALS => compared(Ordering::is_ge),
-        _ => arithmetic(function, a, b),
+/// The functions evaluated here. Operator names are matched byte by byte: this runs for every
+/// call of every rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    And,
+    Or,
+    Not,
+    NotStrictlyFalse,
+    Conditional,
+    Negate,
+    Index,
+    In,
+    Size,
+    StartsWith,
+    EndsWith,
+    Contains,
+    Matches,
+    Binary(Binary),
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Binary {
+    Equals,
+    NotEquals,
+    Less,
+    LessEquals,
+    Greater,
+    GreaterEquals,
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    Modulo,
+}
+
+impl Op {
+    fn of(name: &str) -> Op {
+        match name.as_bytes() {
+            [b'_', b'&', b'&', b'_'] => Op::And,
+            [b'_', b'|', b'|', b'_'] => Op::Or,
+            [b'!', b'_'] => Op::Not,
+            [b'-', b'_'] => Op::Negate,
+            [b'_', b'?', b'_', b':', b'_'] => Op::Conditional,
+            [b'_', b'[', b'_', b']'] => Op::Index,
+            [b'@', b'i', b'n'] => Op::In,
+            [b'_', b'=', b'=', b'_'] => Op::Binary(Binary::Equals),
+            [b'_', b'!', b'=', b'_'] => Op::Binary(Binary::NotEquals),
+            [b'_', b'<', b'_'] => Op::Binary(Binary::Less),
+            [b'_', b'<', b'=', b'_'] => Op::Binary(Binary::LessEquals),
+            [b'_', b'>', b'_'] => Op::Binary(Binary::Greater),
+            [b'_', b'>', b'=', b'_'] => Op::Binary(Binary::GreaterEquals),
+            [b'_', b'+', b'_'] => Op::Binary(Binary::Add),
+            [b'_', b'-', b'_'] => Op::Binary(Binary::Subtract),
+            [b'_', b'*', b'_'] => Op::Binary(Binary::Multiply),
+            [b'_', b'/', b'_'] => Op::Binary(Binary::Divide),
+            [b'_', b'%', b'_'] => Op::Binary(Binary::Modulo),
+            _ => match name {
+                operators::NOT_STRICTLY_FALSE => Op::NotStrictlyFalse,
+                "size" => Op::Size,
+                "startsWith" => Op::StartsWith,
+                "endsWith" => Op::EndsWith,
+                "contains" => Op::Contains,
+                "matches" => Op::Matches,
+                _ => Op::Other,
+            },
+        }
     }
 }
 
-fn arithmetic<'a>(function: &str, a: &Val<'a>, b: &Val<'a>) -> Option<Val<'a>> {
-    Some(match (function, a, b) {
-        (operators::ADD, Val::Int(x), Val::Int(y)) => Val::Int(x.checked_add(*y)?),
-        (operators::SUBSTRACT, Val::Int(x), Val::Int(y)) => Val::Int(x.checked_sub(*y)?),
-        (operators::MULTIPLY, Val::Int(x), Val::Int(y)) => Val::Int(x.checked_mul(*y)?),
-        (operators::DIVIDE, Val::Int(x), Val::Int(y)) => Val::Int(x.checked_div(*y)?),
-        (operators::MODULO, Val::Int(x), Val::Int(y)) => Val::Int(x.checked_rem(*y)?),
-        (operators::ADD, Val::Double(x), Val::Double(y)) => Val::Double(x + y),
-        (operators::SUBSTRACT, Val::Double(x), Val::Double(y)) => Val::Double(x - y),
-        (operators::MULTIPLY, Val::Double(x), Val::Double(y)) => Val::Double(x * y),
-        (operators::ADD, Val::Str(x), Val::Str(y)) => Val::Str(Cow::Owned(format!("{x}{y}"))),
-        // Appending copies: past a long list the `cel` crate's evaluator builds it instead.
-        (operators::ADD, Val::List(x), Val::List(y)) if x.len() < LONGEST_BUILT => {
-            Val::List(Rc::new(x.iter().chain(y.iter()).cloned().collect()))
+impl Binary {
+    /// Comparisons and arithmetic on two values of one type.
+    fn apply<'a>(self, a: &Val<'a>, b: &Val<'a>) -> Option<Val<'a>> {
+        use std::cmp::Ordering;
+        let ordering = match (a, b) {
+            (Val::Int(x), Val::Int(y)) => Some(x.cmp(y)),
+            (Val::Double(x), Val::Double(y)) => x.partial_cmp(y),
+            (Val::Str(x), Val::Str(y)) => Some(x.cmp(y)),
+            _ => None,
+        };
+        let compared = |wanted: fn(Ordering) -> bool| Some(Val::Bool(wanted(ordering?)));
+        match self {
+            Binary::Equals => equal(a, b).map(Val::Bool),
+            Binary::NotEquals => equal(a, b).map(|e| Val::Bool(!e)),
+            Binary::Less => compared(Ordering::is_lt),
+            Binary::LessEquals => compared(Ordering::is_le),
+            Binary::Greater => compared(Ordering::is_gt),
+            Binary::GreaterEquals => compared(Ordering::is_ge),
+            arithmetic => arithmetic.compute(a, b),
         }
-        _ => return None,
-    })
+    }
+
+    fn compute<'a>(self, a: &Val<'a>, b: &Val<'a>) -> Option<Val<'a>> {
+        Some(match (self, a, b) {
+            (Binary::Add, Val::Int(x), Val::Int(y)) => Val::Int(x.checked_add(*y)?),
+            (Binary::Subtract, Val::Int(x), Val::Int(y)) => Val::Int(x.checked_sub(*y)?),
+            (Binary::Multiply, Val::Int(x), Val::Int(y)) => Val::Int(x.checked_mul(*y)?),
+            (Binary::Divide, Val::Int(x), Val::Int(y)) => Val::Int(x.checked_div(*y)?),
+            (Binary::Modulo, Val::Int(x), Val::Int(y)) => Val::Int(x.checked_rem(*y)?),
+            (Binary::Add, Val::Double(x), Val::Double(y)) => Val::Double(x + y),
+            (Binary::Subtract, Val::Double(x), Val::Double(y)) => Val::Double(x - y),
+            (Binary::Multiply, Val::Double(x), Val::Double(y)) => Val::Double(x * y),
+            (Binary::Add, Val::Str(x), Val::Str(y)) => Val::Str(Cow::Owned(format!("{x}{y}"))),
+            // Appending copies: past a long list the `cel` crate's evaluator builds it instead.
+            (Binary::Add, Val::List(x), Val::List(y)) if x.len() < LONGEST_BUILT => {
+                Val::List(Rc::new(x.iter().chain(y.iter()).cloned().collect()))
+            }
+            _ => return None,
+        })
+    }
 }
 
 #[cfg(test)]

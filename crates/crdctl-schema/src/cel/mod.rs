@@ -650,30 +650,34 @@ fn failure(schema: &Schema, loc: &Path, rule: &Rule, compiled: &CompiledRule, sc
     field::Error { field, pointer, error_type, detail }
 }
 
-/// CEL's reserved words, which field names are escaped around (`__namespace__`).
-const RESERVED: [&str; 21] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
+/// Whether `name` is one of CEL's reserved words, which field names are escaped around
+/// (`__namespace__`).
+fn is_reserved(name: &str) -> bool {
+    matches!(
+        name,
+        "true"
+            | "false"
+            | "null"
+            | "in"
+            | "as"
+            | "break"
+            | "const"
+            | "continue"
+            | "else"
+            | "for"
+            | "function"
+            | "if"
+            | "import"
+            | "let"
+            | "loop"
+            | "package"
+            | "namespace"
+            | "return"
+            | "var"
+            | "void"
+            | "while"
+    )
+}
 
 /// A property name as CEL rules spell it (upstream's `Escape`): `foo-bar` is `foo__dash__bar`,
 /// `a__b` is `a__underscores__b`, `namespace` is `__namespace__`. Names with other characters,
@@ -682,7 +686,7 @@ fn escape(name: &str) -> Option<String> {
     if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
         return None;
     }
-    if RESERVED.contains(&name) {
+    if is_reserved(name) {
         return Some(format!("__{name}__"));
     }
     let mut out = String::with_capacity(name.len());
@@ -708,7 +712,7 @@ fn escape(name: &str) -> Option<String> {
 /// A property's name from its CEL name, undoing [`escape`].
 fn unescape(name: &str) -> String {
     if let Some(word) = name.strip_prefix("__").and_then(|n| n.strip_suffix("__"))
-        && RESERVED.contains(&word)
+        && is_reserved(word)
     {
         return word.to_string();
     }
