@@ -83,13 +83,115 @@ impl Pattern {
 
 /// Whether `pattern` is a regular expression, without building its matcher: the syntax error,
 /// in the words compiling it would give.
-/// Once per scope.
+/// Once per scope. The common shapes of `pattern` are recognised by hand (literals, classes,
+/// groups, alternation, repetition); anything else is `regex_syntax`'s to parse and word.
 pub(crate) fn syntax(pattern: &str) -> Result<(), String> {
+    if simple_pattern(pattern) {
+        return Ok(());
+    }
     let parse = || regex_syntax::Parser::new().parse(pattern).map(drop).map_err(|err| err.to_string());
     SCOPE.with(|scope| match scope.borrow_mut().as_mut() {
         Some(shared) => shared.checked.entry(pattern.to_string()).or_insert_with(parse).clone(),
         None => parse(),
     })
+}
+
+/// Whether `pattern` is surely a regular expression the `regex` crate accepts, read by a small
+/// grammar of the shapes schemas use: literals, `.`, `^`, `$`, escaped punctuation, `\d \s \w`
+/// and their negations, classes of characters and ranges, plain groups, alternation and
+/// repetition. `false` says nothing: the pattern may still be valid.
+fn simple_pattern(pattern: &str) -> bool {
+    let mut chars = pattern.chars().peekable();
+    let mut depth = 0usize;
+    // Whether the last item can be repeated (not the start of a group or branch, not a repetition).
+    let mut repeatable = false;
+    while let Some(c) = chars.next() {
+        repeatable = match c {
+            '(' => {
+                // A plain or non-capturing group; flags and names are `regex_syntax`'s.
+                if chars.next_if_eq(&'?').is_some() && chars.next_if_eq(&':').is_none() || depth >= 64 {
+                    return false;
+                }
+                depth += 1;
+                false
+            }
+            ')' => {
+                let Some(outer) = depth.checked_sub(1) else { return false };
+                depth = outer;
+                true
+            }
+            '|' => false,
+            '*' | '+' | '?' | '{' => {
+                if !repeatable || (c == '{' && !counted(&mut chars)) {
+                    return false;
+                }
+                chars.next_if_eq(&'?');
+                false
+            }
+            '\\' => match chars.next() {
+                Some(e) if "dDsSwW.+*?()|[]{}^$\\-/".contains(e) => true,
+                _ => return false,
+            },
+            '[' => {
+                if !class(&mut chars) {
+                    return false;
+                }
+                true
+            }
+            ']' | '}' => return false,
+            _ => true,
+        };
+    }
+    depth == 0
+}
+
+/// `{n}`, `{n,}` or `{n,m}` with `n ≤ m ≤ 1000`, after its `{`.
+fn counted(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> bool {
+    let number = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>| {
+        let mut digits = String::new();
+        while let Some(d) = chars.next_if(char::is_ascii_digit) {
+            digits.push(d);
+        }
+        digits.parse::<u32>().ok().filter(|n| *n <= 1000)
+    };
+    let Some(min) = number(chars) else { return false };
+    let max = if chars.next_if_eq(&',').is_some() {
+        if chars.peek() == Some(&'}') { Some(min) } else { number(chars) }
+    } else {
+        Some(min)
+    };
+    max.is_some_and(|max| min <= max) && chars.next_if_eq(&'}').is_some()
+}
+
+/// A class after its `[`: an optional `^`, then characters, ranges of two characters in order,
+/// and escaped punctuation or `\d \s \w` (no nested classes or set operations such as `&&`),
+/// up to `]`.
+fn class(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> bool {
+    chars.next_if_eq(&'^');
+    let mut empty = true;
+    let mut previous: Option<char> = None;
+    while let Some(c) = chars.next() {
+        match c {
+            ']' => return !empty,
+            '[' => return false,
+            '&' | '~' if chars.peek() == Some(&c) => return false,
+            '\\' => match chars.next() {
+                Some(e) if "dDsSwW.+*?()|[]{}^$\\-/".contains(e) => previous = None,
+                _ => return false,
+            },
+            '-' if previous.is_some() && chars.peek().is_some_and(|n| *n != ']') => {
+                let (Some(start), Some(end)) = (previous, chars.next()) else { return false };
+                if end == '\\' || end == '[' || start > end {
+                    return false;
+                }
+                previous = None;
+            }
+            '-' if chars.peek() == Some(&'-') => return false,
+            c => previous = Some(c),
+        }
+        empty = false;
+    }
+    false
 }
 
 /// `pattern` compiled, or the compiler's error text; once per scope, or per thread outside
@@ -122,6 +224,105 @@ pub(crate) fn pattern(pattern: &str) -> Compiled {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the hand-read grammar accepts, `regex_syntax` accepts: on every schema pattern of the
+    /// corpus (which it must recognise, most of them) and on patterns made at random.
+    #[test]
+    fn simple_patterns_are_patterns() {
+        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/real");
+        let mut patterns = std::collections::BTreeSet::new();
+        for project in std::fs::read_dir(corpus).unwrap() {
+            for file in std::fs::read_dir(project.unwrap().path()).unwrap() {
+                let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+                let crd: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+                collect_patterns(&crd, &mut patterns);
+            }
+        }
+        let recognised = patterns.iter().filter(|p| simple_pattern(p)).count();
+        for pattern in &patterns {
+            assert!(!simple_pattern(pattern) || regex_syntax::Parser::new().parse(pattern).is_ok(), "{pattern}");
+        }
+        let unrecognised: Vec<_> = patterns.iter().filter(|p| !simple_pattern(p)).collect();
+        assert!(
+            recognised * 10 >= patterns.len() * 8,
+            "{recognised} of {} recognised: {unrecognised:?}",
+            patterns.len()
+        );
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(3);
+        let pieces = [
+            "a",
+            "0",
+            "é",
+            ".",
+            "^",
+            "$",
+            "(",
+            ")",
+            "|",
+            "*",
+            "+",
+            "?",
+            "{2}",
+            "{1,3}",
+            "{3,1}",
+            "{2,}",
+            "{",
+            "}",
+            "[",
+            "]",
+            "[a-z]",
+            "[z-a]",
+            "[^0-9_]",
+            "[a-]",
+            "[-a]",
+            "[\\d.]",
+            "[]",
+            "\\",
+            "\\d",
+            "\\.",
+            "\\/",
+            "\\-",
+            "\\q",
+            "\\1",
+            "(?i)",
+            "(?:",
+            "(?",
+            "-",
+            "[a-\\d]",
+            "[[:alpha:]]",
+            "[a&&b]",
+            "[a&b~c]",
+            "[a~~b]",
+            "[a--b]",
+            "*?",
+            "+?",
+            " ",
+        ];
+        let mut accepted = 0;
+        for _ in 0..50_000 {
+            let length = rng.random_range(1..12);
+            let pattern: String = (0..length).map(|_| pieces[rng.random_range(0..pieces.len())]).collect();
+            if simple_pattern(&pattern) {
+                accepted += 1;
+                assert!(regex_syntax::Parser::new().parse(&pattern).is_ok(), "{pattern}");
+            }
+        }
+        assert!(accepted > 2_000, "{accepted} made patterns accepted");
+    }
+
+    fn collect_patterns(value: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+        match value {
+            serde_json::Value::Object(fields) => {
+                if let Some(pattern) = fields.get("pattern").and_then(serde_json::Value::as_str) {
+                    out.insert(pattern.to_string());
+                }
+                fields.values().for_each(|v| collect_patterns(v, out));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| collect_patterns(v, out)),
+            _ => {}
+        }
+    }
 
     #[test]
     fn syntax_errors_are_worded_as_compiling_words_them() {
