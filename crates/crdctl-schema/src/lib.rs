@@ -142,6 +142,9 @@ pub struct Schema {
     pub preserve_unknown_fields: bool,
     /// `x-kubernetes-embedded-resource`.
     pub embedded_resource: bool,
+    /// Whether CEL rules see this property under another name (`foo__dash__bar`,
+    /// `__namespace__`) or not at all: its name as written is not its CEL name.
+    pub renamed_in_cel: bool,
     /// `properties`, in schema order; looked up on every field a rule or a check reads, so
     /// hashed with foldhash rather than SipHash.
     pub properties: IndexMap<String, Schema, foldhash::fast::RandomState>,
@@ -300,12 +303,16 @@ impl Schema {
             int_or_string: keywords.int_or_string,
             preserve_unknown_fields: keywords.preserve_unknown_fields == Some(true),
             embedded_resource: keywords.embedded_resource,
+            renamed_in_cel: false,
             properties: node
                 .get("properties")
                 .and_then(Value::as_object)
                 .into_iter()
                 .flatten()
-                .map(|(name, node)| (name.clone(), child(node)))
+                .map(|(name, node)| {
+                    let renamed_in_cel = cel::escape(name).as_deref() != Some(name.as_str());
+                    (name.clone(), Schema { renamed_in_cel, ..child(node) })
+                })
                 .collect(),
             additional_properties: match node.get("additionalProperties") {
                 Some(Value::Bool(false)) => Some(Additional::Forbidden),

@@ -1,7 +1,8 @@
 //! Rules that pass, found without converting the object: an evaluator over the decoded JSON in
 //! place, typed by its schema as [`super::to_cel`] types it, for the core of CEL most rules are
 //! made of (selections, `has`, comparisons, logic, arithmetic, `size`, `in`, the string tests,
-//! `matches` and the comprehension macros).
+//! `matches`, `find`, `int` of a decimal string, `duration` of whole units and the comprehension
+//! macros).
 //!
 //! It only ever answers `true`. Anything else — a rule that fails, an error, a function or a
 //! value it does not know (timestamps, quantities, maps built in the rule, mixed numeric types)
@@ -15,7 +16,7 @@ use std::rc::Rc;
 use kube_cel::cel::common::ast::{CallExpr, ComprehensionExpr, Expr, IdedExpr, LiteralValue, operators};
 use serde_json::Value;
 
-use super::{Schema, is_reserved};
+use super::Schema;
 use crate::{Additional, Format, StringFormat};
 
 /// Whether `rule` surely holds with `self` (and `oldSelf`) bound to these values; `false` when
@@ -38,9 +39,11 @@ enum Val<'a> {
     Int(i64),
     Double(f64),
     Str(Cow<'a, str>),
+    /// Nanoseconds.
+    Duration(i64),
     Node(&'a Value, &'a Schema),
     List(Rc<Vec<Val<'a>>>),
-    /// A value this evaluator does not model.
+    /// A value this evaluator does not model: present (for `has`), but no operation takes it.
     Unknown,
 }
 
@@ -66,38 +69,71 @@ impl<'a> Val<'a> {
         }
     }
 
-    /// The elements of a list, or the keys of a map.
-    fn elements(&self) -> Option<Vec<Val<'a>>> {
-        match self {
-            Val::Node(Value::Array(items), schema) => {
-                let item = schema.items.as_deref()?;
-                Some(items.iter().map(|v| Val::of(v, item)).collect())
-            }
-            Val::Node(Value::Object(fields), schema) if is_map(schema) => {
-                Some(fields.keys().map(|k| Val::Str(Cow::Borrowed(k.as_str()))).collect())
-            }
-            Val::List(items) => Some(items.to_vec()),
-            _ => None,
-        }
+    /// The elements of a list, or the keys of a map, one at a time.
+    fn elements(&self) -> Option<Elements<'a>> {
+        Some(match self {
+            Val::Node(Value::Array(items), schema) => Elements::Items(items.iter(), schema.items.as_deref()?),
+            Val::Node(Value::Object(fields), schema) if is_map(schema) => Elements::Keys(fields.keys()),
+            Val::List(items) => Elements::Built(Rc::clone(items), 0),
+            _ => return None,
+        })
     }
 
-    /// `self.field`: a property of an object (by its CEL name), or a map's key; `None` when
-    /// absent.
+    /// `self.field`: a property of an object by its CEL name (`foo__dash__bar` is `foo-bar`), or
+    /// a map's key; `None` when absent.
     fn field(&self, name: &str) -> Option<Option<Val<'a>>> {
         let Val::Node(Value::Object(fields), schema) = self else { return None };
-        // An escaped name (`__dash__`) or a reserved word is not the key as written.
-        if !is_map(schema) && (name.contains("__") || is_reserved(name)) {
-            return None;
+        if is_map(schema) {
+            let child = schema.property(name)?;
+            return Some(fields.get(name).map(|value| Val::of(value, child)));
         }
-        Some(match fields.get(name) {
-            Some(value) => Some(Val::of(value, schema.property(name)?)),
-            None => None,
-        })
+        let escaped = name.as_bytes().windows(2).any(|pair| pair == b"__");
+        let key = if escaped { Cow::Owned(super::unescape(name)) } else { Cow::Borrowed(name) };
+        // Whether `key` is the property CEL calls `name`: an escaped name must escape back to
+        // itself, a plain one must be a property CEL does not rename.
+        let names = |renamed: bool| if escaped { super::escape(&key).as_deref() == Some(name) } else { !renamed };
+        match schema.property(&key) {
+            Some(child) if names(child.renamed_in_cel) => Some(fields.get(&*key).map(|value| Val::of(value, child))),
+            // A renamed property is not there under its name as written.
+            Some(_) => (!escaped).then_some(None),
+            // Not in the schema: absent, unless the object holds it anyway (the `cel` crate
+            // reads such a field untyped).
+            None => ((!escaped || names(true)) && !fields.contains_key(&*key)).then_some(None),
+        }
+    }
+}
+
+/// What a comprehension or `in` goes through.
+enum Elements<'a> {
+    Items(std::slice::Iter<'a, Value>, &'a Schema),
+    Keys(serde_json::map::Keys<'a>),
+    Built(Rc<Vec<Val<'a>>>, usize),
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = Val<'a>;
+
+    fn next(&mut self) -> Option<Val<'a>> {
+        match self {
+            Elements::Items(items, schema) => items.next().map(|item| Val::of(item, schema)),
+            Elements::Keys(keys) => keys.next().map(|key| Val::Str(Cow::Borrowed(key))),
+            Elements::Built(items, at) => {
+                let item = items.get(*at).cloned();
+                *at += 1;
+                item
+            }
+        }
     }
 }
 
 /// The longest list a rule builds here (`map`, `filter`), each step copying it.
 const LONGEST_BUILT: usize = 256;
+
+/// String equality for the short names of variables, compared in place (a call to `memcmp`
+/// costs more than these few bytes).
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
+}
 
 fn is_map(schema: &Schema) -> bool {
     matches!(schema.additional_properties, Some(Additional::Schema(_)))
@@ -111,6 +147,7 @@ fn equal(a: &Val<'_>, b: &Val<'_>) -> Option<bool> {
         (Val::Int(a), Val::Int(b)) => a == b,
         (Val::Double(a), Val::Double(b)) => a == b,
         (Val::Str(a), Val::Str(b)) => a == b,
+        (Val::Duration(a), Val::Duration(b)) => a == b,
         _ => return None,
     })
 }
@@ -130,7 +167,7 @@ impl<'a> Scope<'a> {
                 LiteralValue::Null => Val::Null,
                 LiteralValue::UInt(_) | LiteralValue::Bytes(_) => return None,
             }),
-            Expr::Ident(name) => self.bound.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v.clone()),
+            Expr::Ident(name) => self.bound.iter().rev().find(|(n, _)| same(n, name)).map(|(_, v)| v.clone()),
             Expr::Select(select) => {
                 let operand = self.eval(&select.operand)?;
                 let found = operand.field(&select.field)?;
@@ -144,7 +181,6 @@ impl<'a> Scope<'a> {
             Expr::Comprehension(comprehension) => self.comprehension(comprehension),
             _ => None,
         }
-        .filter(|v| !matches!(v, Val::Unknown))
     }
 
     fn bool(&mut self, e: &'a IdedExpr) -> Option<bool> {
@@ -175,12 +211,36 @@ impl<'a> Scope<'a> {
             }
             (Op::In, None, [a, b]) => {
                 let (item, range) = (self.eval(a)?, self.eval(b)?);
-                let found = range.elements()?.iter().map(|e| equal(&item, e)).collect::<Option<Vec<_>>>()?;
-                Some(Val::Bool(found.contains(&true)))
+                let mut found = false;
+                for element in range.elements()? {
+                    found |= equal(&item, &element)?;
+                }
+                Some(Val::Bool(found))
             }
             (Op::Negate, None, [a]) => match self.eval(a)? {
                 Val::Int(i) => i.checked_neg().map(Val::Int),
                 Val::Double(d) => Some(Val::Double(-d)),
+                _ => None,
+            },
+            (Op::Find, Some(target), [pattern]) => {
+                let (Val::Str(text), Val::Str(pattern)) = (self.eval(target)?, self.eval(pattern)?) else {
+                    return None;
+                };
+                let found = crate::compiling::pattern(&pattern).ok()?.find(&text).map(|m| m.as_str().to_string());
+                Some(Val::Str(Cow::Owned(found.unwrap_or_default())))
+            }
+            (Op::Duration, None, [a]) => match self.eval(a)? {
+                Val::Str(text) => duration(&text).map(Val::Duration),
+                _ => None,
+            },
+            // `int(<string>)` of plain decimal digits; other conversions are the `cel` crate's.
+            (Op::Int, None, [a]) => match self.eval(a)? {
+                Val::Int(i) => Some(Val::Int(i)),
+                Val::Str(text) => {
+                    let digits = text.strip_prefix('-').unwrap_or(&text);
+                    let plain = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+                    plain.then(|| text.parse().ok().map(Val::Int)).flatten()
+                }
                 _ => None,
             },
             (Op::StartsWith | Op::EndsWith | Op::Contains | Op::Matches, Some(target), [arg]) => {
@@ -237,6 +297,25 @@ impl<'a> Scope<'a> {
     }
 }
 
+/// A duration of whole hours, minutes, seconds and milliseconds (`1h30m`, `250ms`), in
+/// nanoseconds: the shapes Go's parser and the `cel` crate's read alike. Fractions, signs and
+/// finer units are the `cel` crate's.
+fn duration(text: &str) -> Option<i64> {
+    let mut rest = text;
+    let mut total: i64 = 0;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let amount: i64 = rest.get(..digits)?.parse().ok()?;
+        rest = rest.get(digits..)?;
+        let (unit, nanos) = [("ms", 1_000_000), ("h", 3_600_000_000_000), ("m", 60_000_000_000), ("s", 1_000_000_000)]
+            .into_iter()
+            .find(|(unit, _)| rest.starts_with(unit))?;
+        rest = rest.get(unit.len()..)?;
+        total = total.checked_add(amount.checked_mul(nanos)?)?;
+    }
+    (!text.is_empty()).then_some(total)
+}
+
 fn size(value: &Val<'_>) -> Option<Val<'static>> {
     let n = match value {
         Val::Str(s) => s.chars().count(),
@@ -279,6 +358,9 @@ enum Op {
     EndsWith,
     Contains,
     Matches,
+    Find,
+    Int,
+    Duration,
     Binary(Binary),
     Other,
 }
@@ -326,6 +408,9 @@ impl Op {
                 "endsWith" => Op::EndsWith,
                 "contains" => Op::Contains,
                 "matches" => Op::Matches,
+                "find" => Op::Find,
+                "int" => Op::Int,
+                "duration" => Op::Duration,
                 _ => Op::Other,
             },
         }
@@ -340,6 +425,7 @@ impl Binary {
             (Val::Int(x), Val::Int(y)) => Some(x.cmp(y)),
             (Val::Double(x), Val::Double(y)) => x.partial_cmp(y),
             (Val::Str(x), Val::Str(y)) => Some(x.cmp(y)),
+            (Val::Duration(x), Val::Duration(y)) => Some(x.cmp(y)),
             _ => None,
         };
         let compared = |wanted: fn(Ordering) -> bool| Some(Val::Bool(wanted(ordering?)));
@@ -451,9 +537,10 @@ mod tests {
             "name": {"type": "string"}, "n": {"type": "integer"}, "ratio": {"type": "number"},
             "at": {"type": "string", "format": "date-time"},
             "items": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}, "v": {"type": "integer"}}}},
-            "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}));
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "dashed-name": {"type": "string"}, "if": {"type": "string"}}}));
         let object = serde_json::json!({"name": "web-1", "n": 3, "ratio": 0.5, "at": "2026-01-01T00:00:00Z",
-            "items": [{"k": "a", "v": 1}, {"k": "b", "v": 2}], "labels": {"app": "web"}});
+            "items": [{"k": "a", "v": 1}, {"k": "b", "v": 2}], "labels": {"app": "web"}, "dashed-name": "d", "if": "i"});
         let decide = |rule: &str| holds(&crate::cel::parser::parse(rule).unwrap(), (&object, &schema), None);
         for rule in [
             "self.name.startsWith('web-') && self.name.endsWith('1') && self.name.contains('b-')",
@@ -466,6 +553,10 @@ mod tests {
             "has(self.labels) && !has(self.missing) && 'app' in self.labels && self.labels['app'] == 'web'",
             "self.n > 2 ? true : false",
             "'b' in self.items.map(i, i.k)",
+            "self.name.find('[0-9]+') == '1' && self.name.find('z') == '' && int('-42') < int(self.n)",
+            "self.dashed__dash__name == 'd' && !has(self.other__dash__name) && !has(self.__namespace__)",
+            "self.__if__ == 'i' && !has(self.if)",
+            "duration('1h30m') > duration('90s') && duration('250ms') == duration('250ms') && duration('0s') != duration('1m')",
         ] {
             assert!(decide(rule), "{rule}");
         }
@@ -478,6 +569,11 @@ mod tests {
             "isURL(self.name)",
             "self.n / 0 == 1",
             "self.items[5].k == 'a'",
+            "int('+3') == 3",
+            "int('x') == 0",
+            "duration('1.5h') > duration('1h')",
+            "duration('-1s') < duration('0s')",
+            "duration('1h') > duration('1us')",
         ] {
             assert!(!decide(rule), "{rule}");
         }

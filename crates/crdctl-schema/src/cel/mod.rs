@@ -682,7 +682,7 @@ fn is_reserved(name: &str) -> bool {
 /// A property name as CEL rules spell it (upstream's `Escape`): `foo-bar` is `foo__dash__bar`,
 /// `a__b` is `a__underscores__b`, `namespace` is `__namespace__`. Names with other characters,
 /// or starting with a digit, have no CEL name: rules cannot see those properties.
-fn escape(name: &str) -> Option<String> {
+pub(crate) fn escape(name: &str) -> Option<String> {
     if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
         return None;
     }
