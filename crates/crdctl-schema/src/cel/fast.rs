@@ -301,19 +301,14 @@ impl<'a> Scope<'a> {
 /// nanoseconds: the shapes Go's parser and the `cel` crate's read alike. Fractions, signs and
 /// finer units are the `cel` crate's.
 fn duration(text: &str) -> Option<i64> {
-    let mut rest = text;
-    let mut total: i64 = 0;
+    let mut rest = text.as_bytes();
     while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let amount: i64 = rest.get(..digits)?.parse().ok()?;
-        rest = rest.get(digits..)?;
-        let (unit, nanos) = [("ms", 1_000_000), ("h", 3_600_000_000_000), ("m", 60_000_000_000), ("s", 1_000_000_000)]
-            .into_iter()
-            .find(|(unit, _)| rest.starts_with(unit))?;
-        rest = rest.get(unit.len()..)?;
-        total = total.checked_add(amount.checked_mul(nanos)?)?;
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        let after = rest.get(digits..)?;
+        let unit = [b"ms".as_slice(), b"h", b"m", b"s"].into_iter().find(|unit| after.starts_with(unit))?;
+        rest = after.get(unit.len()..).filter(|_| digits > 0)?;
     }
-    (!text.is_empty()).then_some(total)
+    crdctl_model::go::parse_duration(text)
 }
 
 fn size(value: &Val<'_>) -> Option<Val<'static>> {
