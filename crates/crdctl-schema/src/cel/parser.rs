@@ -6,9 +6,11 @@
 //! `cel` crate's parser treats in a way of its own (escaped field names, leading-dot names,
 //! bytes with escapes, the optional syntax it refuses) — goes to that parser, which decides and
 //! words the error as cel-go does. So an expression's AST and its errors are the `cel` crate's,
-//! with two exceptions where cel-go and the CEL spec differ from it, and this parser follows
-//! them: an even run of `!` or `-` before an operand cancels out (`!!x` is `x`), and in a quoted
-//! string `\"` and `\'` are the quote whatever the delimiter.
+//! but where cel-go and the CEL spec differ from it, and this parser follows them: an even run of
+//! `!` or `-` before an operand cancels out (`!!x` is `x`); in a quoted string `\"` and `\'` are
+//! the quote whatever the delimiter, a quote inside triple quotes is a character, and `\X` is
+//! `\x`. And an expression of more than a thousand operators and selections is refused with an
+//! error of its own, before anything walks its tree (`MAX_LINKS`).
 
 use kube_cel::cel::common::ast::{
     CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, ListExpr, LiteralValue, MapEntryExpr,
@@ -21,26 +23,36 @@ use kube_cel::cel::{self, ParseErrors};
 /// A message literal (`Name{…}`) is refused here as cel-go's checker refuses it in Kubernetes'
 /// environment, which declares no message types: the `cel` crate's evaluator would panic on one.
 pub fn parse(source: &str) -> Result<IdedExpr, ParseErrors> {
-    let expression = match Parser::new(source).and_then(Parser::whole) {
+    let mut parser = Parser::new(source);
+    let expression = match parser.as_mut().and_then(Parser::whole) {
         Some(expression) => expression,
+        None if parser.is_some_and(|p| p.links > MAX_LINKS) => {
+            // Every later walk of the tree (the checker, the evaluator, dropping it) recurses
+            // once per link: refused here rather than overflowing a stack there.
+            let message = format!("expression too long: more than {MAX_LINKS} operators and selections");
+            return Err(ParseErrors { errors: vec![error_at(source, 0, message)] });
+        }
         None => cel::parser::Parser::new().parse(source)?,
     };
     match message_literal(&expression) {
         None => Ok(expression),
         Some(name) => {
             let offset = source.find(name.trim_start_matches('.')).unwrap_or(0);
-            let line = source.get(..offset).map_or(0, |before| before.matches('\n').count());
-            let column =
-                source.get(..offset).map_or(0, |before| before.len() - before.rfind('\n').map_or(0, |n| n + 1));
-            let error = cel::ParseError {
-                source: None,
-                pos: (isize::try_from(line + 1).unwrap_or(1), isize::try_from(column + 1).unwrap_or(1)),
-                msg: format!("undeclared reference to '{name}'"),
-                expr_id: 0,
-                source_info: None,
-            };
-            Err(ParseErrors { errors: vec![error] })
+            Err(ParseErrors { errors: vec![error_at(source, offset, format!("undeclared reference to '{name}'"))] })
         }
+    }
+}
+
+/// An error at byte `offset` of `source`, placed by line and column as cel-go places them.
+fn error_at(source: &str, offset: usize, msg: String) -> cel::ParseError {
+    let line = source.get(..offset).map_or(0, |before| before.matches('\n').count());
+    let column = source.get(..offset).map_or(0, |before| before.len() - before.rfind('\n').map_or(0, |n| n + 1));
+    cel::ParseError {
+        source: None,
+        pos: (isize::try_from(line + 1).unwrap_or(1), isize::try_from(column + 1).unwrap_or(1)),
+        msg,
+        expr_id: 0,
+        source_info: None,
     }
 }
 
@@ -67,6 +79,10 @@ fn message_literal(expression: &IdedExpr) -> Option<&str> {
 /// The `cel` crate's parser gives up past this many nested expressions (its default recursion
 /// limit is 96); nearer that line it decides.
 const MAX_DEPTH: u32 = 90;
+
+/// At most this many binary operators, selections, calls on a value and indexes in one
+/// expression: each is a level of the tree that no nesting limit counts.
+const MAX_LINKS: u32 = 1_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -262,15 +278,17 @@ struct Parser<'s> {
     at: usize,
     next_id: u64,
     depth: u32,
+    /// The links read so far (`MAX_LINKS`).
+    links: u32,
 }
 
 impl<'s> Parser<'s> {
     fn new(source: &'s str) -> Option<Parser<'s>> {
-        Some(Parser { tokens: tokens(source)?, at: 0, next_id: 1, depth: 0 })
+        Some(Parser { tokens: tokens(source)?, at: 0, next_id: 1, depth: 0, links: 0 })
     }
 
     /// The whole input as one expression.
-    fn whole(mut self) -> Option<IdedExpr> {
+    fn whole(&mut self) -> Option<IdedExpr> {
         let expression = self.expr()?;
         (self.at == self.tokens.len()).then_some(expression)
     }
@@ -298,6 +316,12 @@ impl<'s> Parser<'s> {
 
     fn expect(&mut self, p: &str) -> Option<()> {
         self.eat(p).then_some(())
+    }
+
+    /// Counts one more link; `None` past `MAX_LINKS`.
+    fn link(&mut self) -> Option<()> {
+        self.links += 1;
+        (self.links <= MAX_LINKS).then_some(())
     }
 
     fn id(&mut self) -> u64 {
@@ -341,6 +365,7 @@ impl<'s> Parser<'s> {
         let mut terms = vec![Some(term(self)?)];
         let mut ids = Vec::new();
         while self.eat(operator) {
+            self.link()?;
             terms.push(Some(term(self)?));
             ids.push(self.id());
         }
@@ -379,6 +404,7 @@ impl<'s> Parser<'s> {
                 _ => return Some(left),
             };
             self.at += 1;
+            self.link()?;
             let id = self.id();
             let right = operand(self)?;
             left = call(id, function, vec![left, right]);
@@ -415,6 +441,9 @@ impl<'s> Parser<'s> {
     fn member(&mut self) -> Option<IdedExpr> {
         let mut operand = self.primary()?;
         loop {
+            if matches!(self.peek(), Some(Kind::Punct("." | "["))) {
+                self.link()?;
+            }
             if self.eat(".") {
                 let name = self.next().filter(|t| t.kind == Kind::Ident)?.text;
                 if self.eat("(") {
@@ -739,7 +768,7 @@ pub(super) mod tests {
     }
 
     fn ours(source: &str) -> Option<IdedExpr> {
-        Parser::new(source).and_then(Parser::whole)
+        Parser::new(source).and_then(|mut parser| parser.whole())
     }
 
     /// Ours accepts exactly what the reference accepts, with the same AST, but for what it
@@ -995,6 +1024,19 @@ pub(super) mod tests {
         ] {
             assert_eq!(parse(source).unwrap_err().errors[0].to_string(), error, "{source}");
         }
+    }
+
+    /// A chain no nesting limit counts is refused before anything walks it: a long one would
+    /// overflow a stack in every walk of the tree (the `cel` crate's parser included).
+    #[test]
+    fn a_chain_of_a_thousand_links_is_the_longest() {
+        let chain = |n: usize| format!("{}1", "1 + ".repeat(n));
+        assert!(parse(&chain(1_000)).is_ok());
+        let error = parse(&chain(20_000)).unwrap_err().to_string();
+        assert!(error.contains("expression too long: more than 1000 operators and selections"), "{error}");
+        let selections = format!("self{}", ".a".repeat(5_000));
+        assert!(parse(&selections).unwrap_err().to_string().contains("expression too long"));
+        assert!(parse(&format!("x{}", "[0]".repeat(1_001))).is_err());
     }
 
     /// What ours refuses, the `cel` crate's parser words as cel-go does.
