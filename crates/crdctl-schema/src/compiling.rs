@@ -129,7 +129,7 @@ fn simple_pattern(pattern: &str) -> bool {
                 false
             }
             '\\' => match chars.next() {
-                Some(e) if "dDsSwW.+*?()|[]{}^$\\-/".contains(e) => true,
+                Some(e) if SIMPLE_ESCAPES.contains(e) => true,
                 _ => return false,
             },
             '[' => {
@@ -144,6 +144,10 @@ fn simple_pattern(pattern: &str) -> bool {
     }
     depth == 0
 }
+
+/// What may follow a backslash in a simple pattern, in a class or out: `\d \s \w` and their
+/// negations, and the punctuation every regex dialect lets one escape.
+const SIMPLE_ESCAPES: &str = "dDsSwW.+*?()|[]{}^$\\-/";
 
 /// `{n}`, `{n,}` or `{n,m}` with `n ≤ m ≤ 1000`, after its `{`.
 fn counted(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> bool {
@@ -176,7 +180,7 @@ fn class(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> bool {
             '[' => return false,
             '&' | '~' if chars.peek() == Some(&c) => return false,
             '\\' => match chars.next() {
-                Some(e) if "dDsSwW.+*?()|[]{}^$\\-/".contains(e) => previous = None,
+                Some(e) if SIMPLE_ESCAPES.contains(e) => previous = None,
                 _ => return false,
             },
             '-' if previous.is_some() && chars.peek().is_some_and(|n| *n != ']') => {
