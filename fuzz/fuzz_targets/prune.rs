@@ -1,11 +1,11 @@
 //! A stored object → pruned and defaulted as text (what a list reads) and as values (what a
 //! get reads): the same object, keys in the same order, and refused alike (but for scalars
-//! text copies without decoding them).
+//! text copies without decoding them); and whether reading changes it is told without reading it.
 #![no_main]
 
 use std::sync::LazyLock;
 
-use crdctl_schema::{Schema, default, prune, prune_and_default_json};
+use crdctl_schema::{Schema, default, prune, prune_and_default_change, prune_and_default_json};
 use serde_json::Value;
 
 /// The schema of the unit test that checks the same on chosen documents.
@@ -29,8 +29,10 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             return;
         }
     };
+    let before = value.clone();
     prune(&mut value, &SCHEMA);
     default(&mut value, &SCHEMA);
+    assert_eq!(prune_and_default_change(&before, &SCHEMA), value != before, "whether reading changes it");
     let text = text.expect("values read what text refuses");
     let read: Value = serde_json::from_slice(&text).expect("the text written is JSON");
     assert_eq!(serde_json::to_string(&read).unwrap(), serde_json::to_string(&value).unwrap());

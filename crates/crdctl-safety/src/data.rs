@@ -85,6 +85,12 @@ pub trait Convert: Send {
     fn lossless(&self) -> bool {
         false
     }
+
+    /// Whether converting only sets `apiVersion` (the `None` strategy), so that the objects can
+    /// be judged where they are rather than converted copies.
+    fn sets_api_version_only(&self) -> bool {
+        false
+    }
 }
 
 /// The `None` strategy: only `apiVersion` changes. A webhook that is not reachable says why
@@ -114,6 +120,10 @@ impl Convert for Conversion {
         // `None` changes only `apiVersion`; an unavailable webhook converts nothing.
         true
     }
+
+    fn sets_api_version_only(&self) -> bool {
+        matches!(self, Conversion::None)
+    }
 }
 
 /// A new CRD made ready to judge stored objects, page after page: each served version's schema
@@ -138,91 +148,141 @@ impl<'a> Judge<'a> {
     }
 
     /// Judges every object of the CRD among `objects` (matched by group and kind), converting
-    /// with `convert`; how many objects it judged.
-    pub async fn judge(&self, objects: &[StoredObject], convert: &mut impl Convert) -> (Vec<DataFinding>, usize) {
+    /// with `convert`; how many objects it judged. With a conversion that only sets
+    /// `apiVersion`, each object is judged in place at each version (with its `apiVersion` set
+    /// there, then restored), and copied only where pruning or defaulting would change it.
+    pub async fn judge(&self, objects: &mut [StoredObject], convert: &mut impl Convert) -> (Vec<DataFinding>, usize) {
         let spec = &self.crd.definition.spec;
-        let finding = |stored: &StoredObject, version: Option<&str>, pointer: String, problem: Problem| DataFinding {
-            crd: self.crd.name().to_string(),
+        let mut findings = Findings { crd: self.crd.name(), found: Vec::new() };
+        // The objects of this CRD, with their stored versions; those in an unlisted version stop here.
+        let mut listed: Vec<Listed<'_, 'a>> = Vec::new();
+        let mut judged = 0;
+        for (at, stored) in objects.iter_mut().enumerate() {
+            let Some(version) = version_of(&stored.value, &spec.group, &spec.names.kind) else { continue };
+            judged += 1;
+            match spec.versions.iter().find(|v| v.name == version) {
+                Some(listed_version) => listed.push(Listed { at, stored, version: &listed_version.name }),
+                None => {
+                    let problem = Problem::UnlistedVersion(version.to_string());
+                    findings.add(at, stored, None, String::new(), problem);
+                }
+            }
+        }
+        for (target, schema) in &self.schemas {
+            let admit = |object: &mut Value| admit(object, schema, self.before.get(target));
+            let mut api_version = format!("{}/{target}", spec.group);
+            if !convert.sets_api_version_only() {
+                self.judge_converted(&listed, target, &api_version, convert, &mut findings, admit).await;
+                continue;
+            }
+            for Listed { at, stored, .. } in &mut listed {
+                let problems = in_version(&mut stored.value, &mut api_version, |object| {
+                    match crdctl_schema::prune_and_default_change(object, schema) {
+                        true => admit(&mut object.clone()),
+                        false => validate(object, schema),
+                    }
+                });
+                findings.extend(*at, stored, target, problems);
+            }
+        }
+        // Object by object, in the order they were read; each one's versions in order.
+        findings.found.sort_by_key(|(at, _)| *at);
+        (findings.found.into_iter().map(|(_, finding)| finding).collect(), judged)
+    }
+
+    /// Judges `listed` at `target` through a conversion that makes new objects (a webhook).
+    async fn judge_converted(
+        &self,
+        listed: &[Listed<'_, 'a>],
+        target: &str,
+        api_version: &str,
+        convert: &mut impl Convert,
+        findings: &mut Findings<'_>,
+        admit: impl Fn(&mut Value) -> Vec<(String, Problem)>,
+    ) {
+        let batch: Vec<Value> = listed.iter().map(|listed| listed.stored.value.clone()).collect();
+        let not_judged = |findings: &mut Findings<'_>, listed: &Listed<'_, '_>, why: &str| {
+            findings.add(listed.at, listed.stored, Some(target), String::new(), Problem::NotJudged(why.to_string()));
+        };
+        let converted = match convert.convert(batch, api_version).await {
+            Ok(converted) if converted.len() == listed.len() => converted,
+            Ok(_) => {
+                let why = "the conversion returned another number of objects";
+                listed.iter().for_each(|listed| not_judged(findings, listed, why));
+                return;
+            }
+            Err(why) => {
+                // Objects already at this version need no conversion: judge those alone.
+                let why = format!("converting it to {target}: {why}");
+                for listed in listed {
+                    match listed.version == target {
+                        true => {
+                            findings.extend(listed.at, listed.stored, target, admit(&mut listed.stored.value.clone()))
+                        }
+                        false => not_judged(findings, listed, &why),
+                    }
+                }
+                return;
+            }
+        };
+        if !convert.lossless() {
+            for (at, pointer) in round_trip(convert, listed, &converted, target, &self.crd.definition.spec.group).await
+            {
+                if let Some(listed) = listed.get(at) {
+                    let problem = Problem::Lossy(listed.version.to_string());
+                    findings.add(listed.at, listed.stored, Some(target), pointer, problem);
+                }
+            }
+        }
+        for (listed, mut object) in listed.iter().zip(converted) {
+            findings.extend(listed.at, listed.stored, target, admit(&mut object));
+        }
+    }
+
+    /// [`Judge::judge`] with a conversion that never waits (`None`, or a webhook out of
+    /// reach): no runtime needed.
+    pub fn judge_locally(
+        &self,
+        objects: &mut [StoredObject],
+        conversion: &mut Conversion,
+    ) -> (Vec<DataFinding>, usize) {
+        // Nothing in a local conversion waits, so the future is done on its first poll.
+        poll_once(self.judge(objects, conversion)).unwrap_or_default()
+    }
+}
+
+/// An object of the CRD judged, in a version the new CRD lists.
+struct Listed<'o, 'a> {
+    /// Its index among the objects judged.
+    at: usize,
+    stored: &'o mut StoredObject,
+    /// The version it is stored in.
+    version: &'a str,
+}
+
+/// The findings of one page, each with the index of its object.
+struct Findings<'a> {
+    crd: &'a str,
+    found: Vec<(usize, DataFinding)>,
+}
+
+impl Findings<'_> {
+    fn add(&mut self, at: usize, stored: &StoredObject, version: Option<&str>, pointer: String, problem: Problem) {
+        let finding = DataFinding {
+            crd: self.crd.to_string(),
             object: object_name(&stored.value),
             location: stored.location.clone(),
             version: version.map(str::to_string),
             pointer,
             problem,
         };
-        let mut findings = Vec::new();
-        // The objects of this CRD, with their stored versions; those in an unlisted version stop here.
-        let mut listed: Vec<(&StoredObject, &str)> = Vec::new();
-        let mut judged = 0;
-        for stored in objects {
-            let Some(version) = version_of(&stored.value, &spec.group, &spec.names.kind) else { continue };
-            judged += 1;
-            if spec.versions.iter().any(|v| v.name == version) {
-                listed.push((stored, version));
-            } else {
-                findings.push(finding(stored, None, String::new(), Problem::UnlistedVersion(version.to_string())));
-            }
-        }
-        for (target, schema) in &self.schemas {
-            let admit = |object: &mut Value| admit(object, schema, self.before.get(target));
-            let api_version = format!("{}/{target}", spec.group);
-            let batch: Vec<Value> = listed.iter().map(|(stored, _)| stored.value.clone()).collect();
-            let converted = match convert.convert(batch, &api_version).await {
-                Ok(converted) if converted.len() == listed.len() => converted,
-                Ok(_) => {
-                    let why = "the conversion returned another number of objects".to_string();
-                    findings.extend(
-                        listed
-                            .iter()
-                            .map(|(s, _)| finding(s, Some(target), String::new(), Problem::NotJudged(why.clone()))),
-                    );
-                    continue;
-                }
-                Err(why) => {
-                    // Objects already at this version need no conversion: judge those alone.
-                    let (at_target, others): (Vec<_>, Vec<_>) = listed.iter().partition(|(_, v)| v == target);
-                    let why = format!("converting it to {target}: {why}");
-                    findings.extend(
-                        others
-                            .iter()
-                            .map(|(s, _)| finding(s, Some(target), String::new(), Problem::NotJudged(why.clone()))),
-                    );
-                    for (stored, _) in at_target {
-                        let problems = admit(&mut stored.value.clone());
-                        findings
-                            .extend(problems.into_iter().map(|(p, problem)| finding(stored, Some(target), p, problem)));
-                    }
-                    continue;
-                }
-            };
-            let lossy = if convert.lossless() {
-                Vec::new()
-            } else {
-                round_trip(convert, &listed, &converted, target, &spec.group).await
-            };
-            for (at, pointer) in lossy {
-                if let Some((stored, version)) = listed.get(at) {
-                    findings.push(finding(stored, Some(target), pointer, Problem::Lossy(version.to_string())));
-                }
-            }
-            for ((stored, _), mut object) in listed.iter().zip(converted) {
-                let problems = admit(&mut object);
-                findings.extend(problems.into_iter().map(|(p, problem)| finding(stored, Some(target), p, problem)));
-            }
-        }
-        // Object by object, in the order they were read; each one's versions in order.
-        if !findings.is_empty() {
-            let order: BTreeMap<String, usize> =
-                objects.iter().enumerate().rev().map(|(at, stored)| (object_name(&stored.value), at)).collect();
-            findings.sort_by_key(|finding| order.get(&finding.object).copied().unwrap_or(usize::MAX));
-        }
-        (findings, judged)
+        self.found.push((at, finding));
     }
 
-    /// [`Judge::judge`] with a conversion that never waits (`None`, or a webhook out of
-    /// reach): no runtime needed.
-    pub fn judge_locally(&self, objects: &[StoredObject], conversion: &mut Conversion) -> (Vec<DataFinding>, usize) {
-        // Nothing in a local conversion waits, so the future is done on its first poll.
-        poll_once(self.judge(objects, conversion)).unwrap_or_default()
+    fn extend(&mut self, at: usize, stored: &StoredObject, version: &str, problems: Vec<(String, Problem)>) {
+        for (pointer, problem) in problems {
+            self.add(at, stored, Some(version), pointer, problem);
+        }
     }
 }
 
@@ -235,9 +295,19 @@ fn poll_once<T>(future: impl Future<Output = T>) -> Option<T> {
     }
 }
 
+/// `judge` of `object` with its `apiVersion` swapped for `api_version` (and back after).
+fn in_version<T>(object: &mut Value, api_version: &mut String, judge: impl FnOnce(&mut Value) -> T) -> T {
+    let Some(Value::String(stored_as)) = object.get_mut("apiVersion") else { return judge(object) };
+    std::mem::swap(stored_as, api_version);
+    let judged = judge(object);
+    if let Some(Value::String(stored_as)) = object.get_mut("apiVersion") {
+        std::mem::swap(stored_as, api_version);
+    }
+    judged
+}
+
 /// What the API server does to an object at a version once it is read or written: prune,
-/// default, validate as on create (and again as an update leaving it unchanged, to tell what
-/// ratcheting lets through). A field the installed CRD's schema of this version (`before`)
+/// default, then [`validate`]. A field the installed CRD's schema of this version (`before`)
 /// prunes too is no finding: reads there drop it before and after the upgrade alike.
 fn admit(object: &mut Value, schema: &Schema, before: Option<&Schema>) -> Vec<(String, Problem)> {
     let mut pruned = crdctl_schema::prune_fields(object, schema);
@@ -247,15 +317,24 @@ fn admit(object: &mut Value, schema: &Schema, before: Option<&Schema>) -> Vec<(S
     let mut problems: Vec<(String, Problem)> =
         pruned.into_iter().map(|pruned| (pruned.pointer, Problem::Pruned(pruned.path))).collect();
     crdctl_schema::default(object, schema);
+    problems.extend(validate(object, schema));
+    problems
+}
+
+/// Validates a pruned and defaulted object as on create, and an invalid one again as an update
+/// leaving it unchanged, to tell what ratcheting lets through.
+fn validate(object: &Value, schema: &Schema) -> Vec<(String, Problem)> {
     let errors = crdctl_schema::check(object, None, schema).errors;
     // Only an invalid object is checked again as an unchanged update.
     let kept = if errors.is_empty() { Vec::new() } else { crdctl_schema::check(object, Some(object), schema).errors };
     // That rules went unchecked beside the errors named is no failure of its own.
-    for error in errors.into_iter().filter(|e| e.detail != crdctl_schema::RULES_NOT_CHECKED) {
-        let ratcheted = !kept.iter().any(|k| k.to_string() == error.to_string());
-        problems.push((error.pointer.clone(), Problem::Invalid { message: error.to_string(), ratcheted }));
-    }
-    problems
+    let failed = errors.into_iter().filter(|e| e.detail != crdctl_schema::RULES_NOT_CHECKED);
+    failed
+        .map(|error| {
+            let ratcheted = !kept.iter().any(|k| k.to_string() == error.to_string());
+            (error.pointer.clone(), Problem::Invalid { message: error.to_string(), ratcheted })
+        })
+        .collect()
 }
 
 /// Each version's compiled schema, of the versions `keep` keeps.
@@ -269,15 +348,15 @@ fn compiled_schemas(crd: &Crd, keep: impl Fn(&crdctl_model::crd::Version) -> boo
 /// no finding of its own: the way there worked).
 async fn round_trip(
     convert: &mut impl Convert,
-    listed: &[(&StoredObject, &str)],
+    listed: &[Listed<'_, '_>],
     converted: &[Value],
     target: &str,
     group: &str,
 ) -> Vec<(usize, String)> {
     let mut by_version: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (at, (_, version)) in listed.iter().enumerate() {
-        if *version != target {
-            by_version.entry(version).or_default().push(at);
+    for (at, listed) in listed.iter().enumerate() {
+        if listed.version != target {
+            by_version.entry(listed.version).or_default().push(at);
         }
     }
     let mut lossy = Vec::new();
@@ -285,7 +364,7 @@ async fn round_trip(
         let batch: Vec<Value> = indices.iter().filter_map(|at| converted.get(*at).cloned()).collect();
         let Ok(back) = convert.convert(batch, &format!("{group}/{version}")).await else { continue };
         for (at, back) in indices.into_iter().zip(back) {
-            if let Some(pointer) = listed.get(at).and_then(|(stored, _)| first_difference(&stored.value, &back, "")) {
+            if let Some(pointer) = listed.get(at).and_then(|listed| first_difference(&listed.stored.value, &back, "")) {
                 lossy.push((at, pointer));
             }
         }
@@ -473,8 +552,8 @@ spec:
     #[test]
     fn a_conversion_that_loses_a_field_on_the_way_back_is_found() {
         let crd = crdctl_model::load::load_str("crd.yaml", CRD).unwrap().remove(0);
-        let objects = [stored("a", "80"), stored("b", "http")];
-        let (findings, judged) = block_on(Judge::new(&crd, None).judge(&objects, &mut DropsThePort));
+        let mut objects = [stored("a", "80"), stored("b", "http")];
+        let (findings, judged) = block_on(Judge::new(&crd, None).judge(&mut objects, &mut DropsThePort));
         assert_eq!(judged, 2);
         let found: Vec<(&str, Option<&str>, &str, &Problem)> = findings
             .iter()
@@ -504,11 +583,84 @@ spec:
     fn without_the_webhook_objects_that_need_it_are_not_judged() {
         let crd = crdctl_model::load::load_str("crd.yaml", CRD).unwrap().remove(0);
         let mut unavailable = Conversion::Unavailable("no webhook".into());
-        let (findings, _) = block_on(Judge::new(&crd, None).judge(&[stored("a", "80")], &mut unavailable));
+        let (findings, _) = block_on(Judge::new(&crd, None).judge(&mut [stored("a", "80")], &mut unavailable));
         assert_eq!(findings.len(), 1, "{findings:?}");
         assert_eq!(
             (findings[0].version.as_deref(), &findings[0].problem),
             (Some("v1"), &Problem::NotJudged("converting it to v1: no webhook".into()))
+        );
+    }
+
+    /// The `None` strategy as a webhook would do it, on copies: what judging in place matches.
+    struct CopiesToo;
+
+    impl Convert for CopiesToo {
+        async fn convert(&mut self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>, String> {
+            Conversion::None.convert(objects, api_version).await
+        }
+
+        fn lossless(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn judging_in_place_finds_what_judging_copies_finds_and_leaves_the_objects_as_they_were() {
+        let crd = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: crontabs.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: crontabs, kind: CronTab}
+  versions:
+  - name: v1beta1
+    served: true
+    storage: false
+    schema: {openAPIV3Schema: {type: object, properties: {host: {type: string}, port: {type: string, default: '80'}}}}
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-validations: [{rule: \"self.apiVersion == 'example.com/v1'\", message: judged as v1}]
+        properties: {host: {type: string, maxLength: 3}, port: {type: string, pattern: '^[0-9]+$'}}
+";
+        let crd = crdctl_model::load::load_str("crd.yaml", crd).unwrap().remove(0);
+        let object = |version: &str, fields: Value| {
+            let mut value = json!({"apiVersion": format!("example.com/{version}"), "kind": "CronTab",
+                "metadata": {"name": format!("o{fields}"), "namespace": "default"}});
+            value.as_object_mut().unwrap().extend(fields.as_object().unwrap().clone());
+            StoredObject { value, location: None }
+        };
+        let mut objects = vec![
+            object("v1", json!({"host": "a", "port": "80"})),
+            object("v1beta1", json!({"host": "a", "port": "80"})),
+            object("v1beta1", json!({"host": "long", "port": "http"})),
+            object("v1", json!({"host": "a"})),
+            object("v1", json!({"host": "a", "port": "80", "extra": 1})),
+            object("v1beta1", json!({"port": null})),
+        ];
+        let stored: Vec<Value> = objects.iter().map(|o| o.value.clone()).collect();
+        let judge = Judge::new(&crd, None);
+        let (in_place, judged) = judge.judge_locally(&mut objects, &mut Conversion::None);
+        assert_eq!(judged, 6);
+        assert_eq!(objects.iter().map(|o| &o.value).collect::<Vec<_>>(), stored.iter().collect::<Vec<_>>());
+        let (copied, _) = block_on(judge.judge(&mut objects, &mut CopiesToo));
+        assert_eq!(in_place, copied);
+        // The rule reading `apiVersion` holds for each object judged at v1, wherever it is stored.
+        let problems: Vec<(&str, &str, &str)> =
+            in_place.iter().map(|f| (f.object.as_str(), f.version.as_deref().unwrap(), f.pointer.as_str())).collect();
+        assert_eq!(
+            problems,
+            [
+                (r#"default/o{"host":"long","port":"http"}"#, "v1", "/host"),
+                (r#"default/o{"host":"long","port":"http"}"#, "v1", "/port"),
+                (r#"default/o{"host":"a","port":"80","extra":1}"#, "v1", "/extra"),
+                (r#"default/o{"host":"a","port":"80","extra":1}"#, "v1beta1", "/extra"),
+            ],
+            "{in_place:#?}"
         );
     }
 

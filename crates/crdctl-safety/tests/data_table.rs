@@ -52,8 +52,9 @@ fn load(path: &Path) -> Crd {
 }
 
 fn judge(old: &Crd, new: &Crd, report: &Report, objects: Vec<Value>) -> (Vec<DataFinding>, Joined) {
-    let objects: Vec<StoredObject> = objects.into_iter().map(|value| StoredObject { value, location: None }).collect();
-    let (found, judged) = data::Judge::new(new, Some(old)).judge_locally(&objects, &mut Conversion::None);
+    let mut objects: Vec<StoredObject> =
+        objects.into_iter().map(|value| StoredObject { value, location: None }).collect();
+    let (found, judged) = data::Judge::new(new, Some(old)).judge_locally(&mut objects, &mut Conversion::None);
     let joined = data::join(report, &found, [(new.name().to_string(), judged)].into());
     (found, joined)
 }

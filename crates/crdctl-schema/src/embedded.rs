@@ -21,6 +21,9 @@ pub fn validate_embedded(object: &Value, schema: &Schema) -> field::ErrorList {
 }
 
 fn walk(value: &Value, schema: &Schema, loc: &Path, out: &mut field::ErrorList) {
+    if !schema.has_embedded_resources {
+        return;
+    }
     match value {
         Value::Object(fields) => {
             if schema.embedded_resource {

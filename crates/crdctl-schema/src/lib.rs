@@ -71,8 +71,8 @@ pub use formats::{Format, StringFormat};
 pub use list_type::validate_list_types;
 pub use openapi::{validate, validate_update};
 pub use read::{
-    FieldRead, NullRead, Pruned, ReadPlan, Steps, default, keeps, prune, prune_and_default_json, prune_fields,
-    prune_json,
+    FieldRead, NullRead, Pruned, ReadPlan, Steps, default, keeps, prune, prune_and_default_change,
+    prune_and_default_json, prune_fields, prune_json,
 };
 
 /// The error [`check`] adds, as upstream does, when earlier errors leave the CEL rules
@@ -214,6 +214,14 @@ pub struct Schema {
     pub rule_type: Option<std::sync::Arc<cel::decl::Decl>>,
     /// Whether this node or any below it has rules (so rule checks can skip whole subtrees).
     pub has_rules: bool,
+    /// Whether any node below this one has rules.
+    pub has_rules_below: bool,
+    /// Whether this node or any below it is an embedded resource (so their check can skip
+    /// whole subtrees).
+    pub has_embedded_resources: bool,
+    /// Whether this node or any below it has an `x-kubernetes-list-type` (so their check can
+    /// skip whole subtrees).
+    pub has_list_types: bool,
     /// What pruning and defaulting do here.
     pub read: ReadPlan,
 }
@@ -352,10 +360,13 @@ impl Schema {
             rules: keywords.validations.iter().map(Rule::new).collect(),
             rule_type: None,
             has_rules: false,
+            has_rules_below: false,
+            has_embedded_resources: false,
+            has_list_types: false,
             read: ReadPlan::default(),
         }
         .with_read_plan(resource_root)
-        .with_rule_flag()
+        .with_subtree_flags()
         .with_rule_type(resource_root)
     }
 
@@ -383,15 +394,18 @@ impl Schema {
         self
     }
 
-    fn with_rule_flag(mut self) -> Schema {
-        let additional = match &self.additional_properties {
-            Some(Additional::Schema(schema)) => schema.has_rules,
-            _ => false,
+    /// What this node and those below it hold, from the flags of its children.
+    fn with_subtree_flags(mut self) -> Schema {
+        let below = |flag: fn(&Schema) -> bool| {
+            matches!(&self.additional_properties, Some(Additional::Schema(schema)) if flag(schema))
+                || self.properties.values().any(flag)
+                || self.items.as_deref().is_some_and(flag)
         };
-        self.has_rules = !self.rules.is_empty()
-            || additional
-            || self.properties.values().any(|p| p.has_rules)
-            || self.items.as_ref().is_some_and(|i| i.has_rules);
+        let has_rules_below = below(|s| s.has_rules);
+        let has_embedded_resources = self.embedded_resource || below(|s| s.has_embedded_resources);
+        let has_list_types = self.list_type.is_some() || below(|s| s.has_list_types);
+        (self.has_rules, self.has_rules_below) = (!self.rules.is_empty() || has_rules_below, has_rules_below);
+        (self.has_embedded_resources, self.has_list_types) = (has_embedded_resources, has_list_types);
         self
     }
 

@@ -13,7 +13,9 @@ use crdctl_model::go::{self, bad_value};
 /// Every duplicate in a `set` or `map` list of `object`, reported at its second occurrence.
 pub fn validate_list_types(object: &Value, schema: &Schema) -> field::ErrorList {
     let mut out = Vec::new();
-    if let Value::Object(fields) = object {
+    if let Value::Object(fields) = object
+        && schema.has_list_types
+    {
         walk_object(fields, schema, &Path::Root, &mut out);
     }
     out
@@ -31,6 +33,9 @@ fn walk_object(fields: &Map<String, Value>, schema: &Schema, loc: &Path, out: &m
 }
 
 fn walk(value: &Value, schema: &Schema, loc: &Path, out: &mut field::ErrorList) {
+    if !schema.has_list_types {
+        return;
+    }
     match value {
         Value::Object(fields) => walk_object(fields, schema, loc, out),
         Value::Array(items) => {

@@ -446,7 +446,9 @@ fn object(schema: &Schema, fields: &Map<String, Value>, old: Option<&Map<String,
     {
         outcome.errors.push(too_many(loc, count, max));
     }
-    for (name, child) in fields {
+    // A node that names no properties and has no `additionalProperties` says nothing of its fields.
+    let described = fields.iter().filter(|_| !schema.properties.is_empty() || schema.additional_properties.is_some());
+    for (name, child) in described {
         let property = schema.properties.get(name);
         let old_child = old.and_then(|old| old.get(name));
         match (&schema.additional_properties, property) {

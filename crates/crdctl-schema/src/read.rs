@@ -7,7 +7,8 @@
 //!
 //! What each node does is decided once, in [`Schema::new`] (a [`ReadPlan`]), and answered by the
 //! plan's questions ([`ReadPlan::field`], [`ReadPlan::null`], [`ReadPlan::defaulted`]). Two
-//! interpreters follow it: one edits decoded values in place ([`prune`], [`default`]), the other
+//! interpreters follow it: one edits decoded values in place ([`prune`], [`default`]; and
+//! [`prune_and_default_change`] only asks whether it would), the other
 //! rewrites JSON text without building values ([`prune_json`], [`prune_and_default_json`]),
 //! copying every value the schema keeps whole as it was written and reading only the objects and
 //! arrays the schema looks into. The two are held to the same results by the tests below and by
@@ -168,6 +169,37 @@ pub fn keeps(schema: &Schema, pointer: &str) -> bool {
 /// Applies defaults, and drops nulls that may be neither null nor defaulted.
 pub fn default(object: &mut Value, schema: &Schema) {
     read_value(object, schema, Steps { prune: false, default: true }, &Path::Root, &mut Vec::new());
+}
+
+/// Whether [`prune`] then [`default`] would change `object` at all: what lets a caller that
+/// needs the object as they leave it read it in place instead of copying it first.
+pub fn prune_and_default_change(object: &Value, schema: &Schema) -> bool {
+    changes(object, schema, Steps { prune: true, default: true })
+}
+
+/// [`read_value`]'s decisions, taken without acting on them: whether any would edit `value`.
+fn changes(value: &Value, schema: &Schema, steps: Steps) -> bool {
+    let plan = &schema.read;
+    match value {
+        Value::Object(fields) => {
+            let a_field_changes = fields.iter().any(|(name, child)| match plan.field(schema, name, steps) {
+                FieldRead::Keep => false,
+                FieldRead::Prune => true,
+                FieldRead::Walk(child_schema, child_steps) => {
+                    (child.is_null() && !matches!(child_schema.null(steps), NullRead::Keep))
+                        || changes(child, child_schema, child_steps)
+                }
+            });
+            a_field_changes || steps.default && plan.defaulted(schema).any(|(name, ..)| !fields.contains_key(name))
+        }
+        Value::Array(items) => schema.items.as_deref().is_some_and(|item_schema| {
+            items.iter().any(|item| {
+                (item.is_null() && matches!(item_schema.null(steps), NullRead::Default(_)))
+                    || changes(item, item_schema, steps)
+            })
+        }),
+        _ => false,
+    }
 }
 
 fn read_value(value: &mut Value, schema: &Schema, steps: Steps, loc: &Path, unknown: &mut Vec<Pruned>) {
@@ -442,11 +474,15 @@ mod tests {
             r#" { "sp\u0065c" : { } , "status" : { "phase" : null , "y" : [ ] } } "#,
             r#"[{"spec": null}]"#,
             r#"null"#,
+            // Nothing to prune or default: read unchanged.
+            r#"{"metadata": {"labels": {}}, "spec": {"replicas": 2, "label": null, "ports": [{"protocol": "T"}]}}"#,
         ];
         for document in documents {
             let mut value: Value = serde_json::from_str(document).unwrap();
+            let before = value.clone();
             prune(&mut value, &schema);
             default(&mut value, &schema);
+            assert_eq!(prune_and_default_change(&before, &schema), value != before, "{document}");
             let text = prune_and_default_json(document.as_bytes(), &schema).unwrap();
             let read: Value = serde_json::from_slice(&text).unwrap();
             assert_eq!(read, value, "{document}");

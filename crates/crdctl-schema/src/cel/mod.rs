@@ -532,6 +532,9 @@ impl Run<'_> {
         if !schema.rules.is_empty() {
             self.evaluate(schema, value, old, loc);
         }
+        if !schema.has_rules_below {
+            return;
+        }
         match value {
             Value::Object(fields) => {
                 let old_fields = old.and_then(Value::as_object);

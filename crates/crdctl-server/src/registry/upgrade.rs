@@ -62,6 +62,10 @@ impl data::Convert for Converting {
     fn lossless(&self) -> bool {
         matches!(self, Converting::Local(_))
     }
+
+    fn sets_api_version_only(&self) -> bool {
+        matches!(self, Converting::Local(local) if local.sets_api_version_only())
+    }
 }
 
 /// Judges the objects `served` (the installed CRD) stores against `new`, a page at a time;
@@ -80,12 +84,12 @@ pub async fn judge_stored(
         let options = ListOptions { prefix: &prefix, start_after: after.as_deref(), limit: PAGE, ..Default::default() };
         let page = store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
         after = page.entries.last().map(|entry| entry.key.clone());
-        let objects = page
+        let mut objects = page
             .entries
             .iter()
             .map(|entry| Ok(StoredObject { value: crate::object::decode_entry(entry)?, location: None }))
             .collect::<Result<Vec<_>, ApiError>>()?;
-        let (found, count) = judge.judge(&objects, converting).await;
+        let (found, count) = judge.judge(&mut objects, converting).await;
         findings.extend(found);
         judged += count;
         if !page.more {

@@ -113,7 +113,7 @@ struct Judging<'a> {
 
 impl Data {
     /// Judges `objects` against every CRD of `new` they belong to.
-    async fn add(&mut self, new: &mut [Judging<'_>], objects: &[StoredObject]) {
+    async fn add(&mut self, new: &mut [Judging<'_>], objects: &mut [StoredObject]) {
         for judging in new {
             let (found, count) = judging.judge.judge(objects, &mut judging.converting).await;
             self.findings.extend(found);
@@ -123,7 +123,7 @@ impl Data {
 
     /// The objects in files.
     async fn from_files(new: &mut [Judging<'_>], paths: &[std::path::PathBuf]) -> anyhow::Result<Data> {
-        let objects: Vec<StoredObject> = crdctl_model::load::load_located_objects(paths)?
+        let mut objects: Vec<StoredObject> = crdctl_model::load::load_located_objects(paths)?
             .into_iter()
             .map(|located| StoredObject {
                 location: located.position.map(|p| crdctl_safety::Location {
@@ -137,7 +137,7 @@ impl Data {
         let mut data = Data::default();
         let progress = Bar::new("judging stored objects");
         let total = Some(objects.len() as u64);
-        for (at, page) in objects.chunks(LIVE_PAGE as usize).enumerate() {
+        for (at, page) in objects.chunks_mut(LIVE_PAGE as usize).enumerate() {
             data.add(new, page).await;
             progress.advance((at * LIVE_PAGE as usize + page.len()) as u64, total);
         }
@@ -165,9 +165,9 @@ impl Data {
             loop {
                 let page = cluster.list_page(&collection, LIVE_PAGE, token.as_deref()).await;
                 let page = page.with_context(|| format!("listing {collection}"))?;
-                let objects: Vec<StoredObject> =
+                let mut objects: Vec<StoredObject> =
                     page.items.into_iter().map(|value| StoredObject { value, location: None }).collect();
-                data.add(std::slice::from_mut(judged), &objects).await;
+                data.add(std::slice::from_mut(judged), &mut objects).await;
                 done += objects.len() as u64;
                 progress.advance(done, page.remaining.map(|rest| done + rest));
                 token = page.next;
