@@ -1,5 +1,6 @@
 //! Rules that pass, found without converting the object: an evaluator over the decoded JSON in
-//! place, typed by its schema as [`super::to_cel`] types it, for the core of CEL most rules are
+//! place, typed by its schema as [`super::to_cel`] types it (or, for admission expressions,
+//! untyped as [`super::untyped`] sees it), for the core of CEL most rules are
 //! made of (selections, `has`, comparisons, logic, arithmetic, `size`, `in`, the string tests,
 //! `matches`, `find`, `int` of a decimal string, `duration` of whole units and the comprehension
 //! macros).
@@ -22,12 +23,19 @@ use crate::{Additional, Format, StringFormat};
 /// Whether `rule` surely holds with `self` (and `oldSelf`) bound to these values; `false` when
 /// it does not or this evaluator cannot tell.
 pub(super) fn holds(rule: &IdedExpr, this: (&Value, &Schema), old: Option<(&Value, &Schema)>) -> bool {
-    let mut scope = Scope { bound: Vec::with_capacity(4) };
-    scope.bound.push(("self", Val::of(this.0, this.1)));
+    let mut bound = Vec::with_capacity(4);
+    bound.push(("self", Val::of(this.0, this.1)));
     if let Some((value, schema)) = old {
-        scope.bound.push(("oldSelf", Val::of(value, schema)));
+        bound.push(("oldSelf", Val::of(value, schema)));
     }
-    matches!(scope.eval(rule), Some(Val::Bool(true)))
+    matches!(Scope { bound }.eval(rule), Some(Val::Bool(true)))
+}
+
+/// Whether an admission `expression` surely holds with `variables` bound as untyped JSON;
+/// `false` when it does not or this evaluator cannot tell (it reads no other variable).
+pub(super) fn holds_untyped<'a>(expression: &'a IdedExpr, variables: &[(&'a str, &'a Value)]) -> bool {
+    let bound = variables.iter().map(|(name, value)| (*name, Val::untyped(value))).collect();
+    matches!(Scope { bound }.eval(expression), Some(Val::Bool(true)))
 }
 
 /// A value: a scalar, a node of the object (a list or an object, typed by its schema), or a
@@ -42,6 +50,8 @@ enum Val<'a> {
     /// Nanoseconds.
     Duration(i64),
     Node(&'a Value, &'a Schema),
+    /// A list or an object without a schema: an object is a map.
+    Json(&'a Value),
     List(Rc<Vec<Val<'a>>>),
     /// A value this evaluator does not model: present (for `has`), but no operation takes it.
     Unknown,
@@ -69,11 +79,28 @@ impl<'a> Val<'a> {
         }
     }
 
+    /// A value as admission expressions see JSON: integers as `int`, other numbers as
+    /// `double`.
+    fn untyped(value: &'a Value) -> Val<'a> {
+        match value {
+            Value::Null => Val::Null,
+            Value::Bool(b) => Val::Bool(*b),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) if !n.is_f64() => Val::Int(i),
+                _ => n.as_f64().map_or(Val::Unknown, Val::Double),
+            },
+            Value::String(s) => Val::Str(Cow::Borrowed(s)),
+            Value::Array(_) | Value::Object(_) => Val::Json(value),
+        }
+    }
+
     /// The elements of a list, or the keys of a map, one at a time.
     fn elements(&self) -> Option<Elements<'a>> {
         Some(match self {
             Val::Node(Value::Array(items), schema) => Elements::Items(items.iter(), schema.items.as_deref()?),
             Val::Node(Value::Object(fields), schema) if is_map(schema) => Elements::Keys(fields.keys()),
+            Val::Json(Value::Array(items)) => Elements::Untyped(items.iter()),
+            Val::Json(Value::Object(fields)) => Elements::Keys(fields.keys()),
             Val::List(items) => Elements::Built(Rc::clone(items), 0),
             _ => return None,
         })
@@ -82,6 +109,9 @@ impl<'a> Val<'a> {
     /// `self.field`: a property of an object by its CEL name (`foo__dash__bar` is `foo-bar`), or
     /// a map's key; `None` when absent.
     fn field(&self, name: &str) -> Option<Option<Val<'a>>> {
+        if let Val::Json(Value::Object(fields)) = self {
+            return Some(fields.get(name).map(Val::untyped));
+        }
         let Val::Node(Value::Object(fields), schema) = self else { return None };
         if is_map(schema) {
             let child = schema.property(name)?;
@@ -106,6 +136,7 @@ impl<'a> Val<'a> {
 /// What a comprehension or `in` goes through.
 enum Elements<'a> {
     Items(std::slice::Iter<'a, Value>, &'a Schema),
+    Untyped(std::slice::Iter<'a, Value>),
     Keys(serde_json::map::Keys<'a>),
     Built(Rc<Vec<Val<'a>>>, usize),
 }
@@ -116,6 +147,7 @@ impl<'a> Iterator for Elements<'a> {
     fn next(&mut self) -> Option<Val<'a>> {
         match self {
             Elements::Items(items, schema) => items.next().map(|item| Val::of(item, schema)),
+            Elements::Untyped(items) => items.next().map(Val::untyped),
             Elements::Keys(keys) => keys.next().map(|key| Val::Str(Cow::Borrowed(key))),
             Elements::Built(items, at) => {
                 let item = items.get(*at).cloned();
@@ -316,6 +348,8 @@ fn size(value: &Val<'_>) -> Option<Val<'static>> {
         Val::Str(s) => s.chars().count(),
         Val::Node(Value::Array(items), _) => items.len(),
         Val::Node(Value::Object(fields), schema) if is_map(schema) => fields.len(),
+        Val::Json(Value::Array(items)) => items.len(),
+        Val::Json(Value::Object(fields)) => fields.len(),
         Val::List(items) => items.len(),
         _ => return None,
     };
@@ -331,6 +365,8 @@ fn index_of<'a>(target: &Val<'a>, index: &Val<'a>) -> Option<Val<'a>> {
         (Val::Node(Value::Object(fields), schema), Val::Str(key)) if is_map(schema) => {
             Some(Val::of(fields.get(&**key)?, schema.property(key)?))
         }
+        (Val::Json(Value::Array(items)), Val::Int(i)) => items.get(usize::try_from(*i).ok()?).map(Val::untyped),
+        (Val::Json(Value::Object(fields)), Val::Str(key)) => fields.get(&**key).map(Val::untyped),
         (Val::List(items), Val::Int(i)) => items.get(usize::try_from(*i).ok()?).cloned(),
         _ => None,
     }
@@ -460,22 +496,40 @@ mod tests {
     use super::*;
     use crate::generate::Generator;
 
-    /// Every rule at every node of `value`: whether ours says it holds, and what the `cel`
-    /// crate's evaluator gives. Transition rules see the same value as `oldSelf`.
-    fn each_rule(value: &Value, schema: &Schema, out: &mut Vec<(String, bool, String)>) {
+    /// What ours says and what the `cel` crate gives for one rule, typed by the schema and
+    /// untyped (as an admission expression reads the same JSON).
+    struct Outcome {
+        rule: String,
+        ours: bool,
+        theirs: String,
+        ours_untyped: bool,
+        theirs_untyped: String,
+    }
+
+    /// Every rule at every node of `value`, evaluated both ways. Transition rules see the same
+    /// value as `oldSelf`.
+    fn each_rule(value: &Value, schema: &Schema, out: &mut Vec<Outcome>) {
         for rule in &schema.rules {
             let Ok(compiled) = &rule.compiled else { continue };
             let old = compiled.uses_old_self.then_some((value, schema));
-            let ours = holds(&compiled.program, (value, schema), old);
-            let theirs = super::super::LIBRARIES.with(|libraries| {
-                let mut scope = libraries.new_inner_scope();
-                scope.add_variable_from_value("self", super::super::to_cel(value, schema));
-                if old.is_some() {
-                    scope.add_variable_from_value("oldSelf", super::super::to_cel(value, schema));
-                }
-                format!("{:?}", kube_cel::cel::Value::resolve(&compiled.program, &scope))
+            let names: &[&str] = if old.is_some() { &["self", "oldSelf"] } else { &["self"] };
+            let theirs = |convert: &dyn Fn() -> kube_cel::cel::Value| {
+                super::super::LIBRARIES.with(|libraries| {
+                    let mut scope = libraries.new_inner_scope();
+                    for name in names {
+                        scope.add_variable_from_value(*name, convert());
+                    }
+                    format!("{:?}", kube_cel::cel::Value::resolve(&compiled.program, &scope))
+                })
+            };
+            let untyped: Vec<(&str, &Value)> = names.iter().map(|name| (*name, value)).collect();
+            out.push(Outcome {
+                rule: rule.source.rule.clone(),
+                ours: holds(&compiled.program, (value, schema), old),
+                theirs: theirs(&|| super::super::to_cel(value, schema)),
+                ours_untyped: holds_untyped(&compiled.program, &untyped),
+                theirs_untyped: theirs(&|| super::super::untyped(value)),
             });
-            out.push((rule.source.rule.clone(), ours, theirs));
         }
         match value {
             Value::Object(fields) => {
@@ -497,11 +551,11 @@ mod tests {
     }
 
     /// On objects made from every corpus schema, a rule ours says holds is one the `cel` crate's
-    /// evaluator finds true, and ours decides most of them.
+    /// evaluator finds true, and ours decides most of them; the same with the object untyped.
     #[test]
     fn what_holds_here_holds_in_the_cel_crate() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/real");
-        let (mut evaluated, mut decided) = (0, 0);
+        let (mut evaluated, mut decided, mut decided_untyped) = (0, 0, 0);
         for project in std::fs::read_dir(&root).unwrap() {
             for file in std::fs::read_dir(project.unwrap().path()).unwrap() {
                 let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
@@ -512,11 +566,16 @@ mod tests {
                         let object = Generator::new(seed, 3).value(&schema, 0);
                         let mut rules = Vec::new();
                         each_rule(&object, &schema, &mut rules);
-                        for (rule, ours, theirs) in rules {
+                        for outcome in rules {
                             evaluated += 1;
-                            if ours {
+                            if outcome.ours {
                                 decided += 1;
-                                assert_eq!(theirs, "Ok(Bool(true))", "{rule} on {object}");
+                                assert_eq!(outcome.theirs, "Ok(Bool(true))", "{} on {object}", outcome.rule);
+                            }
+                            if outcome.ours_untyped {
+                                decided_untyped += 1;
+                                let rule = &outcome.rule;
+                                assert_eq!(outcome.theirs_untyped, "Ok(Bool(true))", "{rule} on {object}, untyped");
                             }
                         }
                     }
@@ -524,6 +583,7 @@ mod tests {
             }
         }
         assert!(evaluated > 3_000 && decided * 2 > evaluated, "{decided} of {evaluated} decided here");
+        assert!(decided_untyped * 2 > evaluated, "{decided_untyped} of {evaluated} decided here untyped");
     }
 
     #[test]

@@ -237,20 +237,56 @@ pub fn with_admission_scope<R>(
     body: impl FnOnce(&mut AdmissionScope<'_>) -> R,
 ) -> R {
     ADMISSION_LIBRARIES.with(|libraries| {
+        let converted = Converted::new(variables, Some(requester));
         let mut context = libraries.new_inner_scope();
-        context.add_variable_from_value("authorizer", authorizer::variable(requester));
-        for (name, value) in variables {
-            context.add_variable_from_value(*name, untyped(value));
-        }
-        let mut scope = AdmissionScope { context, locals: HashMap::new() };
+        context.set_variable_resolver(&converted);
+        let mut scope = AdmissionScope { context, json: variables.to_vec(), locals: HashMap::new() };
         body(&mut scope)
     })
+}
+
+/// Variables bound as JSON (and the `authorizer`), each converted for the `cel` crate the first
+/// time an expression it evaluates reads it: most expressions that hold are decided on the JSON
+/// ([`fast`]), and most read neither every variable nor the `authorizer`.
+struct Converted<'a> {
+    variables: Vec<(&'a str, Bound<'a>, std::sync::OnceLock<cel::Value>)>,
+}
+
+/// What a variable is made from.
+#[derive(Clone, Copy)]
+enum Bound<'a> {
+    Json(&'a Value),
+    /// The `authorizer` of a requester (every check allowed without one).
+    Authorizer(Option<&'a Requester>),
+}
+
+impl<'a> Converted<'a> {
+    /// `variables`, and the `authorizer` when `authorizer` is given.
+    fn new(variables: &[(&'a str, &'a Value)], authorizer: Option<Option<&'a Requester>>) -> Converted<'a> {
+        let json = variables.iter().map(|(name, value)| (*name, Bound::Json(value)));
+        let authorizer = authorizer.map(|requester| ("authorizer", Bound::Authorizer(requester)));
+        let variables = json.chain(authorizer).map(|(name, bound)| (name, bound, std::sync::OnceLock::new())).collect();
+        Converted { variables }
+    }
+}
+
+impl cel::context::VariableResolver for Converted<'_> {
+    fn resolve(&self, variable: &str) -> Option<cel::Value> {
+        let (_, bound, converted) = self.variables.iter().find(|(name, ..)| *name == variable)?;
+        let value = converted.get_or_init(|| match bound {
+            Bound::Json(value) => untyped(value),
+            Bound::Authorizer(requester) => authorizer::variable(*requester),
+        });
+        Some(value.clone())
+    }
 }
 
 /// A scope of [`with_admission_scope`]: named `variables` defined in order, then expressions
 /// evaluated against everything bound.
 pub struct AdmissionScope<'a> {
     context: Context<'a>,
+    /// Every variable bound as JSON, outer scopes' first.
+    json: Vec<(&'a str, &'a Value)>,
     locals: HashMap<cel::objects::Key, cel::Value>,
 }
 
@@ -267,16 +303,20 @@ impl AdmissionScope<'_> {
     /// Runs `body` in a scope inside this one with `variables` bound too (a policy's
     /// parameters), and no `variables.<name>` of its own yet.
     pub fn inner<R>(&self, variables: &[(&str, &Value)], body: impl FnOnce(&mut AdmissionScope<'_>) -> R) -> R {
+        let converted = Converted::new(variables, None);
         let mut context = self.context.new_inner_scope();
-        for (name, value) in variables {
-            context.add_variable_from_value(*name, untyped(value));
-        }
-        body(&mut AdmissionScope { context, locals: HashMap::new() })
+        context.set_variable_resolver(&converted);
+        let json = self.json.iter().chain(variables).copied().collect();
+        body(&mut AdmissionScope { context, json, locals: HashMap::new() })
     }
 
     /// The boolean `expression` yields.
     pub fn check(&self, expression: &str) -> Result<bool, String> {
-        match self.evaluate(expression)? {
+        let compiled = compiled(expression)?;
+        if fast::holds_untyped(&compiled.program, &self.json) {
+            return Ok(true);
+        }
+        match self.resolve(&compiled.program)? {
             cel::Value::Bool(result) => Ok(result),
             other => Err(format!("expression must evaluate to bool, got {}", other.type_of())),
         }
@@ -301,7 +341,11 @@ impl AdmissionScope<'_> {
     }
 
     fn evaluate(&self, expression: &str) -> Result<cel::Value, String> {
-        cel::Value::resolve(&compiled(expression)?.program, &self.context).map_err(|err| err.to_string())
+        self.resolve(&compiled(expression)?.program)
+    }
+
+    fn resolve(&self, program: &Expression) -> Result<cel::Value, String> {
+        cel::Value::resolve(program, &self.context).map_err(|err| err.to_string())
     }
 }
 

@@ -18,9 +18,9 @@ const PAGE: usize = 16;
 /// An object parsed at a revision, of whichever type its prefix holds.
 type Kept = (Revision, Arc<dyn Any + Send + Sync>);
 
-/// Parsed objects by store key.
+/// Parsed objects by prefix, then by store key.
 #[derive(Debug, Clone, Default)]
-pub struct Parsed(Arc<Mutex<HashMap<String, Kept>>>);
+pub struct Parsed(Arc<Mutex<HashMap<String, HashMap<String, Kept>>>>);
 
 /// Every object stored under `prefix` that parses as `T`, in key order (one that does not is
 /// skipped, as upstream's informer would never have stored it).
@@ -29,7 +29,7 @@ pub async fn read<T: DeserializeOwned + Send + Sync + 'static>(
     prefix: &str,
 ) -> ApiResult<Vec<Arc<T>>> {
     let mut all = Vec::new();
-    let mut seen = Vec::new();
+    let (mut seen, mut parsed_now) = (Vec::new(), false);
     let mut after: Option<String> = None;
     loop {
         let options = ListOptions {
@@ -41,27 +41,33 @@ pub async fn read<T: DeserializeOwned + Send + Sync + 'static>(
         };
         let page = cx.store.list(options).await.map_err(|err| ApiError::unavailable(err.to_string()))?;
         after = page.entries.last().map(|entry| entry.key.clone());
-        let parsed = &cx.kept.parsed;
-        let mut known = parsed.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut parsed = cx.kept.parsed.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let known = parsed.entry(prefix.to_string()).or_default();
         for entry in page.entries {
-            seen.push(entry.key.clone());
             let kept = known.get(&entry.key).filter(|(revision, _)| *revision == entry.mod_revision);
             if let Some(object) = kept.and_then(|(_, object)| Arc::clone(object).downcast::<T>().ok()) {
                 all.push(object);
+                seen.push(entry.key);
                 continue;
             }
+            parsed_now = true;
             match serde_json::from_slice::<T>(&entry.value) {
                 Ok(object) => {
                     let object = Arc::new(object);
-                    known.insert(entry.key, (entry.mod_revision, Arc::clone(&object) as Arc<dyn Any + Send + Sync>));
+                    let kept = (entry.mod_revision, Arc::clone(&object) as Arc<dyn Any + Send + Sync>);
+                    known.insert(entry.key.clone(), kept);
                     all.push(object);
                 }
                 Err(err) => tracing::warn!(key = %entry.key, error = %err, "admission object skipped"),
             }
+            seen.push(entry.key);
         }
+        // What is no longer stored is no longer kept. When every object listed was kept
+        // already and as many are kept, they are the same ones.
         if !page.more {
-            // What is no longer stored is no longer kept.
-            known.retain(|key, _| !key.starts_with(prefix) || seen.binary_search(key).is_ok());
+            if parsed_now || known.len() != seen.len() {
+                known.retain(|key, _| seen.binary_search(key).is_ok());
+            }
             return Ok(all);
         }
     }
