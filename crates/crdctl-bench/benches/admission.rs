@@ -8,8 +8,8 @@
 //!
 //! - creates/s with no webhook configured;
 //! - HTTPS round trips/s to the webhook itself: one client on the server's runtime POSTing the
-//!   same kind of `AdmissionReview` the server sends and reading the answer, over one kept-alive
-//!   connection (the floor of any call);
+//!   `AdmissionReview` the server sent it first, byte for byte, and reading the answer, over one
+//!   kept-alive connection (the floor of any call);
 //! - creates/s with one `ValidatingWebhookConfiguration` matching every ConfigMap create.
 //!
 //! Reported: the ratio of the two create rates, and the overhead per webhook call (the
@@ -43,7 +43,12 @@ use serde_json::{Value, json};
 const SLICES: usize = 5;
 const CONFIGURATIONS: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
 
-async fn allow(Json(review): Json<Value>) -> Json<Value> {
+/// The first review the webhook was sent by the server, as sent: what the round trips post.
+static SENT: std::sync::OnceLock<bytes::Bytes> = std::sync::OnceLock::new();
+
+async fn allow(body: bytes::Bytes) -> Json<Value> {
+    let review: Value = serde_json::from_slice(&body).unwrap();
+    SENT.get_or_init(|| body);
     let uid = review["request"]["uid"].clone();
     Json(
         json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {"uid": uid, "allowed": true}}),
@@ -59,16 +64,10 @@ fn configuration(url: &str, ca_bundle: &str) -> String {
     .to_string()
 }
 
-/// Round trips/s: one client POSTing a review to the webhook over one connection.
-async fn round_trips(url: &str, ca_pem: &str) -> f64 {
+/// Round trips/s: one client POSTing `review` to the webhook over one connection.
+async fn round_trips(url: &str, ca_pem: &str, review: bytes::Bytes) -> f64 {
     let ca = reqwest::Certificate::from_pem(ca_pem.as_bytes()).unwrap();
     let http = reqwest::Client::builder().add_root_certificate(ca).http1_only().build().unwrap();
-    let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": "7f0b2c1e-0000-4000-8000-000000000000", "operation": "CREATE", "name": "cm",
-        "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
-        "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"},
-            "data": {"host": "localhost", "port": "1234"}}}})
-    .to_string();
     let (http, url) = (Arc::new(http), Arc::new(url.to_string()));
     load::rate(1, move |_, _| {
         let (http, url, review) = (Arc::clone(&http), Arc::clone(&url), review.clone());
@@ -104,13 +103,25 @@ async fn main() {
     let load = Arc::new(Load::new(vec![server.url()]));
     let configuration = configuration(&url, &bundle.ca_bundle());
 
+    // One create through the webhook first, for the review the server sends.
+    let (code, _) = load.send(reqwest::Method::POST, CONFIGURATIONS, Some(configuration.clone())).await;
+    assert_eq!(code, 201);
+    let first = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "first"},
+        "data": {"host": "localhost", "port": "1234"}});
+    let (code, _) =
+        load.send(reqwest::Method::POST, "/api/v1/namespaces/default/configmaps", Some(first.to_string())).await;
+    assert_eq!(code, 201);
+    let (code, _) = load.send(reqwest::Method::DELETE, &format!("{CONFIGURATIONS}/bench"), None).await;
+    assert_eq!(code, 200);
+    let review = SENT.get().expect("the webhook was called").clone();
     println!("a validating admission webhook on ConfigMap creates (one client, in-memory store)");
+    println!("  the review the server sends                     {:>5} bytes", review.len());
     let (mut none, mut trips, mut with) = (Vec::new(), Vec::new(), Vec::new());
     for slice in 0..SLICES {
         none.push(load.creates(Post::config_maps(), 1, None, &format!("none-{slice}")).await.0);
         // From the server's runtime, where the server's own calls start.
-        let (trip_url, ca_pem) = (url.clone(), bundle.ca_pem.clone());
-        trips.push(server_peer.run(async move { round_trips(&trip_url, &ca_pem).await }).await);
+        let (trip_url, ca_pem, review) = (url.clone(), bundle.ca_pem.clone(), review.clone());
+        trips.push(server_peer.run(async move { round_trips(&trip_url, &ca_pem, review).await }).await);
         let (code, _) = load.send(reqwest::Method::POST, CONFIGURATIONS, Some(configuration.clone())).await;
         assert_eq!(code, 201);
         with.push(load.creates(Post::config_maps(), 1, None, &format!("with-{slice}")).await.0);

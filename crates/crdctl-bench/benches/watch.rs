@@ -14,6 +14,11 @@
 //! `watch_stall_timeout` instead of buffering for them, while the readers of the same resource
 //! get every event.
 //!
+//! Then how delivery grows with the watchers: 1, 10, 100 and 1,000 watchers of a resource of
+//! their own while the same writes are made to it, beside those writes with none (the
+//! baseline); each row with the writes' rate against the baseline's, the events delivered per
+//! second (writes/s × watchers), the share delivered and the latency.
+//!
 //! Run: `cargo bench -p crdctl-bench --bench watch`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::string_slice)]
@@ -54,6 +59,10 @@ const LARGE_SIZE: usize = 64 * 1024;
 const LARGE_READERS: usize = 10;
 /// Concurrent writers.
 const WRITERS: usize = 4;
+/// Watchers of each step of the scale table (the first, none, is its baseline), and the
+/// objects each step creates and patches.
+const SCALE_STEPS: [usize; 5] = [0, 1, 10, 100, 1_000];
+const SCALE_OBJECTS: usize = 100;
 /// The time every event may take to arrive.
 const DEADLINE: Duration = Duration::from_secs(300);
 
@@ -169,20 +178,87 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
     sorted.get(at).copied().unwrap_or(0) as f64 / 1000.0
 }
 
+/// What a group of watchers was delivered: the share of every event to every watcher, those
+/// out of order, and the latency's p50, p99 and maximum in milliseconds.
+struct Delivery {
+    share: f64,
+    out_of_order: usize,
+    latency: [f64; 3],
+}
+
+impl Delivery {
+    fn of(writes: usize, seen: &[Seen]) -> Delivery {
+        let delivered: usize = seen.iter().map(|s| s.in_order).sum();
+        let mut latencies: Vec<u64> = seen.iter().flat_map(|s| s.latencies.iter().copied()).collect();
+        latencies.sort_unstable();
+        Delivery {
+            share: delivered as f64 / (writes * seen.len()).max(1) as f64,
+            out_of_order: seen.iter().map(|s| s.out_of_order).sum(),
+            latency: [0.50, 0.99, 1.0].map(|p| percentile(&latencies, p)),
+        }
+    }
+
+    /// Holds the group to every event delivered, in order.
+    fn expect(&self, group: &str, targets: &mut targets::Targets) {
+        let share = self.share;
+        targets.expect(share >= 0.99, format!("{group}: {share:.4} of events delivered (≥ 0.99)"));
+    }
+}
+
 fn report(group: &str, watchers: usize, writes: usize, seen: &[Seen], targets: &mut targets::Targets) {
-    let delivered: usize = seen.iter().map(|s| s.in_order).sum();
-    let mut latencies: Vec<u64> = seen.iter().flat_map(|s| s.latencies.iter().copied()).collect();
-    latencies.sort_unstable();
-    let out_of_order: usize = seen.iter().map(|s| s.out_of_order).sum();
+    let delivery = Delivery::of(writes, seen);
+    let [p50, p99, max] = delivery.latency;
     println!(
-        "  {group:<34}{watchers:>6} watchers × {writes:>5} writes   delivered {:.4}   out of order {out_of_order}   latency p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-        delivered as f64 / (writes * watchers) as f64,
-        percentile(&latencies, 0.50),
-        percentile(&latencies, 0.99),
-        percentile(&latencies, 1.0),
+        "  {group:<34}{watchers:>6} watchers × {writes:>5} writes   delivered {:.4}   out of order {}   latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms",
+        delivery.share, delivery.out_of_order,
     );
-    let share = delivered as f64 / (writes * watchers) as f64;
-    targets.expect(share >= 0.99, format!("{group}: {share:.4} of events delivered (≥ 0.99)"));
+    delivery.expect(group, targets);
+}
+
+/// One step of the scale table: `watchers` watchers of a resource of their own while its
+/// objects are created and patched; the writes' rate and what was delivered.
+async fn scale_step(base: &str, watchers: usize, start: Instant) -> (f64, Delivery) {
+    let (plural, kind) = (format!("scale{watchers}s"), format!("Scale{watchers}"));
+    let mut setup = Connection::open(base).await;
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let (code, _) = setup.send(reqwest::Method::POST, crds, Some(crd(&plural, &kind))).await;
+    assert_eq!(code, 201);
+    let (_, list) = setup.send(reqwest::Method::GET, &collection(&plural), None).await;
+    let list: serde_json::Value = serde_json::from_slice(&list).unwrap();
+    let rv = list["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let group: Vec<_> = (0..watchers)
+        .map(|_| tokio::spawn(watcher(base.to_string(), collection(&plural), rv.clone(), 2 * SCALE_OBJECTS, start)))
+        .collect();
+    if watchers > 0 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let began = Instant::now();
+    write(base, &plural, &kind, SCALE_OBJECTS, 1024, start).await;
+    let rate = (2 * SCALE_OBJECTS) as f64 / began.elapsed().as_secs_f64();
+    (rate, Delivery::of(2 * SCALE_OBJECTS, &all_seen(group).await))
+}
+
+/// The scale table: each step beside the first's writes (nobody watching).
+async fn scale_table(base: &str, start: Instant, targets: &mut targets::Targets) {
+    println!("watchers of one resource, 1 KiB objects, {SCALE_OBJECTS} created then patched from {WRITERS} writers");
+    println!("  watchers   writes/s   ÷ unwatched   events/s   delivered   latency p50 / p99 / max");
+    let mut unwatched = 0.0;
+    for watchers in SCALE_STEPS {
+        let (rate, delivery) = scale_step(base, watchers, start).await;
+        if watchers == 0 {
+            unwatched = rate;
+            println!("  {watchers:>8}   {rate:>8.0}   baseline");
+            continue;
+        }
+        let [p50, p99, max] = delivery.latency;
+        println!(
+            "  {watchers:>8}   {rate:>8.0}   {:>11.2}   {:>8.0}   {:>9.4}   {p50:>5.1} / {p99:>5.1} / {max:>5.1} ms",
+            rate / unwatched,
+            rate * watchers as f64,
+            delivery.share
+        );
+        delivery.expect(&format!("{watchers} watchers of one resource"), targets);
+    }
 }
 
 /// What each watcher of a group saw, once all are done.
@@ -298,6 +374,7 @@ async fn main() {
         watching_kib.saturating_sub(before_kib) as f64 / watchers as f64,
         after_kib.saturating_sub(before_kib) as f64 / watchers as f64,
     );
+    scale_table(&base, start, &mut targets).await;
     drop(server);
     targets.finish();
 }
