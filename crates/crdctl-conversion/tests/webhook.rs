@@ -67,6 +67,42 @@ fn service_client(address: SocketAddr, name: &str, ca_bundle: &str) -> WebhookCl
     WebhookClient::new(&config, &["v1".into()], &resolver).unwrap()
 }
 
+/// Calls reuse one connection; one the webhook's side closed while it was idle is replaced.
+#[tokio::test]
+async fn calls_share_a_connection_and_replace_one_the_webhook_closed() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    let webhook = start_example().await;
+    // A proxy in front of the webhook, counting connections and able to drop them.
+    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy_address = proxy.local_addr().unwrap();
+    let (accepted, pipes) = (Arc::new(AtomicUsize::new(0)), Arc::new(Mutex::new(Vec::new())));
+    let (counted, kept) = (Arc::clone(&accepted), Arc::clone(&pipes));
+    let target = webhook.address;
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = proxy.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let pipe = tokio::spawn(async move {
+                let mut outbound = tokio::net::TcpStream::connect(target).await.unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            });
+            kept.lock().unwrap().push(pipe);
+        }
+    });
+    let client = url_client(proxy_address, &webhook.bundle.ca_bundle(), &["v1"]);
+    for _ in 0..3 {
+        assert_eq!(client.convert(seed_objects(), "example.com/v1", Shape::List).await.unwrap(), seed_converted());
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "one connection for three calls");
+    for pipe in pipes.lock().unwrap().drain(..) {
+        pipe.abort();
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(client.convert(seed_objects(), "example.com/v1", Shape::List).await.unwrap(), seed_converted());
+    assert_eq!(accepted.load(Ordering::SeqCst), 2, "a new connection for the one closed");
+    webhook.server.shutdown().await.unwrap();
+}
+
 fn seed_objects() -> Vec<Value> {
     vec![
         json!({"kind": "CronTab", "apiVersion": "example.com/v1beta1", "metadata": {"creationTimestamp": "2019-09-04T14:03:02Z", "name": "local-crontab", "namespace": "default", "resourceVersion": "143", "uid": "3415a7fc-162b-4300-b5da-fd6083580d66"}, "hostPort": "localhost:1234"}),

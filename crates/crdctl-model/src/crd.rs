@@ -145,7 +145,7 @@ pub struct WebhookConversion {
 }
 
 /// Where a conversion webhook lives: a URL or a Service.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookClientConfig {
     /// `https://host[:port][/path]`.
@@ -160,7 +160,7 @@ pub struct WebhookClientConfig {
 }
 
 /// `clientConfig.service`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceReference {
     /// Service namespace.

@@ -238,11 +238,58 @@ pub fn encode(object: &Value) -> Option<Vec<u8>> {
 }
 
 /// [`encode`] of the JSON text of an object of `kind` in `api_version`, read once, without a
-/// parsed copy: how a stored object is answered in protobuf.
+/// parsed copy.
 pub fn encode_text(text: &[u8], api_version: &str, kind: &str) -> Option<Vec<u8>> {
     envelope_of(api_version, kind, |descriptor, raw| {
         write::message(descriptor, &mut serde_json::Deserializer::from_slice(text), raw).is_ok()
     })
+}
+
+/// [`encode_text`] of a stored object's text, as a get answers it in protobuf: the encoding of
+/// the same text answered before is sent again rather than transcoded again, as kube-apiserver
+/// keeps each object's serializations (its watch cache's `cachingObject`).
+pub fn encode_stored(text: &[u8], api_version: &str, kind: &str) -> Option<bytes::Bytes> {
+    let key = std::hash::BuildHasher::hash_one(&foldhash::fast::FixedState::default(), (api_version, kind, text));
+    let encodings = ENCODINGS.get_or_init(Default::default);
+    let same = |e: &&Encoding| e.text == text && e.kind == kind && e.api_version == api_version;
+    if let Some(kept) = lock(encodings).by_key.get(&key).filter(same) {
+        return Some(kept.encoded.clone());
+    }
+    let encoded = bytes::Bytes::from(encode_text(text, api_version, kind)?);
+    let mut encodings = lock(encodings);
+    if encodings.held > ENCODINGS_HELD {
+        *encodings = Encodings::default();
+    }
+    encodings.held += text.len() + encoded.len();
+    let kept = Encoding { api_version: api_version.into(), kind: kind.into(), text: text.to_vec(), encoded };
+    let encoded = kept.encoded.clone();
+    encodings.by_key.insert(key, kept);
+    Some(encoded)
+}
+
+/// The encodings [`encode_stored`] keeps, by a hash of what they encode (checked whole on use,
+/// so an entry is never another object's and never stale: a changed object is other text).
+#[derive(Default)]
+struct Encodings {
+    by_key: std::collections::HashMap<u64, Encoding>,
+    /// Bytes of text and encodings held.
+    held: usize,
+}
+
+struct Encoding {
+    api_version: String,
+    kind: String,
+    text: Vec<u8>,
+    encoded: bytes::Bytes,
+}
+
+/// Past this many bytes held, [`encode_stored`] starts over.
+const ENCODINGS_HELD: usize = 16 << 20;
+
+static ENCODINGS: OnceLock<std::sync::Mutex<Encodings>> = OnceLock::new();
+
+fn lock(encodings: &std::sync::Mutex<Encodings>) -> std::sync::MutexGuard<'_, Encodings> {
+    encodings.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The envelope around the message `write` writes for `kind`, written in place.
@@ -489,6 +536,22 @@ mod tests {
 
     fn round_trip(object: Value) -> Value {
         decode(&encode(&object).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_stored_objects_encoding_is_sent_again_until_its_text_changes() {
+        let object = |value: &str| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kept", "resourceVersion": "7"},
+                "data": {"a": value}})
+        };
+        let text = serde_json::to_vec(&object("one")).unwrap();
+        let first = encode_stored(&text, "v1", "ConfigMap").unwrap();
+        assert_eq!(first, encode(&object("one")).unwrap());
+        let again = encode_stored(&text, "v1", "ConfigMap").unwrap();
+        assert_eq!(again.as_ptr(), first.as_ptr(), "the same bytes, not encoded again");
+        let changed = encode_stored(&serde_json::to_vec(&object("two")).unwrap(), "v1", "ConfigMap").unwrap();
+        assert_eq!(changed, encode(&object("two")).unwrap());
+        assert_eq!(encode_stored(&text, "v1", "NoSuchKind"), None, "a kind without a message");
     }
 
     #[test]

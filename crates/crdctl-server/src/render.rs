@@ -27,26 +27,26 @@ pub fn reply(
 ) -> ApiResult<Response> {
     warnings.extend(std::mem::take(&mut reply.warnings));
     let code = reply.code;
-    let (body, media_type) = match representation {
-        Representation::Object => (reply.into_json(), JSON),
-        _ if reply.body.is_status() => (reply.into_json(), JSON),
+    let (body, media_type): (Bytes, _) = match representation {
+        Representation::Object => (reply.into_json().into(), JSON),
+        _ if reply.body.is_status() => (reply.into_json().into(), JSON),
         Representation::Protobuf => {
             let (encoded, object) = match (list_items(&mut reply)?, reply.body) {
                 (Some(items), body) => {
                     let mut list = body.into_value()?;
                     crate::object::set(&mut list, "items", Value::Array(items));
-                    (crate::protobuf::encode(&list), Body::Value(list))
+                    (crate::protobuf::encode(&list).map(Bytes::from), Body::Value(list))
                 }
                 // A stored object is transcoded from its text, which is of the endpoint's kind.
                 (None, Body::Json(text)) => (
-                    crate::protobuf::encode_text(&text, &endpoint.api_version(), &endpoint.type_kind),
+                    crate::protobuf::encode_stored(&text, &endpoint.api_version(), &endpoint.type_kind),
                     Body::Json(text),
                 ),
-                (None, Body::Value(object)) => (crate::protobuf::encode(&object), Body::Value(object)),
+                (None, Body::Value(object)) => (crate::protobuf::encode(&object).map(Bytes::from), Body::Value(object)),
             };
             match encoded {
                 Some(bytes) => (bytes, crate::protobuf::MEDIA_TYPE),
-                None => (to_json(&object.into_value()?), JSON),
+                None => (to_json(&object.into_value()?).into(), JSON),
             }
         }
         Representation::Table => {
@@ -57,7 +57,7 @@ pub fn reply(
                 None => (vec![reply.body.into_value()?], json!({})),
             };
             let include = params.include_object.as_deref().unwrap_or("Metadata");
-            (to_json(&table(endpoint, &objects, metadata, include)), JSON)
+            (to_json(&table(endpoint, &objects, metadata, include)).into(), JSON)
         }
         Representation::Metadata => {
             let items = list_items(&mut reply)?;
@@ -69,7 +69,7 @@ pub fn reply(
                 }),
                 None => partial_metadata(&body),
             };
-            (to_json(&rendered), JSON)
+            (to_json(&rendered).into(), JSON)
         }
     };
     let mut response = (code, body).into_response();

@@ -21,6 +21,8 @@ use crdctl_model::crd::{ServiceReference, WebhookClientConfig};
 use crdctl_model::json::write_key;
 use serde_json::Value;
 
+mod http;
+
 use crate::response::{self, ConversionError, ObjectJson, Original, Sent, Shape};
 use crate::review::ReviewVersion;
 
@@ -63,10 +65,21 @@ impl ServiceResolver for DnsResolver {
 
 /// An HTTPS endpoint the API server calls, from a webhook's `clientConfig`: its URL, and a
 /// client that verifies TLS against the `caBundle`. Conversion and admission webhooks share it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Endpoint {
-    http: reqwest::Client,
+    client: Arc<http::Client>,
+    /// The URL without the query.
     base: String,
+    /// The URL's path.
+    path: String,
+    /// The path and query of the last call's timeout, read: calls read it once.
+    last: Arc<std::sync::Mutex<Option<(Duration, ::http::Uri)>>>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint").field("base", &self.base).finish_non_exhaustive()
+    }
 }
 
 /// Why a call brought no answer to read.
@@ -94,29 +107,30 @@ impl Endpoint {
     /// fragment) as written, or a `service` reached through `resolver`; why not, otherwise.
     pub fn new(config: &WebhookClientConfig, resolver: &dyn ServiceResolver) -> Result<Endpoint, String> {
         let tls = tls_config(config.ca_bundle.as_deref().unwrap_or_default())?;
-        let mut builder = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
-            .http1_only()
-            .user_agent("kube-apiserver-admission");
-        let base = match (&config.url, &config.service) {
+        let (base, authority, path, target) = match (&config.url, &config.service) {
             (Some(url), None) => {
                 if let Some(problem) = crdctl_model::webhook::validate_url(url).into_iter().next() {
                     return Err(format!("invalid webhook url {url:?}: {problem}"));
                 }
-                url.clone()
+                let parsed: ::http::Uri = url.parse().map_err(|err| format!("invalid webhook url {url:?}: {err}"))?;
+                let authority = parsed.authority().ok_or_else(|| format!("invalid webhook url {url:?}: no host"))?;
+                let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_string();
+                let target = http::Target::Host(host, authority.port_u16().unwrap_or(443));
+                (url.clone(), authority.to_string(), parsed.path().to_string(), target)
             }
             (None, Some(service)) => {
                 let port = u16::try_from(service.port.unwrap_or(443))
                     .map_err(|_| format!("invalid service port {:?}", service.port))?;
-                let host = format!("{}.{}.svc", service.name, service.namespace);
-                let address = resolver.resolve(service, port)?;
-                builder = builder.resolve(&host, address);
-                format!("https://{host}:{port}{}", service.path.as_deref().unwrap_or_default())
+                let authority = format!("{}.{}.svc:{port}", service.name, service.namespace);
+                let path = service.path.clone().unwrap_or_default();
+                let target = http::Target::Address(resolver.resolve(service, port)?);
+                (format!("https://{authority}{path}"), authority, path, target)
             }
             _ => return Err("exactly one of url or service is required".into()),
         };
-        let http = builder.build().map_err(|err| format!("cannot build the webhook client: {err}"))?;
-        Ok(Endpoint { http, base })
+        let client = Arc::new(http::Client::new(tls, &authority, target)?);
+        let path = if path.is_empty() { "/".to_string() } else { path };
+        Ok(Endpoint { client, base, path, last: Arc::default() })
     }
 
     /// The URL a call with `timeout` goes to: the API server adds `?timeout=<seconds>s`.
@@ -124,26 +138,42 @@ impl Endpoint {
         format!("{}?timeout={}s", self.base, timeout.as_secs().max(1))
     }
 
-    /// POSTs a JSON `body`, waiting at most `timeout`; the answer's body.
+    /// POSTs a JSON `body`, waiting at most `timeout` for the whole call; the answer's body.
     pub async fn post(&self, body: bytes::Bytes, timeout: Duration) -> Result<Vec<u8>, CallError> {
-        let url = self.url(timeout);
-        let unanswered = |err: reqwest::Error| CallError::Unanswered(format!("Post {url:?}: {}", describe(&err)));
-        let reply = self
-            .http
-            .post(&url)
-            .timeout(timeout)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "application/json, */*")
-            .body(body)
-            .send()
-            .await
-            .map_err(unanswered)?;
-        let status = reply.status();
-        let bytes = read_limited(reply).await.map_err(unanswered)?.ok_or(CallError::TooLarge)?;
-        if !status.is_success() {
-            return Err(CallError::Status(http_status_error(status.as_u16(), &bytes)));
+        let unanswered = |why: String| CallError::Unanswered(format!("Post {:?}: {why}", self.url(timeout)));
+        let path = self.path_and_query(timeout).map_err(unanswered)?;
+        let headers = [
+            (::http::header::CONTENT_TYPE, ::http::HeaderValue::from_static("application/json")),
+            (::http::header::ACCEPT, ::http::HeaderValue::from_static("application/json, */*")),
+            (::http::header::USER_AGENT, ::http::HeaderValue::from_static("kube-apiserver-admission")),
+        ];
+        let call = self.client.post(&path, &headers, body, MAX_RESPONSE_BYTES);
+        let (status, bytes) = match tokio::time::timeout(timeout, call).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(failure)) => return Err(unanswered(innermost(&*failure))),
+            Err(_) => {
+                return Err(unanswered(
+                    "context deadline exceeded (Client.Timeout exceeded while awaiting headers)".into(),
+                ));
+            }
+        };
+        let bytes = bytes.ok_or(CallError::TooLarge)?;
+        if !(200..300).contains(&status) {
+            return Err(CallError::Status(http_status_error(status, &bytes)));
         }
         Ok(bytes)
+    }
+
+    /// The path and query of a call with `timeout`, read once for each timeout in turn.
+    fn path_and_query(&self, timeout: Duration) -> Result<::http::Uri, String> {
+        let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, path)) = last.as_ref().filter(|(last, _)| *last == timeout) {
+            return Ok(path.clone());
+        }
+        let path: ::http::Uri =
+            format!("{}?timeout={}s", self.path, timeout.as_secs().max(1)).parse().map_err(|err| format!("{err}"))?;
+        *last = Some((timeout, path.clone()));
+        Ok(path)
     }
 }
 
@@ -327,18 +357,6 @@ fn needs_conversion(object: &Value, desired_api_version: &str) -> bool {
     !in_desired && !empty
 }
 
-/// The body, or `None` once it passes [`MAX_RESPONSE_BYTES`] (the rest is not read).
-async fn read_limited(mut reply: reqwest::Response) -> Result<Option<Vec<u8>>, reqwest::Error> {
-    let mut bytes = Vec::new();
-    while let Some(chunk) = reply.chunk().await? {
-        bytes.extend_from_slice(&chunk);
-        if bytes.len() > MAX_RESPONSE_BYTES {
-            return Ok(None);
-        }
-    }
-    Ok(Some(bytes))
-}
-
 /// client-go's message for a non-2xx answer. A `Status` body speaks for itself.
 fn http_status_error(code: u16, body: &[u8]) -> String {
     if let Ok(status) = serde_json::from_slice::<Value>(body)
@@ -371,11 +389,8 @@ fn http_status_error(code: u16, body: &[u8]) -> String {
 
 /// The innermost cause of a transport error, which says what actually went wrong (the outer
 /// ones repeat the URL).
-fn describe(err: &reqwest::Error) -> String {
-    if err.is_timeout() {
-        return "context deadline exceeded (Client.Timeout exceeded while awaiting headers)".into();
-    }
-    let mut innermost: &dyn std::error::Error = err;
+fn innermost(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut innermost = err;
     while let Some(cause) = innermost.source() {
         innermost = cause;
     }

@@ -83,14 +83,14 @@ pub struct Matched<'w> {
 /// request under `failurePolicy: Fail` and skips the webhook under `Ignore`.
 pub async fn matching<'w>(
     cx: Context<'_>,
-    webhooks: &'w [Webhook],
+    webhooks: &[&'w Webhook],
     request: &Request<'_>,
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> ApiResult<Vec<Matched<'w>>> {
     let mut namespace_labels: Option<Map<String, Value>> = None;
     let mut matched = Vec::new();
-    for (at, webhook) in webhooks.iter().enumerate() {
+    for (at, &webhook) in webhooks.iter().enumerate() {
         let version = match webhook.rules.iter().any(|rule| rule.matches(request)) {
             true => None,
             false => match equivalent_version(cx, webhook, request) {

@@ -234,7 +234,7 @@ pub struct Kept {
 /// The HTTPS clients of the webhooks called so far, by `clientConfig`: a call reuses the
 /// client, and with it the connection, of the calls before (upstream's `ClientManager` cache).
 #[derive(Debug, Clone, Default)]
-pub struct Clients(Arc<Mutex<HashMap<String, Endpoint>>>);
+pub struct Clients(Arc<Mutex<HashMap<WebhookClientConfig, Endpoint, foldhash::fast::RandomState>>>);
 
 /// At most this many clients are kept; then the cache starts over.
 const MAX_CLIENTS: usize = 256;
@@ -242,16 +242,15 @@ const MAX_CLIENTS: usize = 256;
 impl Clients {
     /// The client for `config`, made on first use.
     fn endpoint(&self, config: &WebhookClientConfig, resolver: &dyn ServiceResolver) -> Result<Endpoint, String> {
-        let key = serde_json::to_string(config).map_err(|err| err.to_string())?;
         let mut clients = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(endpoint) = clients.get(&key) {
+        if let Some(endpoint) = clients.get(config) {
             return Ok(endpoint.clone());
         }
         let endpoint = Endpoint::new(config, resolver)?;
         if clients.len() >= MAX_CLIENTS {
             clients.clear();
         }
-        clients.insert(key, endpoint.clone());
+        clients.insert(config.clone(), endpoint.clone());
         Ok(endpoint)
     }
 }
@@ -274,17 +273,22 @@ impl Phase {
     }
 }
 
-/// Every webhook of the stored configurations of `phase`: configurations by name, webhooks in
-/// the order listed. A configuration that does not parse is skipped, as upstream's informer
-/// would never have stored it.
-async fn webhooks(cx: Context<'_>, phase: Phase) -> ApiResult<Vec<Webhook>> {
-    #[derive(Deserialize)]
-    struct Configuration {
-        #[serde(default)]
-        webhooks: Vec<Webhook>,
-    }
-    let configurations = objects::read::<Configuration>(cx, phase.prefix()).await?;
-    Ok(configurations.iter().flat_map(|c| c.webhooks.iter().cloned()).collect())
+/// A stored webhook configuration, parsed.
+#[derive(Deserialize)]
+struct Configuration {
+    #[serde(default)]
+    webhooks: Vec<Webhook>,
+}
+
+/// The stored configurations of `phase`, by name. A configuration that does not parse is
+/// skipped, as upstream's informer would never have stored it.
+async fn configurations(cx: Context<'_>, phase: Phase) -> ApiResult<Vec<Arc<Configuration>>> {
+    objects::read::<Configuration>(cx, phase.prefix()).await
+}
+
+/// Every webhook of `configurations`, in the order listed.
+fn webhooks(configurations: &[Arc<Configuration>]) -> Vec<&Webhook> {
+    configurations.iter().flat_map(|c| c.webhooks.iter()).collect()
 }
 
 /// Runs the mutating webhooks on `object` (the request's version), in order, patching it;
@@ -296,7 +300,8 @@ pub async fn mutate(
     object: &mut Value,
     old: Option<&Value>,
 ) -> ApiResult<Vec<String>> {
-    let webhooks = webhooks(cx, Phase::Mutating).await?;
+    let configurations = configurations(cx, Phase::Mutating).await?;
+    let webhooks = webhooks(&configurations);
     if webhooks.is_empty() || request.group == CONFIGURATION_GROUP {
         return Ok(Vec::new());
     }
@@ -382,8 +387,8 @@ pub async fn validate(
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> ApiResult<Vec<String>> {
-    let webhooks = webhooks(cx, Phase::Validating).await?;
-    validate_with(cx, &webhooks, request, object, old).await
+    let configurations = configurations(cx, Phase::Validating).await?;
+    validate_with(cx, &webhooks(&configurations), request, object, old).await
 }
 
 /// [`validate`] for a delete: the object being deleted (`old`, at the request's version) is
@@ -393,7 +398,8 @@ pub async fn validate_delete(
     request: &Request<'_>,
     old: impl Future<Output = ApiResult<Option<Value>>>,
 ) -> ApiResult<Vec<String>> {
-    let webhooks = webhooks(cx, Phase::Validating).await?;
+    let configurations = configurations(cx, Phase::Validating).await?;
+    let webhooks = webhooks(&configurations);
     if webhooks.is_empty() && !policy::any_bound(cx).await? {
         return Ok(Vec::new());
     }
@@ -404,7 +410,7 @@ pub async fn validate_delete(
 /// The policies, then the webhooks (kube-apiserver's plugin order).
 async fn validate_with(
     cx: Context<'_>,
-    webhooks: &[Webhook],
+    webhooks: &[&Webhook],
     request: &Request<'_>,
     object: Option<&Value>,
     old: Option<&Value>,
