@@ -206,7 +206,7 @@ thread_local! {
         authorizer::register(&mut context);
         context
     };
-    static PROGRAMS: std::cell::RefCell<HashMap<String, Arc<Admission>>> = std::cell::RefCell::default();
+    static PROGRAMS: std::cell::RefCell<HashMap<String, Arc<Admission>, foldhash::fast::RandomState>> = std::cell::RefCell::default();
 }
 
 fn libraries() -> Context<'static> {

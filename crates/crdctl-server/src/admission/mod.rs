@@ -32,6 +32,7 @@ pub mod policy;
 pub mod review;
 pub mod type_checking;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -329,17 +330,18 @@ pub async fn mutate(
 
 /// `object` at `version` of the request's custom resource (`matchPolicy: Equivalent`), or as
 /// it is.
-async fn at_version(
+async fn at_version<'o>(
     cx: Context<'_>,
     request: &Request<'_>,
     version: Option<&str>,
-    object: Option<&Value>,
-) -> ApiResult<Option<Value>> {
-    let (Some(version), Some(object)) = (version, object) else { return Ok(object.cloned()) };
+    object: Option<&'o Value>,
+) -> ApiResult<Option<Cow<'o, Value>>> {
+    let (Some(version), Some(object)) = (version, object) else { return Ok(object.map(Cow::Borrowed)) };
     let Some(served) = cx.registry.by_resource(request.group, request.resource) else {
-        return Ok(Some(object.clone()));
+        return Ok(Some(Cow::Borrowed(object)));
     };
-    Ok(served.convert(vec![object.clone()], version, crdctl_conversion::Shape::Object).await?.pop())
+    let converted = served.convert(vec![object.clone()], version, crdctl_conversion::Shape::Object).await?;
+    Ok(converted.into_iter().next().map(Cow::Owned))
 }
 
 async fn call_mutating(
@@ -351,9 +353,9 @@ async fn call_mutating(
     warnings: &mut Vec<String>,
 ) -> ApiResult<()> {
     let (webhook, version) = (matched.webhook, matched.version.as_deref());
-    let mut seen = at_version(cx, request, version, Some(&*object)).await?.unwrap_or(Value::Null);
+    let mut seen = at_version(cx, request, version, Some(&*object)).await?.map_or(Value::Null, Cow::into_owned);
     let seen_old = at_version(cx, request, version, old).await?;
-    match review::call(cx, webhook, (request, version), Some(&seen), seen_old.as_ref(), Phase::Mutating).await {
+    match review::call(cx, webhook, (request, version), Some(&seen), seen_old.as_deref(), Phase::Mutating).await {
         Ok(answer) => {
             warnings.extend(answer.warnings);
             audit::annotate_for(request, &webhook.name, &answer.audit_annotations);
@@ -365,7 +367,8 @@ async fn call_mutating(
                 // failure policy.
                 review::apply_patch(&mut seen, &patch).map_err(ApiError::internal_error)?;
                 // Back to the request's version when the webhook saw another.
-                *object = at_version(cx, request, version.map(|_| request.version), Some(&seen)).await?.unwrap_or(seen);
+                let back = at_version(cx, request, version.map(|_| request.version), Some(&seen)).await?;
+                *object = back.map(Cow::into_owned).unwrap_or(seen);
             }
             Ok(())
         }
@@ -430,8 +433,8 @@ async fn validate_with(
                     cx,
                     matched.webhook,
                     (request, version),
-                    seen.as_ref(),
-                    seen_old.as_ref(),
+                    seen.as_deref(),
+                    seen_old.as_deref(),
                     Phase::Validating,
                 )
                 .await
